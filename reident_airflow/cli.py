@@ -1,0 +1,249 @@
+"""The ``reident`` command line (contract.md).
+
+Exit codes: 0 passed (or no thresholds given), 1 a threshold was breached, 2 usage or input
+error (one line on stderr; the traceback only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from reident_airflow.engine.errors import InvalidInputError, ReidentError
+
+EXIT_PASSED = 0
+EXIT_BREACHED = 1
+EXIT_USAGE = 2
+
+PROG = "reident"
+
+
+class _UsageError(Exception):
+    """Raised by the argument parser instead of printing its usage block."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: error: {message}")
+
+
+# ---------------------------------------------------------------------------------- arg types
+def _share(flag: str, *, allow_zero: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        low_ok = v >= 0.0 if allow_zero else v > 0.0
+        if not (low_ok and v <= 1.0):
+            span = "[0, 1]" if allow_zero else "(0, 1]"
+            raise argparse.ArgumentTypeError(f"must be in {span}, got {text}")
+        return v
+
+    parse.__name__ = flag
+    return parse
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def _qi_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not n for n in names):
+        raise argparse.ArgumentTypeError("needs one or more column names separated by commas")
+    return names
+
+
+def _separator(text: str) -> str:
+    if text in {"\\t", "tab", "TAB"}:
+        return "\t"
+    if len(text) != 1:
+        raise argparse.ArgumentTypeError(f"must be a single character, got {text!r}")
+    return text
+
+
+# ------------------------------------------------------------------------------------ parser
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+    parser = _Parser(
+        prog=PROG,
+        description="Re-identification risk gates for data releases (ARX-compatible).",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    a = sub.add_parser(
+        "assess",
+        parents=[common],
+        help="assess re-identification risk of a table",
+        description="Assess re-identification risk of a CSV/Parquet file or a database table.",
+    )
+    a.add_argument("input", metavar="INPUT", help="CSV or Parquet path, or a SQLAlchemy URL")
+    a.add_argument("--qi", required=True, type=_qi_list, metavar="COL[,COL...]",
+                   help="quasi-identifier columns, exactly as in the header")
+    a.add_argument("--sep", type=_separator, default=",", help="CSV separator (default ',')")
+    a.add_argument("--table", help="table name when INPUT is a database URL")
+    a.add_argument("--schema", help="schema of --table (database input)")
+    a.add_argument("--record-threshold", type=_share("--record-threshold"), default=0.2,
+                   metavar="T", help="record risk above which a record is 'at risk' (0.2)")
+    pop = a.add_mutually_exclusive_group()
+    pop.add_argument("--population-size", type=_positive_int, metavar="N",
+                     help="size of the population the table was drawn from")
+    pop.add_argument("--sampling-fraction", type=_share("--sampling-fraction"), metavar="F",
+                     help="n / N, the share of the population in the table")
+    pop.add_argument("--region", choices=["usa"], help="population preset (usa: 317,238,626)")
+    a.add_argument("--population-table", metavar="PATH_OR_TABLE",
+                   help="register of the population on the same QIs (file, or a table of the "
+                   "same database): journalist and marketer are measured against it")
+    a.add_argument("--max-highest-risk", type=_share("--max-highest-risk"), metavar="X")
+    a.add_argument("--max-average-risk", type=_share("--max-average-risk"), metavar="X")
+    a.add_argument("--max-records-at-risk", type=_share("--max-records-at-risk", allow_zero=True),
+                   metavar="X")
+    a.add_argument("--min-k", type=_positive_int, metavar="K")
+    a.add_argument("--max-subset-size", type=_positive_int, metavar="S",
+                   help="rank QI subsets up to S columns (default: all when <= 10 QIs)")
+    a.add_argument("--json", metavar="PATH", help="write the assessment JSON here ('-' = stdout)")
+    a.set_defaults(handler=_cmd_assess)
+    return parser
+
+
+# ---------------------------------------------------------------------------------- commands
+def _load_class_table(args: argparse.Namespace, table: str | None = None,
+                      path: str | None = None) -> Any:
+    """The class table of INPUT (or of ``--population-table`` when ``table``/``path`` given)."""
+    source: str = args.input
+    if "://" in source:
+        from reident_airflow.sources.sql import class_table_from_sql
+
+        name = table or args.table
+        if not name:
+            raise InvalidInputError("a database URL needs --table NAME")
+        return class_table_from_sql(source, args.qi, table=name, schema=args.schema)
+    if args.table:
+        raise InvalidInputError("--table applies only to a database URL")
+    from reident_airflow.sources.files import class_table_from_file
+
+    return class_table_from_file(path or source, args.qi, sep=args.sep)
+
+
+def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
+    from reident_airflow.engine.assessment import Thresholds, assess
+
+    thresholds = Thresholds(
+        max_highest_risk=args.max_highest_risk,
+        max_average_risk=args.max_average_risk,
+        max_records_at_risk=args.max_records_at_risk,
+        min_k=args.min_k,
+    )
+    table = _load_class_table(args)
+    register = None
+    if args.population_table:
+        if "://" in args.input:
+            register = _load_class_table(args, table=args.population_table)
+        else:
+            register = _load_class_table(args, path=args.population_table)
+    result = assess(
+        table,
+        record_threshold=args.record_threshold,
+        population_size=args.population_size,
+        sampling_fraction=args.sampling_fraction,
+        region=args.region,
+        thresholds=thresholds,
+        max_subset_size=args.max_subset_size,
+        population_table=register,
+    )
+    payload = result.to_dict()
+    _emit_json(payload, args.json, out)
+    if args.json != "-":
+        from reident_airflow.summary import assessment_summary
+
+        out.write(assessment_summary(payload))
+    return EXIT_PASSED if result.passed else EXIT_BREACHED
+
+
+def _emit_json(payload: dict[str, Any], dest: str | None, out: TextIO) -> None:
+    if dest is None:
+        return
+    text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
+    if dest == "-":
+        out.write(text)
+        return
+    write_atomic(Path(dest), text)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file so that readers see either the old content or the new, never a part."""
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise InvalidInputError(f"{path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ------------------------------------------------------------------------------------- main
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args_list
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+        if args.version:
+            from reident_airflow import __version__
+
+            out.write(f"reident {__version__}\n")
+            return EXIT_PASSED
+        if args.command is None:
+            out.write(parser.format_help())
+            return EXIT_USAGE
+        code: int = args.handler(args, out)
+        return code
+    except _UsageError as exc:
+        err.write(f"{exc}\n")
+        return EXIT_USAGE
+    except ReidentError as exc:
+        if debug:
+            traceback.print_exc(file=err)
+        err.write(f"{PROG}: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        err.write(f"{PROG}: interrupted\n")
+        return 130
+    except Exception as exc:  # an unexpected failure: say what kind, never the data
+        if debug:
+            traceback.print_exc(file=err)
+        err.write(
+            f"{PROG}: error: unexpected {type(exc).__name__} (run again with --debug for details)\n"
+        )
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""Quasi-identifier risk: which columns re-identify (metrics.md §5; ARX's attribute risk).
+
+For a subset S of the QIs, with ``F_j`` the sizes of the classes formed on S alone:
+
+- distinction = number of classes on S / n  (Motwani & Xu's "distinct ratio");
+- separation = share of record pairs that differ on S = ``1 - sum_j C(F_j, 2) / C(n, 2)``.
+
+Both are computed from the class table, never from rows: the classes on S are the classes
+of the full table merged on S, weighted by their sizes. Subsets are visited depth first
+(each one regroups its parent's class ids with one more column), so that at most ``m``
+intermediate groupings are alive at once and each step costs O(number of classes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from reident_airflow.engine.classes import ClassTable
+from reident_airflow.engine.errors import InvalidInputError
+
+__all__ = ["DEFAULT_MAX_SUBSET_SIZE", "AttributeRisk", "attribute_risks"]
+
+IntArray = NDArray[np.int64]
+
+#: Above this many QIs only subsets up to :data:`DEFAULT_MAX_SUBSET_SIZE` columns are ranked
+#: by default (2^m subsets grow fast); up to it, every subset is.
+ALL_SUBSETS_UP_TO = 10
+DEFAULT_MAX_SUBSET_SIZE = 3
+# Radix product up to which a regrouping uses a dense bincount instead of hashing.
+_DENSE_LIMIT = 1 << 22
+
+
+@dataclass(frozen=True)
+class AttributeRisk:
+    """Distinction and separation of one subset of the QIs (columns in QI order)."""
+
+    columns: tuple[str, ...]
+    distinction: float
+    separation: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "columns": list(self.columns),
+            "distinction": self.distinction,
+            "separation": self.separation,
+        }
+
+
+def _regroup(
+    parent: IntArray, parent_count: int, codes: IntArray, card: int
+) -> tuple[IntArray, int]:
+    """Dense ids of the pairs (parent id, code) over the classes of the full table."""
+    card = max(card, 1)
+    key = parent * card + codes
+    span = parent_count * card
+    if span <= max(_DENSE_LIMIT, 4 * key.shape[0]):
+        present = np.zeros(span, dtype=np.bool_)
+        present[key] = True
+        lookup = np.cumsum(present, dtype=np.int64) - 1
+        return lookup[key], int(lookup[-1]) + 1
+    ids, uniques = pd.factorize(key)
+    return ids.astype(np.int64, copy=False), len(uniques)
+
+
+def _measures(ids: IntArray, count: int, sizes: IntArray, n: int) -> tuple[float, float]:
+    merged = np.bincount(ids, weights=sizes, minlength=count).astype(np.int64)
+    same_pairs = int((merged * (merged - 1) // 2).sum())
+    all_pairs = n * (n - 1) // 2
+    separation = 1.0 - same_pairs / all_pairs if all_pairs else 0.0
+    return count / n, separation
+
+
+def _walk(
+    table: ClassTable, max_size: int
+) -> Iterator[tuple[tuple[int, ...], IntArray, int]]:
+    """Yield ``(columns, ids, count)`` for every subset up to ``max_size`` columns."""
+    m = len(table.quasi_identifiers)
+    zeros = np.zeros(table.classes, dtype=np.int64)
+    stack: list[tuple[tuple[int, ...], IntArray, int]] = [((), zeros, 1)]
+    while stack:
+        cols, ids, count = stack.pop()
+        if cols:
+            yield cols, ids, count
+        if len(cols) >= max_size:
+            continue
+        start = cols[-1] + 1 if cols else 0
+        # push in reverse so that lower column indices are expanded first
+        for j in range(m - 1, start - 1, -1):
+            new_ids, new_count = _regroup(ids, count, table.codes[:, j], table.cardinalities[j])
+            stack.append(((*cols, j), new_ids, new_count))
+
+
+def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[AttributeRisk, ...]:
+    """Distinction and separation of every QI subset, most re-identifying first.
+
+    ``max_size`` bounds the subset size; by default every subset is ranked when there are at
+    most 10 QIs, and subsets of up to 3 columns (plus the full set) otherwise. Ranking:
+    distinction descending, then separation descending, then fewer columns, then QI order.
+    """
+    m = len(table.quasi_identifiers)
+    if max_size is None:
+        max_size = m if m <= ALL_SUBSETS_UP_TO else DEFAULT_MAX_SUBSET_SIZE
+    if max_size < 1:
+        raise InvalidInputError(f"attribute subset size must be at least 1, got {max_size}")
+    max_size = min(max_size, m)
+    n = table.records
+    sizes = table.sizes.astype(np.float64)
+    found: list[tuple[tuple[int, ...], float, float]] = []
+    for cols, ids, count in _walk(table, max_size):
+        d, s = _measures(ids, count, sizes, n)
+        found.append((cols, d, s))
+    if max_size < m:  # the full set is always reported: it is the table's own distinction
+        all_ids = np.arange(table.classes, dtype=np.int64)
+        d, s = _measures(all_ids, table.classes, sizes, n)
+        found.append((tuple(range(m)), d, s))
+    found.sort(key=lambda r: (-r[1], -r[2], len(r[0]), r[0]))
+    names = table.quasi_identifiers
+    return tuple(
+        AttributeRisk(columns=tuple(names[i] for i in cols), distinction=d, separation=s)
+        for cols, d, s in found
+    )

@@ -1,0 +1,387 @@
+"""Equivalence classes: the one step of the engine that touches rows (metrics.md §1).
+
+Records are grouped by their exact tuple of quasi-identifier (QI) values. The result, a
+:class:`ClassTable`, holds one row per class: its size and the integer code of each QI value.
+Every risk measure is a function of that table, so a DataFrame, an Arrow table (CSV or
+Parquet file) or a database ``GROUP BY`` only has to deliver counts.
+
+How rows become classes, fast:
+
+1. each QI column is turned into dense integer codes (``encode_*``): a small-range integer
+   column by offset (``value - min``), anything else by hashing (Arrow dictionary encoding or
+   :func:`pandas.factorize`);
+2. the codes of all QIs are combined into one mixed-radix key
+   ``(((c0 * card1) + c1) * card2 + c2) ...`` and counted with :func:`numpy.bincount` when the
+   product of the cardinalities is small; otherwise the key is re-densified by hashing
+   whenever the product would overflow, and counted the same way.
+
+Missing values: a missing value is a value of its own (every missing value of a column falls
+into one group), as ARX does. A record whose QIs are *all* the suppression marker ``*`` is
+excluded from every measure (ARX behaviour) and counted in :attr:`ClassTable.excluded_records`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+
+__all__ = [
+    "SUPPRESSION_MARKER",
+    "ClassTable",
+    "EncodedColumns",
+    "class_table_from_codes",
+    "class_table_from_frame",
+    "class_table_from_grouped",
+    "encode_arrow",
+    "encode_frame",
+    "group_codes",
+    "validate_quasi_identifiers",
+]
+
+#: The value ARX writes for a suppressed cell; a record with it in every QI is excluded.
+SUPPRESSION_MARKER = "*"
+
+IntArray = NDArray[np.int64]
+
+# Product of cardinalities up to which classes are counted by a direct bincount over the key.
+_BINCOUNT_LIMIT = 1 << 24
+# Largest key product that still fits a signed 64-bit integer with room for one more radix.
+_KEY_LIMIT = (1 << 62) - 1
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedColumns:
+    """Row-level integer codes of some columns (one array of length n per column).
+
+    ``dictionaries[i][code]`` is the value a code stands for (missing values included); it is
+    kept for joins (population tables, generalization) and never written to any output.
+    ``marker_codes[i]`` is the code of the suppression marker ``*`` in column i, if present.
+    """
+
+    names: tuple[str, ...]
+    codes: tuple[IntArray, ...]
+    cardinalities: tuple[int, ...]
+    dictionaries: tuple[Any, ...]
+    marker_codes: tuple[int | None, ...]
+
+    @property
+    def records(self) -> int:
+        return int(self.codes[0].shape[0]) if self.codes else 0
+
+
+@dataclass(frozen=True, eq=False)
+class ClassTable:
+    """The equivalence classes of a table on its quasi-identifiers.
+
+    ``sizes[j]`` is the number of records of class j (``f_j``) and ``codes[j, i]`` the code of
+    its value of QI i (``0 <= code < cardinalities[i]``). ``dictionaries`` (optional) map codes
+    back to values for joins; outputs never contain them.
+    """
+
+    quasi_identifiers: tuple[str, ...]
+    sizes: IntArray
+    codes: IntArray
+    cardinalities: tuple[int, ...]
+    dictionaries: tuple[Any, ...] | None = None
+    excluded_records: int = 0
+    _histogram: list[tuple[IntArray, IntArray]] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.sizes.ndim != 1 or self.codes.ndim != 2:
+            raise InvalidInputError("class table: sizes must be 1-D and codes 2-D")
+        if self.codes.shape != (self.sizes.shape[0], len(self.quasi_identifiers)):
+            raise InvalidInputError(
+                f"class table: codes have shape {self.codes.shape}, expected "
+                f"({self.sizes.shape[0]}, {len(self.quasi_identifiers)})"
+            )
+
+    @property
+    def records(self) -> int:
+        """n: records that take part in the measures (excluded records not counted)."""
+        return int(self.sizes.sum())
+
+    @property
+    def classes(self) -> int:
+        """u: number of equivalence classes."""
+        return int(self.sizes.shape[0])
+
+    @property
+    def k(self) -> int:
+        """Smallest class size (the table is k-anonymous for this k)."""
+        return int(self.sizes.min())
+
+    def histogram(self) -> tuple[IntArray, IntArray]:
+        """``(sizes, counts)``: the distinct class sizes ascending, and how many classes have each.
+
+        Computed once and cached.
+        """
+        if not self._histogram:
+            sizes, counts = np.unique(self.sizes, return_counts=True)
+            self._histogram.append((sizes.astype(np.int64), counts.astype(np.int64)))
+        return self._histogram[0]
+
+
+def validate_quasi_identifiers(qis: Sequence[str], available: Sequence[str]) -> tuple[str, ...]:
+    """Check the QI list: non-empty, no duplicates, every name a column.
+
+    The error for an unknown name lists the available columns (names only).
+    """
+    names = tuple(qis)
+    if not names or any(not str(q).strip() for q in names):
+        raise InvalidInputError("no quasi-identifiers given: name at least one column")
+    seen: set[str] = set()
+    for q in names:
+        if q in seen:
+            raise InvalidInputError(f"quasi-identifier {q!r} is listed twice")
+        seen.add(q)
+    avail = list(available)
+    missing = [q for q in names if q not in avail]
+    if missing:
+        raise InvalidInputError(
+            f"unknown quasi-identifier{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)}; available columns: "
+            f"{', '.join(repr(a) for a in avail)}"
+        )
+    return names
+
+
+def _marker_code(dictionary: Any) -> int | None:
+    """Code of the suppression marker ``*`` in a dictionary of values, if present."""
+    if isinstance(dictionary, pa.Array):
+        if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
+            return None
+        pos = pc.index(dictionary, SUPPRESSION_MARKER).as_py()
+        return int(pos) if pos is not None and pos >= 0 else None
+    try:
+        hits = np.flatnonzero(np.asarray(dictionary, dtype=object) == SUPPRESSION_MARKER)
+    except (TypeError, ValueError):  # pragma: no cover - exotic dictionaries
+        return None
+    return int(hits[0]) if hits.size else None
+
+
+def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]:
+    """Dense codes for one column: ``(codes, cardinality, dictionary)``.
+
+    Integer columns with a small range are coded by offset (no hashing); everything else by
+    :func:`pandas.factorize`, where all missing values share one code.
+    """
+    arr = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
+    n = arr.shape[0]
+    if arr.dtype.kind in "iu" and n:
+        lo = int(arr.min())
+        hi = int(arr.max())
+        span = hi - lo + 1
+        if span <= max(2 * n, 1 << 16):
+            codes = arr.astype(np.int64, copy=False) - lo
+            present = np.bincount(codes, minlength=span) > 0
+            if present.all():
+                return codes, span, np.arange(lo, hi + 1)
+            # keep codes dense so that cardinalities stay tight
+            remap = np.cumsum(present) - 1
+            return remap[codes].astype(np.int64), int(present.sum()), np.flatnonzero(present) + lo
+    codes_, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes_.astype(np.int64, copy=False), len(uniques), uniques
+
+
+def encode_frame(frame: pd.DataFrame, qis: Sequence[str]) -> EncodedColumns:
+    """Integer codes of the QI columns of a DataFrame (names validated first)."""
+    names = validate_quasi_identifiers(qis, [str(c) for c in frame.columns])
+    codes: list[IntArray] = []
+    cards: list[int] = []
+    dicts: list[Any] = []
+    for name in names:
+        c, card, d = encode_series(frame[name])
+        codes.append(c)
+        cards.append(card)
+        dicts.append(d)
+    return EncodedColumns(
+        names=names,
+        codes=tuple(codes),
+        cardinalities=tuple(cards),
+        dictionaries=tuple(dicts),
+        marker_codes=tuple(_marker_code(d) for d in dicts),
+    )
+
+
+def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
+    """Dense codes for one Arrow column: ``(codes, cardinality, dictionary)``.
+
+    Dictionary columns (Parquet ``read_dictionary``) reuse their dictionary; integer columns
+    without nulls are coded by offset; anything else is dictionary-encoded by hashing. Nulls
+    share one code.
+    """
+    if pa.types.is_integer(column.type) and column.null_count == 0:
+        return encode_series(column.to_numpy())
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column, null_encoding="encode")
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if column.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), 1, pa.array([], type=column.type.value_type)
+    column = column.unify_dictionaries()
+    dictionary = column.chunk(0).dictionary
+    card = len(dictionary)
+    parts = []
+    for chunk in column.chunks:
+        idx = chunk.indices
+        if idx.null_count:
+            idx = idx.fill_null(card)
+        parts.append(idx.to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
+    codes = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    if column.null_count:
+        dictionary = pa.concat_arrays([dictionary, pa.nulls(1, type=dictionary.type)])
+        card += 1
+    return codes, card, dictionary
+
+
+def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
+    """Integer codes of the QI columns of an Arrow table (names validated first)."""
+    names = validate_quasi_identifiers(qis, table.column_names)
+    codes: list[IntArray] = []
+    cards: list[int] = []
+    dicts: list[Any] = []
+    for name in names:
+        c, card, d = encode_arrow_column(table.column(name))
+        codes.append(c)
+        cards.append(card)
+        dicts.append(d)
+    return EncodedColumns(
+        names=names,
+        codes=tuple(codes),
+        cardinalities=tuple(cards),
+        dictionaries=tuple(dicts),
+        marker_codes=tuple(_marker_code(d) for d in dicts),
+    )
+
+
+def _densify(key: IntArray) -> tuple[IntArray, int]:
+    """Map arbitrary int64 keys to dense ids ``0..u-1`` by hashing."""
+    ids, uniques = pd.factorize(key)
+    return ids.astype(np.int64, copy=False), len(uniques)
+
+
+def group_codes(
+    codes: Sequence[IntArray],
+    cardinalities: Sequence[int],
+    *,
+    weights: IntArray | None = None,
+    return_inverse: bool = False,
+) -> tuple[IntArray, IntArray, IntArray | None]:
+    """Group rows by their tuple of codes.
+
+    Returns ``(class_codes, sizes, inverse)``: ``class_codes[j]`` the code tuple of class j
+    (shape ``(u, m)``), ``sizes[j]`` its number of rows (or sum of ``weights``), and, with
+    ``return_inverse``, the class id of every row.
+    """
+    m = len(codes)
+    if m == 0:
+        raise InvalidInputError("no quasi-identifiers given: name at least one column")
+    n = int(codes[0].shape[0])
+    cards = [max(int(c), 1) for c in cardinalities]
+    product = 1
+    for c in cards:
+        product *= c
+    if product <= max(_BINCOUNT_LIMIT, 2 * n):
+        key = _mixed_radix(codes, cards)
+        counts = np.bincount(key, weights=weights, minlength=product)
+        present = np.flatnonzero(counts)
+        sizes = counts[present].astype(np.int64)
+        class_codes = np.stack(np.unravel_index(present, cards), axis=1).astype(np.int64)
+        inverse = None
+        if return_inverse:
+            lookup = np.zeros(product, dtype=np.int64)
+            lookup[present] = np.arange(present.shape[0], dtype=np.int64)
+            inverse = lookup[key]
+        return class_codes, sizes, inverse
+    # Large product: combine column by column, re-densifying by hash before overflow.
+    key = codes[0].astype(np.int64, copy=True)
+    span = cards[0]
+    for col, card in zip(codes[1:], cards[1:], strict=True):
+        if span * card > _KEY_LIMIT:
+            key, span = _densify(key)
+        key *= card
+        key += col
+        span *= card
+    inverse_ids, u = _densify(key)
+    sizes = np.bincount(inverse_ids, weights=weights, minlength=u).astype(np.int64)
+    class_codes = np.empty((u, m), dtype=np.int64)
+    for i, col in enumerate(codes):
+        # every row of a class carries the same code, so any write order gives the same result
+        class_codes[inverse_ids, i] = col
+    return class_codes, sizes, (inverse_ids if return_inverse else None)
+
+
+def _mixed_radix(codes: Sequence[IntArray], cards: Sequence[int]) -> IntArray:
+    key = codes[0].astype(np.int64, copy=True)
+    for col, card in zip(codes[1:], cards[1:], strict=True):
+        key *= card
+        key += col
+    return key
+
+
+def class_table_from_codes(encoded: EncodedColumns) -> ClassTable:
+    """Count the classes of row-level codes, excluding fully suppressed records."""
+    if encoded.records == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    class_codes, sizes, _ = group_codes(encoded.codes, encoded.cardinalities)
+    return _finish(encoded, class_codes, sizes)
+
+
+def _finish(encoded: EncodedColumns, class_codes: IntArray, sizes: IntArray) -> ClassTable:
+    excluded = 0
+    if all(mc is not None for mc in encoded.marker_codes):
+        marker = np.array(encoded.marker_codes, dtype=np.int64)
+        suppressed = np.all(class_codes == marker, axis=1)
+        if suppressed.any():
+            excluded = int(sizes[suppressed].sum())
+            class_codes = class_codes[~suppressed]
+            sizes = sizes[~suppressed]
+    if sizes.shape[0] == 0:
+        raise EmptyDatasetError(
+            f"every record ({excluded}) is fully suppressed ('*' in every quasi-identifier): "
+            "there is nothing to assess"
+        )
+    return ClassTable(
+        quasi_identifiers=encoded.names,
+        sizes=sizes,
+        codes=class_codes,
+        cardinalities=encoded.cardinalities,
+        dictionaries=encoded.dictionaries,
+        excluded_records=excluded,
+    )
+
+
+def class_table_from_frame(frame: pd.DataFrame, qis: Sequence[str]) -> ClassTable:
+    """The class table of a pandas DataFrame on the given QIs."""
+    encoded = encode_frame(frame, qis)
+    return class_table_from_codes(encoded)
+
+
+def class_table_from_grouped(
+    grouped: pd.DataFrame, qis: Sequence[str], count_column: str
+) -> ClassTable:
+    """The class table from an already grouped result (one row per QI tuple plus a count).
+
+    This is what a database ``GROUP BY`` returns; rows whose tuples coincide after decoding
+    (for example two spellings of a missing value) are merged.
+    """
+    if count_column not in grouped.columns:
+        raise InvalidInputError(f"grouped result has no count column {count_column!r}")
+    encoded = encode_frame(grouped, qis)
+    counts = grouped[count_column].to_numpy(dtype=np.int64)
+    if encoded.records == 0 or int(counts.sum()) == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    if (counts < 0).any():
+        raise InvalidInputError("grouped result has a negative count")
+    class_codes, sizes, _ = group_codes(encoded.codes, encoded.cardinalities, weights=counts)
+    keep = sizes > 0
+    return _finish(encoded, class_codes[keep], sizes[keep])
