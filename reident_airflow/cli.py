@@ -78,7 +78,7 @@ def _separator(text: str) -> str:
 
 # ------------------------------------------------------------------------------------ parser
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     parser = _Parser(
@@ -96,37 +96,64 @@ def build_parser() -> argparse.ArgumentParser:
         description="Assess re-identification risk of a CSV/Parquet file or a database table.",
     )
     a.add_argument("input", metavar="INPUT", help="CSV or Parquet path, or a SQLAlchemy URL")
-    a.add_argument("--qi", required=True, type=_qi_list, metavar="COL[,COL...]",
-                   help="quasi-identifier columns, exactly as in the header")
+    a.add_argument(
+        "--qi",
+        required=True,
+        type=_qi_list,
+        metavar="COL[,COL...]",
+        help="quasi-identifier columns, exactly as in the header",
+    )
     a.add_argument("--sep", type=_separator, default=",", help="CSV separator (default ',')")
     a.add_argument("--table", help="table name when INPUT is a database URL")
     a.add_argument("--schema", help="schema of --table (database input)")
-    a.add_argument("--record-threshold", type=_share("--record-threshold"), default=0.2,
-                   metavar="T", help="record risk above which a record is 'at risk' (0.2)")
+    a.add_argument(
+        "--record-threshold",
+        type=_share("--record-threshold"),
+        default=0.2,
+        metavar="T",
+        help="record risk above which a record is 'at risk' (0.2)",
+    )
     pop = a.add_mutually_exclusive_group()
-    pop.add_argument("--population-size", type=_positive_int, metavar="N",
-                     help="size of the population the table was drawn from")
-    pop.add_argument("--sampling-fraction", type=_share("--sampling-fraction"), metavar="F",
-                     help="n / N, the share of the population in the table")
+    pop.add_argument(
+        "--population-size",
+        type=_positive_int,
+        metavar="N",
+        help="size of the population the table was drawn from",
+    )
+    pop.add_argument(
+        "--sampling-fraction",
+        type=_share("--sampling-fraction"),
+        metavar="F",
+        help="n / N, the share of the population in the table",
+    )
     pop.add_argument("--region", choices=["usa"], help="population preset (usa: 317,238,626)")
-    a.add_argument("--population-table", metavar="PATH_OR_TABLE",
-                   help="register of the population on the same QIs (file, or a table of the "
-                   "same database): journalist and marketer are measured against it")
+    a.add_argument(
+        "--population-table",
+        metavar="PATH_OR_TABLE",
+        help="register of the population on the same QIs (file, or a table of the "
+        "same database): journalist and marketer are measured against it",
+    )
     a.add_argument("--max-highest-risk", type=_share("--max-highest-risk"), metavar="X")
     a.add_argument("--max-average-risk", type=_share("--max-average-risk"), metavar="X")
-    a.add_argument("--max-records-at-risk", type=_share("--max-records-at-risk", allow_zero=True),
-                   metavar="X")
+    a.add_argument(
+        "--max-records-at-risk", type=_share("--max-records-at-risk", allow_zero=True), metavar="X"
+    )
     a.add_argument("--min-k", type=_positive_int, metavar="K")
-    a.add_argument("--max-subset-size", type=_positive_int, metavar="S",
-                   help="rank QI subsets up to S columns (default: all when <= 10 QIs)")
+    a.add_argument(
+        "--max-subset-size",
+        type=_positive_int,
+        metavar="S",
+        help="rank QI subsets up to S columns (default: all when <= 10 QIs)",
+    )
     a.add_argument("--json", metavar="PATH", help="write the assessment JSON here ('-' = stdout)")
     a.set_defaults(handler=_cmd_assess)
     return parser
 
 
 # ---------------------------------------------------------------------------------- commands
-def _load_class_table(args: argparse.Namespace, table: str | None = None,
-                      path: str | None = None) -> Any:
+def _load_class_table(
+    args: argparse.Namespace, table: str | None = None, path: str | None = None
+) -> Any:
     """The class table of INPUT (or of ``--population-table`` when ``table``/``path`` given)."""
     source: str = args.input
     if "://" in source:
@@ -206,8 +233,9 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 # ------------------------------------------------------------------------------------- main
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None,
-         err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     args_list = list(sys.argv[1:] if argv is None else argv)

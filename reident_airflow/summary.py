@@ -66,9 +66,11 @@ def assessment_summary(a: dict[str, Any], *, top_attributes: int = 5) -> str:
         lines.append("Gate")
         breached = {b["metric"]: b for b in a["breaches"]}
         for b in a["breaches"]:
-            lines.append(f"  BREACH {b['metric']}: {_num(b['observed'])} > limit {_num(b['limit'])}"
-                         if b["metric"] != "k"
-                         else f"  BREACH k: {int(b['observed'])} < minimum {int(b['limit'])}")
+            lines.append(
+                f"  BREACH {b['metric']}: {_num(b['observed'])} > limit {_num(b['limit'])}"
+                if b["metric"] != "k"
+                else f"  BREACH k: {int(b['observed'])} < minimum {int(b['limit'])}"
+            )
         if not breached:
             limits = ", ".join(f"{k}={_num(v)}" for k, v in a["thresholds"].items())
             lines.append(f"  all thresholds met ({limits})")

@@ -13,8 +13,10 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($PYTHON --version)" >&2
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24" >&2
+# pip's notes about index locations configured on this machine are noise, not errors
+quiet_pip() { .venv/bin/python -m pip "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
+quiet_pip install --quiet --disable-pip-version-check --upgrade "pip>=24" >&2
 echo "setup: installing reident-airflow and its pinned dependencies (constraints.txt)" >&2
-.venv/bin/python -m pip install --quiet --disable-pip-version-check \
+quiet_pip install --quiet --disable-pip-version-check \
   -c constraints.txt -e ".[airflow,gx,db,dev]" >&2
 echo "$want" > "$stamp"

@@ -75,8 +75,9 @@ class Thresholds:
             try:
                 v = float(self.max_records_at_risk)
             except (TypeError, ValueError):
+                got = self.max_records_at_risk
                 raise InvalidInputError(
-                    f"max_records_at_risk must be a share in [0, 1], got {self.max_records_at_risk!r}"
+                    f"max_records_at_risk must be a share in [0, 1], got {got!r}"
                 ) from None
             if not (0.0 <= v <= 1.0):
                 raise InvalidInputError(f"max_records_at_risk must be in [0, 1], got {v!r}")
@@ -210,9 +211,9 @@ def assess(
     if population_table is not None:
         big_f = match_register(table, population_table)
         register = register_risk(table.sizes, big_f, record_threshold)
-    if population_table is not None and population_size is None and sampling_fraction is None:
-        if region is None:  # the register is the population: its size is N
-            population_size = population_table.records
+    no_size = population_size is None and sampling_fraction is None and region is None
+    if population_table is not None and no_size:  # the register is the population: N
+        population_size = population_table.records
     big_n = resolve_population_size(
         n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
     )

@@ -68,7 +68,7 @@ def _regroup(
     return ids.astype(np.int64, copy=False), len(uniques)
 
 
-def _measures(ids: IntArray, count: int, sizes: IntArray, n: int) -> tuple[float, float]:
+def _measures(ids: IntArray, count: int, sizes: NDArray[np.float64], n: int) -> tuple[float, float]:
     merged = np.bincount(ids, weights=sizes, minlength=count).astype(np.int64)
     same_pairs = int((merged * (merged - 1) // 2).sum())
     all_pairs = n * (n - 1) // 2
@@ -76,9 +76,7 @@ def _measures(ids: IntArray, count: int, sizes: IntArray, n: int) -> tuple[float
     return count / n, separation
 
 
-def _walk(
-    table: ClassTable, max_size: int
-) -> Iterator[tuple[tuple[int, ...], IntArray, int]]:
+def _walk(table: ClassTable, max_size: int) -> Iterator[tuple[tuple[int, ...], IntArray, int]]:
     """Yield ``(columns, ids, count)`` for every subset up to ``max_size`` columns."""
     m = len(table.quasi_identifiers)
     zeros = np.zeros(table.classes, dtype=np.int64)

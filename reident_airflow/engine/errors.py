@@ -3,9 +3,9 @@
 ::
 
     ReidentError
-     +-- InvalidInputError (also ValueError)   bad column, bad parameter, ragged or unreadable table
+     +-- InvalidInputError (also ValueError)   bad column or parameter, ragged/unreadable table
      |    +-- EmptyDatasetError                 no records to assess
-     |    +-- HierarchyError                    a generalization hierarchy that does not fit its column
+     |    +-- HierarchyError                    a hierarchy that does not fit its column
      +-- AnonymizationInfeasibleError          k cannot be reached within the suppression limit
      +-- ThresholdBreached                     a release gate's limit was exceeded
 
@@ -15,6 +15,15 @@ Messages carry aggregates only (counts, column names, limits): never a record's 
 from __future__ import annotations
 
 from typing import Any
+
+__all__ = [
+    "AnonymizationInfeasibleError",
+    "EmptyDatasetError",
+    "HierarchyError",
+    "InvalidInputError",
+    "ReidentError",
+    "ThresholdBreached",
+]
 
 
 class ReidentError(Exception):

@@ -36,8 +36,10 @@ def _decode(dictionary: Any, codes: IntArray) -> list[str]:
         values = dictionary.take(pa.array(codes)).to_pylist()
     else:
         values = pd.Index(dictionary).take(codes).tolist()
-    return [_MISSING if (v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA)
-            else str(v) for v in values]
+    return [
+        _MISSING if (v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA) else str(v)
+        for v in values
+    ]
 
 
 def class_values(table: ClassTable) -> pd.DataFrame:
@@ -66,9 +68,9 @@ def match_register(sample: ClassTable, register: ClassTable) -> IntArray:
     qis = list(sample.quasi_identifiers)
     left = class_values(sample)
     left["__row"] = np.arange(sample.classes)
-    right = class_values(register)[qis]
-    right["__F"] = register.sizes
-    right = right.groupby(qis, sort=False, dropna=False, as_index=False)["__F"].sum()
+    values = class_values(register)[qis]
+    values["__F"] = register.sizes
+    right = values.groupby(qis, sort=False, dropna=False, as_index=False)["__F"].sum()
     merged = left.merge(right, on=qis, how="left", sort=False)
     merged = merged.sort_values("__row", kind="stable")
     big_f = merged["__F"].to_numpy(dtype=np.float64, na_value=np.nan)

@@ -63,7 +63,7 @@ def grouped_counts(
     stmt = sa.select(*cols, sa.func.count().label(COUNT_LABEL)).group_by(*cols)
     result = conn.execution_options(stream_results=True).execute(stmt)
     frames: list[pd.DataFrame] = []
-    keys = list(names) + [COUNT_LABEL]
+    keys = [*names, COUNT_LABEL]
     while True:
         chunk = result.fetchmany(FETCH_ROWS)
         if not chunk:

@@ -55,8 +55,13 @@ def test_empty_qi(qi: str) -> None:
 
 @pytest.mark.parametrize(
     ("flag", "value"),
-    [("--record-threshold", "0"), ("--record-threshold", "1.5"), ("--max-highest-risk", "-1"),
-     ("--max-average-risk", "abc"), ("--sampling-fraction", "2")],
+    [
+        ("--record-threshold", "0"),
+        ("--record-threshold", "1.5"),
+        ("--max-highest-risk", "-1"),
+        ("--max-average-risk", "abc"),
+        ("--sampling-fraction", "2"),
+    ],
 )
 def test_threshold_outside_unit_interval(flag: str, value: str) -> None:
     line = one_line_error(*run("assess", ADULT, "--sep", ";", "--qi", "sex", flag, value)[::2])
@@ -77,8 +82,9 @@ def test_population_table_missing_a_sample_class(tmp_path: Path) -> None:
     males = [r for r in rows[1:] if r.startswith("Male;")]
     reg = tmp_path / "register.csv"
     reg.write_text("\n".join([rows[0], *males, *males, *males]) + "\n", encoding="utf-8")
-    line = one_line_error(*run("assess", ADULT, "--sep", ";", "--qi", "sex,race",
-                               "--population-table", str(reg))[::2])
+    line = one_line_error(
+        *run("assess", ADULT, "--sep", ";", "--qi", "sex,race", "--population-table", str(reg))[::2]
+    )
     assert "does not cover the sample" in line and "Female" not in line
 
 

@@ -24,8 +24,15 @@ EXACT = ("highest_risk", "lowest_risk", "average_risk", "records_affected_by_hig
 def run_assess(tmp_path: Path, data: dict[str, Any], *extra: str) -> dict[str, Any]:
     out_json = tmp_path / "out.json"
     argv = [
-        "assess", str(oracle_data(data["dataset"])), "--sep", data["sep"],
-        "--qi", ",".join(data["quasi_identifiers"]), "--json", str(out_json), *extra,
+        "assess",
+        str(oracle_data(data["dataset"])),
+        "--sep",
+        data["sep"],
+        "--qi",
+        ",".join(data["quasi_identifiers"]),
+        "--json",
+        str(out_json),
+        *extra,
     ]
     code = main(argv, out=io.StringIO(), err=io.StringIO())
     assert code == 0

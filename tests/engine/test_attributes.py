@@ -40,8 +40,9 @@ def test_max_subset_size() -> None:
 def test_every_subset_matches_arx(ref: object) -> None:
     """Distinction and separation of every QI subset, rel 1e-12 (ARX 3.9.2, oracle/reference)."""
     data = load_reference(ref)  # type: ignore[arg-type]
-    frame = pd.read_csv(oracle_data(data["dataset"]), sep=data["sep"], dtype=str,
-                        keep_default_na=False)
+    frame = pd.read_csv(
+        oracle_data(data["dataset"]), sep=data["sep"], dtype=str, keep_default_na=False
+    )
     t = class_table_from_frame(frame, data["quasi_identifiers"])
     got = {frozenset(r.columns): r for r in attribute_risks(t)}
     assert len(got) == len(data["attributes"])

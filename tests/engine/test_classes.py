@@ -118,8 +118,9 @@ def test_arrow_and_pandas_paths_agree_with_nulls() -> None:
 def test_class_histogram_matches_arx(ref: object) -> None:
     """The class-size histogram of each ARX reference case (ARX 3.9.2, oracle/reference)."""
     data = load_reference(ref)  # type: ignore[arg-type]
-    frame = pd.read_csv(oracle_data(data["dataset"]), sep=data["sep"], dtype=str,
-                        keep_default_na=False)
+    frame = pd.read_csv(
+        oracle_data(data["dataset"]), sep=data["sep"], dtype=str, keep_default_na=False
+    )
     t = class_table_from_frame(frame, data["quasi_identifiers"])
     sizes, counts = t.histogram()
     assert [[int(s), int(c)] for s, c in zip(sizes, counts, strict=True)] == data[
