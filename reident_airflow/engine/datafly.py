@@ -1,0 +1,432 @@
+"""Datafly k-anonymization (Sweeney 1997/98; metrics.md §9, seed 004).
+
+The algorithm, exactly:
+
+1. group the records on the current generalization of the quasi-identifiers (QIs);
+2. ``below`` = records in classes of size ``< k``; if ``below <= limit`` (the suppression
+   limit), remove those records and stop;
+3. otherwise generalize by one level the QI with the most distinct values in the current
+   generalized table, among the QIs not yet at their top level (ties: the QI given first);
+   go to 1;
+4. if every QI is at its top level and 2. still fails, raise
+   :class:`~reident_airflow.engine.errors.AnonymizationInfeasibleError` with the best attempt.
+
+References: L. Sweeney, "Guaranteeing anonymity when sharing medical data, the Datafly
+system", Proc. AMIA Annual Fall Symposium, 1997; L. Sweeney, "Achieving k-anonymity privacy
+protection using generalization and suppression", IJUFKS 10(5), 2002 (precision metric);
+R. J. Bayardo and R. Agrawal, "Data privacy through optimal k-anonymization", ICDE 2005
+(discernibility metric).
+
+How it runs (rows are touched twice, at the start and at the end):
+
+- each QI column is encoded once to integer codes (:func:`~.classes.encode_series`), and each
+  distinct value is looked up once in its hierarchy: for every QI and level an int array maps
+  a level-0 code to the code of its generalization;
+- the rows are grouped once into the base class table (:func:`~.classes.group_codes`);
+- each step works on the class table only: the generalized QI's column is mapped to the next
+  level and the table regrouped with ``weights=sizes``. When a hierarchy is not a tree (a
+  label with two different parents, which ARX's files never have) the step regroups the
+  base class table instead, which is always exact;
+- at the end the final levels are applied to the rows (codes -> labels) and the suppressed
+  rows dropped.
+
+Deterministic: the same input gives the same output (no randomness, no hash-order dependence).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from reident_airflow.engine.classes import encode_series, group_codes, validate_quasi_identifiers
+from reident_airflow.engine.errors import (
+    AnonymizationInfeasibleError,
+    EmptyDatasetError,
+    HierarchyError,
+    InvalidInputError,
+)
+from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
+
+__all__ = [
+    "SCHEMA",
+    "DataflyAttempt",
+    "DataflyResult",
+    "DataflyStep",
+    "InformationLoss",
+    "datafly",
+    "resolve_suppression_limit",
+]
+
+SCHEMA = "reident.datafly/v1"
+
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class DataflyStep:
+    """One generalization: QI ``generalized`` went to ``level``, after which ``below_k``
+    records were in classes smaller than k."""
+
+    generalized: str
+    level: int
+    below_k: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generalized": self.generalized, "level": self.level, "below_k": self.below_k}
+
+
+@dataclass(frozen=True)
+class InformationLoss:
+    """How much the generalization and suppression cost.
+
+    - ``precision``: Sweeney's Prec (2002) for a full-domain generalization,
+      ``1 - mean_i(level_i / top_i)`` over the QIs (1 = nothing generalized, 0 = every QI at
+      its top level). A QI whose hierarchy has a single level contributes 0 to the mean.
+      Suppression is not part of this metric (it is reported as ``suppressed_records``).
+    - ``discernibility``: Bayardo & Agrawal's discernibility metric (ICDE 2005),
+      ``C_DM = sum_{output classes E} |E|^2 + suppressed * n``: every record is charged the size
+      of the class it is indistinguishable in, a suppressed record the whole table.
+    """
+
+    precision: float
+    discernibility: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"precision": self.precision, "discernibility": self.discernibility}
+
+
+@dataclass(frozen=True)
+class DataflyAttempt:
+    """A state Datafly reached: the levels of the QIs and the records then below k.
+
+    Carried by :class:`AnonymizationInfeasibleError` as ``best_attempt`` (the state with the
+    fewest records below k; ties go to the later state). Aggregates only.
+    """
+
+    levels: dict[str, int]
+    below_k: int
+    suppression_limit: int
+    steps: tuple[DataflyStep, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "levels": dict(self.levels),
+            "below_k": self.below_k,
+            "suppression_limit": self.suppression_limit,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class DataflyResult:
+    """The outcome of :func:`datafly`.
+
+    ``table`` is the generalized DataFrame: the input's rows minus the suppressed ones, in the
+    input's order and with its index; non-QI columns untouched; each QI column holds the
+    generalized labels as strings. ``to_dict()`` is the ``reident.datafly/v1`` JSON of
+    contract.md (aggregates only: the table is not in it). ``achieved_k`` is the smallest
+    output class (``None`` when every record was suppressed, which only a suppression limit
+    of at least ``n`` allows).
+    """
+
+    records: int
+    k: int
+    achieved_k: int | None
+    suppression_limit: int
+    suppressed_records: int
+    quasi_identifiers: tuple[str, ...]
+    levels: dict[str, int]
+    top_levels: dict[str, int]
+    steps: tuple[DataflyStep, ...]
+    information_loss: InformationLoss
+    table: pd.DataFrame = field(repr=False)
+
+    @property
+    def released_records(self) -> int:
+        return self.records - self.suppressed_records
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "records": self.records,
+            "k": self.k,
+            "achieved_k": self.achieved_k,
+            "suppression_limit": self.suppression_limit,
+            "suppressed_records": self.suppressed_records,
+            "levels": dict(self.levels),
+            "steps": [s.to_dict() for s in self.steps],
+            "information_loss": self.information_loss.to_dict(),
+        }
+
+
+def resolve_suppression_limit(limit: int | float | None, k: int, records: int) -> int:
+    """The suppression limit in records.
+
+    ``None`` -> ``k`` records (Sweeney's default); an integer -> that many records (``>= 0``);
+    a float in ``[0, 1)`` -> that fraction of ``records``, rounded down.
+    """
+    if limit is None:
+        return k
+    if isinstance(limit, bool | np.bool_):
+        raise InvalidInputError("suppression_limit must be a number of records or a fraction")
+    if isinstance(limit, numbers.Integral):
+        if int(limit) < 0:
+            raise InvalidInputError(
+                f"suppression_limit must be a number of records >= 0, got {int(limit)}"
+            )
+        return int(limit)
+    if isinstance(limit, numbers.Real):
+        f = float(limit)
+        if not 0.0 <= f < 1.0:
+            raise InvalidInputError(
+                "suppression_limit as a fraction of the records must be in [0, 1), got "
+                f"{f!r}; give a whole number for a count of records"
+            )
+        # round() first so that 0.29 * 100 = 28.999999999999996 counts as 29 records
+        return math.floor(round(f * records, 9))
+    raise InvalidInputError("suppression_limit must be a number of records or a fraction")
+
+
+def _validate_k(k: Any, records: int) -> int:
+    if isinstance(k, bool | np.bool_) or not isinstance(k, numbers.Integral):
+        raise InvalidInputError(f"k must be a whole number, got {type(k).__name__}")
+    if int(k) < 1:
+        raise InvalidInputError(f"k must be at least 1, got {int(k)}")
+    if int(k) > records:
+        raise InvalidInputError(f"k = {int(k)} is larger than the number of records ({records})")
+    return int(k)
+
+
+@dataclass(frozen=True, eq=False)
+class _Column:
+    """One QI, encoded: row codes at level 0 and, per level, level-0 code -> level code."""
+
+    name: str
+    row_codes: IntArray  # level-0 code of every row
+    level_maps: tuple[IntArray, ...]  # level_maps[l][level-0 code] = code at level l
+    cards: tuple[int, ...]  # number of distinct labels at each level
+    labels: tuple[Any, ...]  # labels[l][code at level l] = label text (a "str" array)
+    # transitions[l][code at level l] = code at level l + 1, or None if not a function
+    transitions: tuple[IntArray | None, ...]
+
+    @property
+    def top(self) -> int:
+        return len(self.level_maps) - 1
+
+
+def _encode_column(name: str, values: pd.Series, hierarchy: Hierarchy) -> _Column:
+    codes, card, dictionary = encode_series(values)
+    texts = [value_text(v) for v in dictionary]
+    rows = hierarchy.mapping
+    # hierarchy row of each dictionary entry; entries with equal text share a row
+    row_index: dict[str, int] = {}
+    dict_to_level0 = np.empty(card, dtype=np.int64)
+    uncovered = np.zeros(card, dtype=bool)
+    level0_texts: list[str] = []
+    for i, text in enumerate(texts):
+        if text not in rows:
+            uncovered[i] = True
+            dict_to_level0[i] = -1
+            continue
+        code = row_index.get(text)
+        if code is None:
+            code = len(level0_texts)
+            row_index[text] = code
+            level0_texts.append(text)
+        dict_to_level0[i] = code
+    if uncovered.any():
+        records = int(np.bincount(codes, minlength=card)[uncovered].sum())
+        distinct = len({texts[i] for i in np.flatnonzero(uncovered)})
+        raise uncovered_error(name, distinct, records)
+    # level-0 codes are numbered in dictionary order, so they equal the dictionary codes
+    # unless two dictionary entries have the same text (e.g. 39 and "39")
+    row_codes = codes if len(level0_texts) == card else dict_to_level0[codes]
+
+    u0 = len(level0_texts)
+    level_maps: list[IntArray] = []
+    cards: list[int] = []
+    labels: list[Any] = []
+    for level in range(hierarchy.levels):
+        if level == 0:
+            level_maps.append(np.arange(u0, dtype=np.int64))
+            cards.append(u0)
+            labels.append(pd.array(level0_texts, dtype="str"))
+            continue
+        ids: dict[str, int] = {}
+        mapping = np.empty(u0, dtype=np.int64)
+        for j, text in enumerate(level0_texts):
+            label = rows[text][level]
+            mapping[j] = ids.setdefault(label, len(ids))
+        level_maps.append(mapping)
+        cards.append(len(ids))
+        labels.append(pd.array(list(ids), dtype="str"))
+
+    transitions: list[IntArray | None] = []
+    for level in range(hierarchy.levels - 1):
+        here, there = level_maps[level], level_maps[level + 1]
+        step = np.full(cards[level], -1, dtype=np.int64)
+        step[here] = there
+        # a function iff every level-0 code agrees with the one its level-l label got
+        transitions.append(step if np.array_equal(step[here], there) else None)
+    return _Column(
+        name=name,
+        row_codes=row_codes,
+        level_maps=tuple(level_maps),
+        cards=tuple(cards),
+        labels=tuple(labels),
+        transitions=tuple(transitions),
+    )
+
+
+def _below(sizes: IntArray, k: int) -> int:
+    return int(sizes[sizes < k].sum())
+
+
+def _distinct(codes: IntArray, card: int) -> int:
+    return int(np.count_nonzero(np.bincount(codes, minlength=card)))
+
+
+def datafly(
+    frame: pd.DataFrame,
+    qis: Sequence[str],
+    hierarchies: Mapping[str, Hierarchy],
+    k: int,
+    suppression_limit: int | float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> DataflyResult:
+    """k-anonymize ``frame`` on ``qis`` with Sweeney's Datafly (metrics.md §9).
+
+    ``hierarchies[qi]`` is the generalization hierarchy of each QI (values matched as text,
+    see :func:`~.hierarchies.value_text`); ``qis`` order breaks ties. ``suppression_limit`` is
+    the most records that may be removed: ``None`` for ``k`` records (Sweeney's default), a
+    whole number of records, or a fraction in ``[0, 1)`` of the records (rounded down).
+    ``progress``, if given, is called once per step with a one-line message (column names and
+    counts only).
+
+    Raises :class:`InvalidInputError` (unknown QI, k < 1 or k > records, bad limit),
+    :class:`HierarchyError` (a QI without a hierarchy, values a hierarchy does not cover),
+    :class:`EmptyDatasetError` (no records) and :class:`AnonymizationInfeasibleError` (every QI
+    at its top level and still more records below k than the limit).
+    """
+    names = validate_quasi_identifiers(qis, [str(c) for c in frame.columns])
+    missing = [q for q in names if q not in hierarchies]
+    if missing:
+        raise HierarchyError(
+            f"no hierarchy given for quasi-identifier{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)}: Datafly needs one for every QI"
+        )
+    n = len(frame)
+    if n == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to anonymize")
+    k = _validate_k(k, n)
+    limit = resolve_suppression_limit(suppression_limit, k, n)
+
+    columns = [_encode_column(q, frame[q], hierarchies[q]) for q in names]
+    m = len(columns)
+
+    # The base class table: every row grouped once on its level-0 codes.
+    base_codes, base_sizes, row_class = group_codes(
+        [c.row_codes for c in columns], [c.cards[0] for c in columns], return_inverse=True
+    )
+    assert row_class is not None
+
+    levels = [0] * m
+    cur_codes, cur_sizes = base_codes, base_sizes
+    below = _below(cur_sizes, k)
+    steps: list[DataflyStep] = []
+    best = (below, 0)  # (records below k, number of steps) of the best state so far
+    best_levels = list(levels)
+    if progress is not None:
+        progress(
+            f"step 0: {n:,} records in {cur_sizes.shape[0]:,} classes; "
+            f"{below:,} records in classes below k={k} (limit {limit:,})"
+        )
+    while below > limit:
+        candidates = [i for i in range(m) if levels[i] < columns[i].top]
+        if not candidates:
+            attempt = DataflyAttempt(
+                levels={names[i]: best_levels[i] for i in range(m)},
+                below_k=best[0],
+                suppression_limit=limit,
+                steps=tuple(steps[: best[1]]),
+            )
+            raise AnonymizationInfeasibleError(
+                f"cannot reach k={k} within the suppression limit of {limit:,} records: with "
+                f"every quasi-identifier at its top level, {below:,} records remain in classes "
+                f"smaller than k (best attempt: {best[0]:,} records below k at levels "
+                f"{', '.join(f'{q}={lv}' for q, lv in attempt.levels.items())})",
+                best_attempt=attempt,
+            )
+        # the QI with the most distinct values in the current generalized table; ties: first
+        chosen = max(
+            candidates,
+            key=lambda i: (_distinct(cur_codes[:, i], columns[i].cards[levels[i]]), -i),
+        )
+        col = columns[chosen]
+        transition = col.transitions[levels[chosen]]
+        levels[chosen] += 1
+        cards = [columns[i].cards[levels[i]] for i in range(m)]
+        if transition is not None:
+            mapped = [
+                transition[cur_codes[:, i]] if i == chosen else cur_codes[:, i] for i in range(m)
+            ]
+            cur_codes, cur_sizes, _ = group_codes(mapped, cards, weights=cur_sizes)
+        else:  # not a tree at this level: regroup the base class table (always exact)
+            mapped = [columns[i].level_maps[levels[i]][base_codes[:, i]] for i in range(m)]
+            cur_codes, cur_sizes, _ = group_codes(mapped, cards, weights=base_sizes)
+        below = _below(cur_sizes, k)
+        steps.append(DataflyStep(generalized=col.name, level=levels[chosen], below_k=below))
+        if below <= best[0]:
+            best = (below, len(steps))
+            best_levels = list(levels)
+        if progress is not None:
+            progress(
+                f"step {len(steps)}: generalized {col.name} to level {levels[chosen]}; "
+                f"{below:,} records in classes below k"
+            )
+
+    # Apply the final levels: base classes -> final classes -> which rows survive.
+    final = [columns[i].level_maps[levels[i]][base_codes[:, i]] for i in range(m)]
+    _, final_sizes, base_to_final = group_codes(
+        final,
+        [columns[i].cards[levels[i]] for i in range(m)],
+        weights=base_sizes,
+        return_inverse=True,
+    )
+    assert base_to_final is not None
+    suppressed_class = final_sizes < k
+    suppressed = int(final_sizes[suppressed_class].sum())
+    kept_sizes = final_sizes[~suppressed_class]
+    achieved_k = int(kept_sizes.min()) if kept_sizes.size else None
+
+    keep_rows = ~suppressed_class[base_to_final][row_class]
+    # pandas copy-on-write: neither form lets a change to ``table`` reach ``frame``
+    table = frame.loc[keep_rows] if suppressed else frame.copy(deep=False)
+    for i, col in enumerate(columns):
+        row_codes = col.row_codes[keep_rows] if suppressed else col.row_codes
+        table[col.name] = col.labels[levels[i]].take(col.level_maps[levels[i]][row_codes])
+
+    tops = {c.name: c.top for c in columns}
+    ratios = [levels[i] / columns[i].top if columns[i].top else 0.0 for i in range(m)]
+    precision = 1.0 - sum(ratios) / m
+    discernibility = int((kept_sizes.astype(np.int64) ** 2).sum()) + suppressed * n
+    return DataflyResult(
+        records=n,
+        k=k,
+        achieved_k=achieved_k,
+        suppression_limit=limit,
+        suppressed_records=suppressed,
+        quasi_identifiers=names,
+        levels={names[i]: levels[i] for i in range(m)},
+        top_levels=tops,
+        steps=tuple(steps),
+        information_loss=InformationLoss(precision=precision, discernibility=discernibility),
+        table=table,
+    )
