@@ -7,6 +7,11 @@ them from there when the folder exists, and otherwise from the copies in ``tests
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +20,64 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = Path(__file__).resolve().parent / "data"
 SHARED_ORACLE = ROOT.parent / "shared" / "oracle"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# Airflow reads its configuration when first imported: give the whole test session its own
+# AIRFLOW_HOME (SQLite metadata database), before any test module imports Airflow.
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="reident-airflow-home-"))
+os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+_MIGRATED: list[bool] = []
+
+
+def ensure_airflow_db() -> Path:
+    """Create Airflow's metadata database once per session (``airflow db migrate``)."""
+    if not _MIGRATED:
+        airflow = Path(sys.executable).with_name("airflow")
+        done = subprocess.run(
+            [str(airflow), "db", "migrate"], capture_output=True, text=True, env=os.environ.copy()
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"airflow db migrate failed:\n{done.stderr[-2000:]}")
+        _MIGRATED.append(True)
+    return _AIRFLOW_HOME
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> Path:
+    return ensure_airflow_db()
+
+
+def database_url(kind: str) -> str:
+    return {
+        "postgresql": "postgresql+psycopg2://postgres@127.0.0.1:5432/test",
+        "mariadb": "mysql+pymysql://root@127.0.0.1:3306/test",
+    }[kind]
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def server_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A reachable database server; under CI=true an unreachable one fails the test."""
+    yield require_server(request.param)
+
+
+def require_server(kind: str) -> str:
+    import sqlalchemy as sa
+
+    url = database_url(kind)
+    try:
+        engine = sa.create_engine(url)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+        engine.dispose()
+    except Exception as exc:  # noqa: BLE001 - any failure to connect
+        message = f"{kind} at {url.split('@')[1]} is not reachable ({type(exc).__name__})"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return url
 
 
 def oracle_data(name: str) -> Path:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -21,7 +20,14 @@ from reident_airflow.engine.classes import (
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
-__all__ = ["class_table_from_sql", "grouped_counts", "make_engine", "reflect_table"]
+__all__ = [
+    "class_table_from_sql",
+    "copy_table_atomic",
+    "grouped_counts",
+    "make_engine",
+    "query_source",
+    "reflect_table",
+]
 
 COUNT_LABEL = "reident_class_size"
 FETCH_ROWS = 100_000
@@ -59,7 +65,7 @@ def grouped_counts(
     names = validate_quasi_identifiers(qis, [c.name for c in source.columns])
     if COUNT_LABEL in names:  # pragma: no cover - would collide with our count label
         raise InvalidInputError(f"a quasi-identifier may not be named {COUNT_LABEL!r}")
-    cols = [source.c[q] for q in names]
+    cols = [_exact(conn, source.c[q]) for q in names]
     stmt = sa.select(*cols, sa.func.count().label(COUNT_LABEL)).group_by(*cols)
     result = conn.execution_options(stream_results=True).execute(stmt)
     frames: list[pd.DataFrame] = []
@@ -71,22 +77,93 @@ def grouped_counts(
         frames.append(pd.DataFrame.from_records(chunk, columns=keys))
     if not frames:
         return pd.DataFrame({k: [] for k in keys})
-    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    grouped = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    for q in names:  # values grouped by their bytes (MySQL/MariaDB) come back as bytes
+        col = grouped[q]
+        if col.dtype == object and col.map(lambda v: isinstance(v, bytes | bytearray)).any():
+            grouped[q] = col.map(
+                lambda v: bytes(v).decode("utf-8", "replace")
+                if isinstance(v, bytes | bytearray) else v
+            )
+    return grouped
+
+
+def _exact(conn: Connection, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """Group text by its exact value.
+
+    MySQL and MariaDB compare strings under the column's collation, usually case-insensitive
+    and ignoring trailing spaces, which would merge ``Male`` and ``male``; there text columns
+    are grouped by their bytes instead. Other databases compare text exactly.
+    """
+    if conn.dialect.name in {"mysql", "mariadb"} and isinstance(column.type, sa.String):
+        return sa.cast(column, sa.LargeBinary).label(str(column.key))
+    return column
+
+
+def query_source(conn: Connection, sql: str) -> sa.Subquery:
+    """A user's ``SELECT`` as a subquery whose columns are known (probed with ``LIMIT 0``)."""
+    if not sql or not sql.strip():
+        raise InvalidInputError("the sql query is empty")
+    probe = sa.select(sa.literal_column("*")).select_from(
+        sa.text(sql).columns().subquery("reident_probe")
+    )
+    names = list(conn.execute(probe.limit(0)).keys())
+    return sa.text(sql).columns(*(sa.column(n) for n in names)).subquery("reident_source")
 
 
 def class_table_from_sql(
     url: str | Engine,
     qis: Sequence[str],
     *,
-    table: str,
+    table: str | None = None,
+    sql: str | None = None,
     schema: str | None = None,
-    **_: Any,
 ) -> ClassTable:
-    """The class table of a database table, computed by the database."""
+    """The class table of a database table (or of a ``SELECT``), computed by the database."""
+    if (table is None) == (sql is None):
+        raise InvalidInputError("give either a table name or a sql query, not both or neither")
     engine = make_engine(url)
     with engine.connect() as conn:
-        source = reflect_table(conn, table, schema)
+        source = (
+            reflect_table(conn, table, schema)
+            if table is not None
+            else query_source(conn, sql or "")
+        )
         grouped = grouped_counts(conn, source, qis)
     if grouped.empty:
-        raise EmptyDatasetError(f"table {table!r} has no records: there is nothing to assess")
+        what = f"table {table!r}" if table is not None else "the query"
+        raise EmptyDatasetError(f"{what} has no records: there is nothing to assess")
     return class_table_from_grouped(grouped, qis, COUNT_LABEL)
+
+
+def _quote(engine: Engine, name: str) -> str:
+    return engine.dialect.identifier_preparer.quote(name)
+
+
+def copy_table_atomic(
+    engine: Engine, source: str, target: str, *, schema: str | None = None
+) -> int:
+    """Publish ``source`` as ``target``: readers see the old ``target`` or the new, never a part.
+
+    The rows are copied into a fresh ``<target>__reident_new`` table, then swapped in within
+    one transaction (PostgreSQL and SQLite have transactional DDL); if anything fails, the
+    previous ``target`` is left as it was. ``source`` is only read. Returns the rows copied.
+    """
+    staging_name = f"{target}__reident_new"
+    with engine.begin() as conn:
+        src = reflect_table(conn, source, schema)
+        meta = sa.MetaData(schema=schema)
+        new = sa.Table(staging_name, meta, *(sa.Column(c.name, c.type) for c in src.columns))
+        new.drop(conn, checkfirst=True)
+        new.create(conn)
+        cols = [c.name for c in src.columns]
+        conn.execute(sa.insert(new).from_select(cols, sa.select(*src.columns)))
+        copied = int(conn.execute(sa.select(sa.func.count()).select_from(new)).scalar_one())
+        old = sa.Table(target, sa.MetaData(schema=schema))
+        old.drop(conn, checkfirst=True)
+        prefix = f"{_quote(engine, schema)}." if schema else ""
+        conn.exec_driver_sql(
+            f"ALTER TABLE {prefix}{_quote(engine, staging_name)} "
+            f"RENAME TO {_quote(engine, target)}"
+        )
+    return copied

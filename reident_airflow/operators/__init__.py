@@ -1,0 +1,1 @@
+"""Airflow operators over the reident-airflow engine."""

@@ -1,0 +1,226 @@
+"""``ReidentificationRiskOperator``: assess a staged table and gate its release."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from reident_airflow._compat import BaseOperator, Context
+from reident_airflow.engine.assessment import Assessment, Thresholds, assess
+from reident_airflow.engine.classes import ClassTable
+from reident_airflow.engine.errors import ReidentError
+from reident_airflow.operators._common import (
+    ON_BREACH_CHOICES,
+    act_on_breach,
+    as_configuration_error,
+    check_choice,
+    local_file,
+    parse_columns,
+    parse_number,
+    push_report,
+    sqlalchemy_engine,
+)
+from reident_airflow.operators.errors import ReidentConfigurationError
+
+__all__ = ["ReidentificationRiskOperator"]
+
+
+class ReidentificationRiskOperator(BaseOperator):
+    """Compute re-identification risk of a staged table and fail the task on a breach.
+
+    The table is either in a database (``conn_id`` with ``table`` or ``sql``; the ``GROUP BY``
+    runs in the database and only one row per equivalence class is fetched) or a CSV / Parquet
+    file (``path``, local or an object-storage URL Airflow supports).
+
+    :param quasi_identifiers: QI columns (list, or comma-separated string; templated).
+    :param conn_id: Airflow connection of the staging database.
+    :param table: staged table (with ``schema``), or ``sql``: a ``SELECT`` to assess.
+    :param path: CSV or Parquet file instead of a database (``sep`` for CSV).
+    :param record_threshold: record risk above which a record counts as at risk (0.2).
+    :param population_size: / ``sampling_fraction`` / ``region``: the population the table was
+        drawn from, for the population-uniqueness models (at most one).
+    :param population_table: a register of that population on the same QIs (a table of the
+        same connection, or a file when ``path`` is used).
+    :param max_highest_risk: / ``max_average_risk`` / ``max_records_at_risk`` / ``min_k``: the
+        gate; each is optional.
+    :param on_breach: ``"fail"`` (default: the task fails, no retries), ``"skip"`` (the task
+        and its downstream are skipped: nothing is published) or ``"warn"`` (log, succeed).
+
+    Returns the assessment JSON (``reident.assessment/v1``, aggregates only) as XCom, and also
+    pushes it under ``reident_report`` before failing on a breach. Connection and SQL errors
+    are raised as they are, so Airflow's retries apply; bad parameters and breaches fail now.
+    """
+
+    template_fields: Sequence[str] = (
+        "conn_id",
+        "table",
+        "schema",
+        "sql",
+        "path",
+        "sep",
+        "quasi_identifiers",
+        "record_threshold",
+        "population_size",
+        "sampling_fraction",
+        "region",
+        "population_table",
+        "max_highest_risk",
+        "max_average_risk",
+        "max_records_at_risk",
+        "min_k",
+        "on_breach",
+    )
+    ui_color = "#f0e4ff"
+
+    def __init__(
+        self,
+        *,
+        quasi_identifiers: str | Sequence[str],
+        conn_id: str | None = None,
+        table: str | None = None,
+        schema: str | None = None,
+        sql: str | None = None,
+        path: str | None = None,
+        sep: str = ",",
+        record_threshold: float | str = 0.2,
+        population_size: int | str | None = None,
+        sampling_fraction: float | str | None = None,
+        region: str | None = None,
+        population_table: str | None = None,
+        max_highest_risk: float | str | None = None,
+        max_average_risk: float | str | None = None,
+        max_records_at_risk: float | str | None = None,
+        min_k: int | str | None = None,
+        on_breach: str = "fail",
+        max_subset_size: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.quasi_identifiers = quasi_identifiers
+        self.conn_id = conn_id
+        self.table = table
+        self.schema = schema
+        self.sql = sql
+        self.path = path
+        self.sep = sep
+        self.record_threshold = record_threshold
+        self.population_size = population_size
+        self.sampling_fraction = sampling_fraction
+        self.region = region
+        self.population_table = population_table
+        self.max_highest_risk = max_highest_risk
+        self.max_average_risk = max_average_risk
+        self.max_records_at_risk = max_records_at_risk
+        self.min_k = min_k
+        self.on_breach = on_breach
+        self.max_subset_size = max_subset_size
+
+    # -- seams -----------------------------------------------------------------------------
+    def get_engine(self) -> Engine:
+        """The SQLAlchemy engine of ``conn_id`` (tests may replace this)."""
+        if not self.conn_id:
+            raise ReidentConfigurationError("no conn_id given")
+        return sqlalchemy_engine(self.conn_id)
+
+    # -- work ------------------------------------------------------------------------------
+    def _validated(self) -> dict[str, Any]:
+        qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
+        if not qis:
+            raise ReidentConfigurationError("quasi_identifiers needs one or more column names")
+        check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
+        has_db = bool(self.conn_id)
+        if has_db == bool(self.path):
+            raise ReidentConfigurationError("give either conn_id (with table or sql) or path")
+        if has_db and bool(self.table) == bool(self.sql):
+            raise ReidentConfigurationError("with conn_id, give either table or sql")
+        record_threshold = parse_number(self.record_threshold, "record_threshold")
+        try:
+            thresholds = Thresholds(
+                max_highest_risk=parse_number(self.max_highest_risk, "max_highest_risk"),
+                max_average_risk=parse_number(self.max_average_risk, "max_average_risk"),
+                max_records_at_risk=parse_number(self.max_records_at_risk, "max_records_at_risk"),
+                min_k=parse_number(self.min_k, "min_k", integer=True),  # type: ignore[arg-type]
+            )
+        except ReidentError as exc:
+            raise as_configuration_error(exc) from None
+        return {
+            "qis": qis,
+            "thresholds": thresholds,
+            "record_threshold": 0.2 if record_threshold is None else record_threshold,
+            "population_size": parse_number(self.population_size, "population_size", integer=True),
+            "sampling_fraction": parse_number(self.sampling_fraction, "sampling_fraction"),
+            "region": self.region or None,
+        }
+
+    def _class_tables(self, qis: list[str]) -> tuple[ClassTable, ClassTable | None]:
+        if self.path:
+            from reident_airflow.sources.files import class_table_from_file
+
+            with local_file(self.path) as local:
+                table = class_table_from_file(local, qis, sep=self.sep)
+            register = None
+            if self.population_table:
+                with local_file(self.population_table) as local:
+                    register = class_table_from_file(local, qis, sep=self.sep)
+            return table, register
+        from reident_airflow.sources.sql import class_table_from_sql
+
+        engine = self.get_engine()
+        try:
+            table = class_table_from_sql(
+                engine, qis, table=self.table or None, sql=self.sql or None, schema=self.schema
+            )
+            register = None
+            if self.population_table:
+                register = class_table_from_sql(
+                    engine, qis, table=self.population_table, schema=self.schema
+                )
+        finally:
+            engine.dispose()
+        return table, register
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        params = self._validated()
+        qis = params["qis"]
+        try:
+            table, register = self._class_tables(qis)
+            result = assess(
+                table,
+                record_threshold=params["record_threshold"],
+                population_size=params["population_size"],
+                sampling_fraction=params["sampling_fraction"],
+                region=params["region"],
+                thresholds=params["thresholds"],
+                max_subset_size=self.max_subset_size,
+                population_table=register,
+            )
+        except ReidentError as exc:
+            raise as_configuration_error(exc) from None
+        report = result.to_dict()
+        push_report(context, report)
+        from reident_airflow.summary import assessment_summary
+
+        self.log.info("%s", assessment_summary(report))
+        if not result.passed:
+            act_on_breach(
+                on_breach=self.on_breach,
+                check="reidentification_risk",
+                message=self._breach_message(result),
+                breaches=report["breaches"],
+                report=report,
+                quasi_identifiers=qis,
+                k=result.k,
+                logger=self.log,
+            )
+        return report
+
+    def _breach_message(self, result: Assessment) -> str:
+        where = self.table or ("query" if self.sql else self.path)
+        parts = "; ".join(b.describe() for b in result.breaches)
+        return (
+            f"re-identification risk gate breached for {where!r} "
+            f"(quasi-identifiers: {', '.join(result.quasi_identifiers)}; k = {result.k}; "
+            f"{result.records} records): {parts}"
+        )

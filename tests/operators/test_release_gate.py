@@ -1,0 +1,145 @@
+"""The example DAGs, run with ``dag.test()`` on SQLite and on the real PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from reident_airflow.cli import main
+from tests.conftest import require_server
+from tests.operators._dags import load_dag, server_conn, sqlite_conn, states
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _table_names(url: str) -> set[str]:
+    engine = sa.create_engine(url)
+    try:
+        return set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def _expected_report(tmp_path: Path, generalize: bool) -> dict[str, Any]:
+    """What `reident assess` says of the same staged data (computed from the bundled CSV)."""
+    import pandas as pd
+
+    from tests.conftest import oracle_data
+
+    frame = pd.read_csv(oracle_data("adult.csv"), sep=";", dtype=str, keep_default_na=False)
+    if generalize:
+        age = frame["age"].astype(int) // 10 * 10
+        frame["age"] = age.astype(str) + "-" + (age + 9).astype(str)
+    csv = tmp_path / "staged.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "expected.json"
+    main(["assess", str(csv), "--qi", "sex,age,race", "--max-records-at-risk", "0.01",
+          "--max-average-risk", "0.05", "--json", str(out)], out=io.StringIO(), err=io.StringIO())
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+@pytest.fixture
+def sqlite_staging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    db = tmp_path / "staging.db"
+    monkeypatch.setenv("AIRFLOW_CONN_REIDENT_STAGING", sqlite_conn(db))
+    return f"sqlite:///{db}"
+
+
+@pytest.fixture
+def postgresql_staging(monkeypatch: pytest.MonkeyPatch) -> str:
+    url = require_server("postgresql")
+    monkeypatch.setenv("AIRFLOW_CONN_REIDENT_STAGING", server_conn(url))
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def staging(request: pytest.FixtureRequest) -> str:
+    url: str = request.getfixturevalue(f"{request.param}_staging")
+    return url
+
+
+def _conf(**extra: Any) -> dict[str, Any]:
+    suffix = uuid.uuid4().hex[:8]
+    return {"staged_table": f"staged_{suffix}", "published_table": f"published_{suffix}", **extra}
+
+
+def _cleanup(url: str, conf: dict[str, Any]) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        for name in (conf["staged_table"], conf["published_table"]):
+            sa.Table(name, sa.MetaData()).drop(conn, checkfirst=True)
+    engine.dispose()
+
+
+def test_passing_table_is_published_with_report_in_xcom(staging: str, tmp_path: Path) -> None:
+    dag = load_dag("release_gate")
+    conf = _conf()
+    try:
+        run = dag.test(run_conf=conf)
+        got = states(run)
+        assert run.state == "success", got
+        assert got["assess"] == ("success", 1) and got["publish"][0] == "success"
+        ti = next(t for t in run.get_task_instances() if t.task_id == "assess")
+        report = ti.xcom_pull(task_ids="assess")
+        assert report == _expected_report(tmp_path, generalize=True)
+        assert report["passed"] is True and report["records"] == 30162
+        assert conf["published_table"] in _table_names(staging)
+    finally:
+        _cleanup(staging, conf)
+
+
+def test_breach_fails_without_retry_and_blocks_publish(staging: str) -> None:
+    dag = load_dag("release_gate")
+    assert dag.get_task("assess").retries == 2
+    conf = _conf(generalize_age=False)  # raw ages: 1.41% of records at risk > 1% limit
+    try:
+        run = dag.test(run_conf=conf)
+        got = states(run)
+        assert run.state == "failed"
+        assert got["assess"] == ("failed", 1), got  # failed on the first try: no retries
+        assert got["publish"][0] == "upstream_failed"
+        assert conf["published_table"] not in _table_names(staging)
+    finally:
+        _cleanup(staging, conf)
+
+
+def test_skip_skips_publish(sqlite_staging: str) -> None:
+    dag = load_dag("release_gate")
+    conf = _conf(generalize_age=False, on_breach="skip")
+    run = dag.test(run_conf=conf)
+    got = states(run)
+    assert got["assess"][0] == "skipped" and got["publish"][0] == "skipped", got
+    assert conf["published_table"] not in _table_names(sqlite_staging)
+
+
+def test_warn_logs_and_publishes(sqlite_staging: str) -> None:
+    dag = load_dag("release_gate")
+    conf = _conf(generalize_age=False, on_breach="warn")
+    run = dag.test(run_conf=conf)
+    got = states(run)
+    assert run.state == "success" and got["publish"][0] == "success", got
+    ti = next(t for t in run.get_task_instances() if t.task_id == "assess")
+    report = ti.xcom_pull(task_ids="assess")
+    assert report["passed"] is False
+    assert [b["metric"] for b in report["breaches"]] == ["prosecutor.records_at_risk"]
+    assert conf["published_table"] in _table_names(sqlite_staging)
+
+
+def test_existing_etl_dag_checks_the_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REIDENT_EXPORT_DIR", str(tmp_path))
+    dag = load_dag("existing_etl")
+    run = dag.test()
+    got = states(run)
+    assert got["reident_check"][0] == "success", got
+    assert (tmp_path / "outbox" / "export.parquet").exists()
+    report = next(t for t in run.get_task_instances() if t.task_id == "reident_check").xcom_pull(
+        task_ids="reident_check"
+    )
+    assert report["k"] >= 5 and report["passed"] is True
