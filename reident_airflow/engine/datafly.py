@@ -211,7 +211,7 @@ class _Column:
     name: str
     row_codes: IntArray  # level-0 code of every row
     level_maps: tuple[IntArray, ...]  # level_maps[l][level-0 code] = code at level l
-    cards: tuple[int, ...]  # number of distinct labels at each level
+    cards: tuple[int, ...]  # distinct labels at each level among the values present
     labels: tuple[Any, ...]  # labels[l][code at level l] = label text (a "str" array)
     # transitions[l][code at level l] = code at level l + 1, or None if not a function
     transitions: tuple[IntArray | None, ...]
@@ -221,52 +221,39 @@ class _Column:
         return len(self.level_maps) - 1
 
 
+def _texts(dictionary: Any) -> NDArray[Any]:
+    """The lookup text of every dictionary entry (:func:`~.hierarchies.value_text`)."""
+    if isinstance(getattr(dictionary, "dtype", None), pd.StringDtype):
+        return np.asarray(pd.array(dictionary).fillna(""), dtype=object)
+    return np.array([value_text(v) for v in dictionary], dtype=object)
+
+
 def _encode_column(name: str, values: pd.Series, hierarchy: Hierarchy) -> _Column:
     codes, card, dictionary = encode_series(values)
-    texts = [value_text(v) for v in dictionary]
-    rows = hierarchy.mapping
-    # hierarchy row of each dictionary entry; entries with equal text share a row
-    row_index: dict[str, int] = {}
-    dict_to_level0 = np.empty(card, dtype=np.int64)
-    uncovered = np.zeros(card, dtype=bool)
-    level0_texts: list[str] = []
-    for i, text in enumerate(texts):
-        if text not in rows:
-            uncovered[i] = True
-            dict_to_level0[i] = -1
-            continue
-        code = row_index.get(text)
-        if code is None:
-            code = len(level0_texts)
-            row_index[text] = code
-            level0_texts.append(text)
-        dict_to_level0[i] = code
+    texts = _texts(dictionary)
+    positions = hierarchy.positions(texts)  # hierarchy row of each dictionary entry
+    uncovered = positions < 0
     if uncovered.any():
         records = int(np.bincount(codes, minlength=card)[uncovered].sum())
-        distinct = len({texts[i] for i in np.flatnonzero(uncovered)})
+        distinct = len(set(texts[uncovered].tolist()))
         raise uncovered_error(name, distinct, records)
-    # level-0 codes are numbered in dictionary order, so they equal the dictionary codes
-    # unless two dictionary entries have the same text (e.g. 39 and "39")
-    row_codes = codes if len(level0_texts) == card else dict_to_level0[codes]
+    # Level-0 codes: one per hierarchy row present, in dictionary order. Entries with the
+    # same text (39 and "39" in one object column) share a code; without such entries the
+    # level-0 codes are the dictionary codes themselves.
+    dict_to_level0, used_rows = pd.factorize(positions)
+    dict_to_level0 = dict_to_level0.astype(np.int64, copy=False)
+    u0 = len(used_rows)
+    row_codes = codes if u0 == card else dict_to_level0[codes]
 
-    u0 = len(level0_texts)
-    level_maps: list[IntArray] = []
-    cards: list[int] = []
-    labels: list[Any] = []
-    for level in range(hierarchy.levels):
-        if level == 0:
-            level_maps.append(np.arange(u0, dtype=np.int64))
-            cards.append(u0)
-            labels.append(pd.array(level0_texts, dtype="str"))
-            continue
-        ids: dict[str, int] = {}
-        mapping = np.empty(u0, dtype=np.int64)
-        for j, text in enumerate(level0_texts):
-            label = rows[text][level]
-            mapping[j] = ids.setdefault(label, len(ids))
-        level_maps.append(mapping)
-        cards.append(len(ids))
-        labels.append(pd.array(list(ids), dtype="str"))
+    level_maps: list[IntArray] = [np.arange(u0, dtype=np.int64)]
+    cards: list[int] = [u0]
+    labels: list[Any] = [pd.array(hierarchy.level_column(0)[used_rows], dtype="str")]
+    for level in range(1, hierarchy.levels):
+        # label codes numbered in order of first appearance among the used rows
+        level_codes, uniques = pd.factorize(hierarchy.level_column(level)[used_rows])
+        level_maps.append(level_codes.astype(np.int64, copy=False))
+        cards.append(len(uniques))
+        labels.append(pd.array(np.asarray(uniques, dtype=object), dtype="str"))
 
     transitions: list[IntArray | None] = []
     for level in range(hierarchy.levels - 1):
@@ -287,10 +274,6 @@ def _encode_column(name: str, values: pd.Series, hierarchy: Hierarchy) -> _Colum
 
 def _below(sizes: IntArray, k: int) -> int:
     return int(sizes[sizes < k].sum())
-
-
-def _distinct(codes: IntArray, card: int) -> int:
-    return int(np.count_nonzero(np.bincount(codes, minlength=card)))
 
 
 def datafly(
@@ -364,11 +347,10 @@ def datafly(
                 f"{', '.join(f'{q}={lv}' for q, lv in attempt.levels.items())})",
                 best_attempt=attempt,
             )
-        # the QI with the most distinct values in the current generalized table; ties: first
-        chosen = max(
-            candidates,
-            key=lambda i: (_distinct(cur_codes[:, i], columns[i].cards[levels[i]]), -i),
-        )
+        # The QI with the most distinct values in the current generalized table; ties: the
+        # first given. Generalization never drops a record, so a QI's distinct values at its
+        # level are the distinct labels of the values present: ``cards[level]``.
+        chosen = max(candidates, key=lambda i: (columns[i].cards[levels[i]], -i))
         col = columns[chosen]
         transition = col.transitions[levels[chosen]]
         levels[chosen] += 1

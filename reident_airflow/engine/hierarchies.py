@@ -24,12 +24,14 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from reident_airflow.engine.errors import HierarchyError, InvalidInputError
 
@@ -151,6 +153,33 @@ class Hierarchy:
         if not 0 <= level < self.levels:
             raise InvalidInputError(f"level {level} is outside 0..{self.top} of the {self._what()}")
         return tuple(dict.fromkeys(row[level] for row in self.mapping.values()))
+
+    @cached_property
+    def _index(self) -> pd.Index:
+        index: pd.Index = pd.Index(list(self.mapping), dtype=object)
+        return index
+
+    def positions(self, texts: Sequence[str] | NDArray[Any]) -> NDArray[np.int64]:
+        """The row number of each text in the hierarchy, ``-1`` where it is not covered.
+
+        Vectorized (one hash lookup per text); ``texts`` must already be text
+        (:func:`value_text`).
+        """
+        found = self._index.get_indexer(pd.Index(np.asarray(texts, dtype=object), dtype=object))
+        return np.asarray(found, dtype=np.int64)
+
+    def level_column(self, level: int) -> NDArray[Any]:
+        """The label at ``level`` of every row, in row order (an object array, cached)."""
+        if not 0 <= level < self.levels:
+            raise InvalidInputError(f"level {level} is outside 0..{self.top} of the {self._what()}")
+        return self._columns[level]
+
+    @cached_property
+    def _columns(self) -> tuple[NDArray[Any], ...]:
+        rows = list(self.mapping.values())
+        return tuple(
+            np.array([row[level] for row in rows], dtype=object) for level in range(self.levels)
+        )
 
     def rows(self) -> list[tuple[str, ...]]:
         """The rows of the hierarchy, as in the ARX file."""
