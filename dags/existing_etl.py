@@ -56,8 +56,9 @@ with DAG(
 
         frame = pd.read_parquet(path)
         # the export's own coarsening: four age bands, the oldest top-coded
-        bands = pd.cut(frame["age"].astype(int), [0, 29, 44, 59, 200],
-                       labels=["<30", "30-44", "45-59", "60+"])
+        bands = pd.cut(
+            frame["age"].astype(int), [0, 29, 44, 59, 200], labels=["<30", "30-44", "45-59", "60+"]
+        )
         frame["age"] = bands.astype(str)
         out = WORK_DIR / "export.parquet"
         frame.to_parquet(out, index=False)

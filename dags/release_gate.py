@@ -26,8 +26,8 @@ from importlib.resources import files
 import pendulum
 
 from reident_airflow._compat import AIRFLOW_V3
-from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.operators._common import sqlalchemy_engine
+from reident_airflow.operators.risk import ReidentificationRiskOperator
 
 if AIRFLOW_V3:
     from airflow.sdk import DAG, task
@@ -49,7 +49,8 @@ def _failure_callbacks() -> list:
     if os.environ.get(f"AIRFLOW_CONN_{webhook.upper()}") or email:
         callbacks.append(
             ReidentBreachNotifier(
-                webhook_conn_id=webhook if os.environ.get(f"AIRFLOW_CONN_{webhook.upper()}")
+                webhook_conn_id=webhook
+                if os.environ.get(f"AIRFLOW_CONN_{webhook.upper()}")
                 else None,
                 to=email or None,
             )
@@ -90,8 +91,13 @@ with DAG(
             frame["age"] = age.astype(str) + "-" + (age + 9).astype(str)
         engine = sqlalchemy_engine(STAGING_CONN)
         try:
-            frame.to_sql(p.get("staged_table", "staged_release"), engine, if_exists="replace",
-                         index=False, chunksize=5000)
+            frame.to_sql(
+                p.get("staged_table", "staged_release"),
+                engine,
+                if_exists="replace",
+                index=False,
+                chunksize=5000,
+            )
         finally:
             engine.dispose()
         return len(frame)

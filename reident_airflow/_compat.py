@@ -11,9 +11,9 @@ try:  # Airflow 3.x
 except ImportError:  # pragma: no cover - Airflow 2.x
     from airflow.exceptions import AirflowFailException, AirflowSkipException  # type: ignore
     from airflow.hooks.base import BaseHook  # type: ignore
+    from airflow.io.path import ObjectStoragePath  # type: ignore
     from airflow.models import BaseOperator  # type: ignore
     from airflow.notifications.basenotifier import BaseNotifier  # type: ignore
-    from airflow.io.path import ObjectStoragePath  # type: ignore
     from airflow.utils.context import Context  # type: ignore
 
     AIRFLOW_V3 = False

@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -104,7 +104,7 @@ def sqlalchemy_engine(conn_id: str) -> Engine:
             database=conn.schema or None,
         )
         return sa.create_engine(url)
-    hook = conn.get_hook()
+    hook = conn.get_hook()  # type: ignore[no-untyped-call]
     get_engine = getattr(hook, "get_sqlalchemy_engine", None)
     if get_engine is None:
         raise ReidentConfigurationError(
@@ -118,8 +118,8 @@ def sqlalchemy_engine(conn_id: str) -> Engine:
 @contextmanager
 def local_file(path: str) -> Iterator[Path]:
     """A local path for ``path``; object-storage URLs are streamed to a temporary file."""
-    if "://" not in path or path.startswith("file://"):
-        yield Path(path.removeprefix("file://"))
+    if "://" not in path:
+        yield Path(path)
         return
     from reident_airflow._compat import ObjectStoragePath
 
@@ -127,7 +127,7 @@ def local_file(path: str) -> Iterator[Path]:
     suffix = "".join(Path(remote.name).suffixes)
     with tempfile.TemporaryDirectory(prefix="reident-") as tmp:
         target = Path(tmp) / f"staged{suffix}"
-        with remote.open("rb") as src, target.open("wb") as dst:
+        with remote.open("rb") as src, target.open("wb") as dst:  # type: ignore[no-untyped-call]
             shutil.copyfileobj(src, dst, length=1 << 20)
         yield target
 
@@ -147,7 +147,7 @@ def act_on_breach(
     report: dict[str, Any],
     quasi_identifiers: Sequence[str] = (),
     k: int | None = None,
-    logger: logging.Logger = log,
+    logger: Any = log,
 ) -> None:
     """Fail (no retries), skip (downstream does not run) or warn (task succeeds)."""
     if on_breach == "warn":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -82,8 +83,9 @@ def grouped_counts(
         col = grouped[q]
         if col.dtype == object and col.map(lambda v: isinstance(v, bytes | bytearray)).any():
             grouped[q] = col.map(
-                lambda v: bytes(v).decode("utf-8", "replace")
-                if isinstance(v, bytes | bytearray) else v
+                lambda v: (
+                    bytes(v).decode("utf-8", "replace") if isinstance(v, bytes | bytearray) else v
+                )
             )
     return grouped
 
@@ -104,7 +106,7 @@ def query_source(conn: Connection, sql: str) -> sa.Subquery:
     """A user's ``SELECT`` as a subquery whose columns are known (probed with ``LIMIT 0``)."""
     if not sql or not sql.strip():
         raise InvalidInputError("the sql query is empty")
-    probe = sa.select(sa.literal_column("*")).select_from(
+    probe: sa.Select[Any] = sa.select(sa.literal_column("*")).select_from(
         sa.text(sql).columns().subquery("reident_probe")
     )
     names = list(conn.execute(probe.limit(0)).keys())
@@ -163,7 +165,6 @@ def copy_table_atomic(
         old.drop(conn, checkfirst=True)
         prefix = f"{_quote(engine, schema)}." if schema else ""
         conn.exec_driver_sql(
-            f"ALTER TABLE {prefix}{_quote(engine, staging_name)} "
-            f"RENAME TO {_quote(engine, target)}"
+            f"ALTER TABLE {prefix}{_quote(engine, staging_name)} RENAME TO {_quote(engine, target)}"
         )
     return copied

@@ -30,8 +30,13 @@ def server_conn(url: str) -> str:
     u = sa.make_url(url)
     conn_type = "postgres" if u.get_backend_name() == "postgresql" else "mysql"
     return json.dumps(
-        {"conn_type": conn_type, "host": u.host, "port": u.port, "login": u.username,
-         "schema": u.database}
+        {
+            "conn_type": conn_type,
+            "host": u.host,
+            "port": u.port,
+            "login": u.username,
+            "schema": u.database,
+        }
     )
 
 

@@ -39,8 +39,22 @@ def _expected_report(tmp_path: Path, generalize: bool) -> dict[str, Any]:
     csv = tmp_path / "staged.csv"
     frame.to_csv(csv, index=False)
     out = tmp_path / "expected.json"
-    main(["assess", str(csv), "--qi", "sex,age,race", "--max-records-at-risk", "0.01",
-          "--max-average-risk", "0.05", "--json", str(out)], out=io.StringIO(), err=io.StringIO())
+    main(
+        [
+            "assess",
+            str(csv),
+            "--qi",
+            "sex,age,race",
+            "--max-records-at-risk",
+            "0.01",
+            "--max-average-risk",
+            "0.05",
+            "--json",
+            str(out),
+        ],
+        out=io.StringIO(),
+        err=io.StringIO(),
+    )
     result: dict[str, Any] = json.loads(out.read_text())
     return result
 
@@ -132,7 +146,9 @@ def test_warn_logs_and_publishes(sqlite_staging: str) -> None:
     assert conf["published_table"] in _table_names(sqlite_staging)
 
 
-def test_existing_etl_dag_checks_the_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_existing_etl_dag_checks_the_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("REIDENT_EXPORT_DIR", str(tmp_path))
     dag = load_dag("existing_etl")
     run = dag.test()

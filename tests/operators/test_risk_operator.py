@@ -1,0 +1,195 @@
+"""ReidentificationRiskOperator against real databases, hostile parameters, provider info."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from reident_airflow.cli import main
+from reident_airflow.operators.errors import ReidentConfigurationError, ReidentificationBreach
+from reident_airflow.operators.risk import ReidentificationRiskOperator
+from tests.conftest import ensure_airflow_db, oracle_data, require_server
+
+QIS = ["sex", "age", "race", "marital-status", "native-country"]
+
+
+class _TI:
+    """Collects what the operator pushes to XCom (the only context it uses)."""
+
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+def _operator(engine: sa.Engine, **kwargs: Any) -> ReidentificationRiskOperator:
+    op = ReidentificationRiskOperator(task_id=f"t_{uuid.uuid4().hex[:6]}", conn_id="x", **kwargs)
+    op.get_engine = lambda: engine  # type: ignore[method-assign]  # the test seam
+    return op
+
+
+@pytest.fixture(scope="module")
+def adult_frame() -> pd.DataFrame:
+    frame = pd.read_csv(oracle_data("adult.csv"), sep=";", dtype=str, keep_default_na=False)
+    frame["age"] = frame["age"].astype(int)  # typed, as a warehouse would hold it
+    return frame
+
+
+@pytest.fixture(scope="module", params=["postgresql", "mariadb"])
+def adult_in(
+    request: pytest.FixtureRequest, adult_frame: pd.DataFrame
+) -> Iterator[tuple[sa.Engine, str]]:
+    engine = sa.create_engine(require_server(request.param))
+    name = f"adult_{uuid.uuid4().hex[:8]}"
+    adult_frame.to_sql(name, engine, index=False, chunksize=5000)
+    try:
+        yield engine, name
+    finally:
+        with engine.begin() as conn:
+            sa.Table(name, sa.MetaData()).drop(conn, checkfirst=True)
+        engine.dispose()
+
+
+def test_database_operator_equals_cli_on_csv(
+    adult_in: tuple[sa.Engine, str], tmp_path: Path
+) -> None:
+    """The operator on Adult in PostgreSQL / MariaDB gives the JSON `reident assess` gives."""
+    engine, name = adult_in
+    out = tmp_path / "cli.json"
+    code = main(
+        [
+            "assess",
+            str(oracle_data("adult.csv")),
+            "--sep",
+            ";",
+            "--qi",
+            ",".join(QIS),
+            "--sampling-fraction",
+            "0.01",
+            "--max-highest-risk",
+            "0.5",
+            "--json",
+            str(out),
+        ],
+        out=io.StringIO(),
+        err=io.StringIO(),
+    )
+    assert code == 1  # highest risk 1 > 0.5
+    expected = json.loads(out.read_text())
+    ti = _TI()
+    op = _operator(
+        engine,
+        table=name,
+        quasi_identifiers=",".join(QIS),
+        sampling_fraction="0.01",
+        max_highest_risk="0.5",
+        on_breach="warn",
+    )
+    got = op.execute({"ti": ti})
+    assert got == expected
+    assert ti.pushed["reident_report"] == expected
+
+
+def test_breach_message_names_metric_values_qis_and_k(adult_in: tuple[sa.Engine, str]) -> None:
+    engine, name = adult_in
+    op = _operator(
+        engine, table=name, quasi_identifiers="sex,age,race", max_highest_risk=0.2, min_k="3"
+    )
+    with pytest.raises(ReidentificationBreach) as info:
+        op.execute({"ti": _TI()})
+    msg = str(info.value)
+    assert "prosecutor.highest_risk = 1 (limit: at most 0.2)" in msg
+    assert "k = 1 (limit: at least 3)" in msg and "sex, age, race" in msg
+    assert info.value.k == 1 and len(info.value.breaches) == 2
+
+
+def test_sql_query_source(adult_in: tuple[sa.Engine, str]) -> None:
+    engine, name = adult_in
+    quoted = engine.dialect.identifier_preparer.quote(name)
+    op = _operator(engine, sql=f"SELECT sex, race FROM {quoted}", quasi_identifiers=["sex", "race"])
+    report = op.execute({"ti": _TI()})
+    assert report["records"] == 30162 and report["classes"] == 10  # ARX C4: 10 classes
+
+
+@pytest.fixture
+def sqlite_with_victim(tmp_path: Path) -> sa.Engine:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}).to_sql("staged", engine, index=False)
+    pd.DataFrame({"keep": [1]}).to_sql("x", engine, index=False)
+    return engine
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"table": "t; DROP TABLE x", "quasi_identifiers": "a"}, "does not exist"),
+        ({"table": 'staged"; DROP TABLE x; --', "quasi_identifiers": "a"}, "does not exist"),
+        ({"table": "staged", "quasi_identifiers": "a; DROP TABLE x"}, "unknown quasi-identifier"),
+        ({"table": "staged", "quasi_identifiers": "nope"}, "available columns: 'a', 'b'"),
+        (
+            {"table": "staged", "quasi_identifiers": "a", "max_highest_risk": "abc"},
+            "max_highest_risk must be a number",
+        ),
+        ({"table": "staged", "quasi_identifiers": "a", "min_k": "2.5"}, "whole number"),
+        ({"table": "staged", "quasi_identifiers": "a", "on_breach": "explode"}, "on_breach"),
+        ({"table": "staged", "quasi_identifiers": "a", "record_threshold": "7"}, "(0, 1]"),
+    ],
+)
+def test_hostile_values_fail_clearly_and_execute_nothing(
+    sqlite_with_victim: sa.Engine, kwargs: dict[str, Any], message: str
+) -> None:
+    op = _operator(sqlite_with_victim, **kwargs)
+    with pytest.raises(
+        ReidentConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")
+    ):
+        op.execute({"ti": _TI()})
+    tables = set(sa.inspect(sqlite_with_victim).get_table_names())
+    assert {"x", "staged"} <= tables  # the other table still exists, the source too
+    with sqlite_with_victim.connect() as conn:
+        assert conn.exec_driver_sql('SELECT count(*) FROM "staged"').scalar() == 3
+
+
+def test_file_source_and_object_storage(tmp_path: Path) -> None:
+    ensure_airflow_db()
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,b\n1,x\n1,x\n2,y\n", encoding="utf-8")
+    ti = _TI()
+    op = ReidentificationRiskOperator(task_id="f", path=str(csv), quasi_identifiers="a,b")
+    assert op.execute({"ti": ti})["classes"] == 2
+    # a URL goes through Airflow's ObjectStoragePath (file:// here; s3:// etc. with providers)
+    op = ReidentificationRiskOperator(
+        task_id="m", path=f"file://{csv}", quasi_identifiers="a,b", min_k=2
+    )
+    with pytest.raises(ReidentificationBreach):
+        op.execute({"ti": ti})
+
+
+def test_connection_errors_are_left_to_retries() -> None:
+    # an unreachable server is an infrastructure error: not an AirflowFailException
+    engine = sa.create_engine("postgresql+psycopg2://postgres@127.0.0.1:1/none")
+    op = _operator(engine, table="t", quasi_identifiers="a")
+    with pytest.raises(sa.exc.OperationalError):
+        op.execute({"ti": _TI()})
+
+
+def test_provider_is_registered() -> None:
+    out = subprocess.run(
+        [str(Path(sys.executable).with_name("airflow")), "providers", "list", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    text = out.stdout  # the JSON array, possibly preceded by log lines
+    names = {p["package_name"] for p in json.loads(text[text.index("[{") : text.rindex("]") + 1])}
+    assert "reident-airflow" in names
