@@ -147,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--json", metavar="PATH", help="write the assessment JSON here ('-' = stdout)")
     a.set_defaults(handler=_cmd_assess)
+    from importlib import import_module
+
+    from reident_airflow.commands import COMMAND_MODULES
+
+    for name in COMMAND_MODULES:
+        import_module(name).register(sub, [common])
     return parser
 
 
