@@ -1,0 +1,105 @@
+"""Great Expectations integration: re-identification risk as expectations (GE 1.24).
+
+Importing this package registers, explicitly and once:
+
+- the metrics ``reident.class_table`` and ``reident.direct_match_counts`` (pandas and
+  SQLAlchemy implementations, :mod:`reident_airflow.gx.metrics`);
+- the expectations ``expect_table_reidentification_risk_to_be_below``,
+  ``expect_table_to_be_k_anonymous`` and ``expect_table_direct_match_protection_to_be_above``
+  (:mod:`reident_airflow.gx.expectations`);
+- the checkpoint action type ``reident_alert`` (:mod:`reident_airflow.gx.actions`).
+
+:func:`register` checks that GE's registries hold them and returns their names; it is called
+on import, so a suite that names these expectations loads as soon as this package is imported.
+:func:`run_release_checkpoint` runs a release suite with its alert actions (for Airflow tasks).
+
+l-diversity is not offered yet: the engine's l-diversity (metrics.md §7) has not landed.
+"""
+
+from __future__ import annotations
+
+from reident_airflow.gx.actions import ReidentAlertAction, alert_document
+from reident_airflow.gx.checkpoint import (
+    ReleaseCheckpointResult,
+    load_checkpoint_config,
+    load_suite,
+    run_release_checkpoint,
+)
+from reident_airflow.gx.expectations import (
+    MEASURES,
+    ExpectTableDirectMatchProtectionToBeAbove,
+    ExpectTableReidentificationRiskToBeBelow,
+    ExpectTableToBeKAnonymous,
+)
+from reident_airflow.gx.metrics import (
+    CLASS_TABLE_METRIC,
+    DIRECT_MATCH_METRIC,
+    ClassTableMetric,
+    DirectMatchCountsMetric,
+)
+
+__all__ = [
+    "CLASS_TABLE_METRIC",
+    "DIRECT_MATCH_METRIC",
+    "EXPECTATION_TYPES",
+    "MEASURES",
+    "METRIC_NAMES",
+    "ClassTableMetric",
+    "DirectMatchCountsMetric",
+    "ExpectTableDirectMatchProtectionToBeAbove",
+    "ExpectTableReidentificationRiskToBeBelow",
+    "ExpectTableToBeKAnonymous",
+    "ReidentAlertAction",
+    "ReleaseCheckpointResult",
+    "alert_document",
+    "load_checkpoint_config",
+    "load_suite",
+    "register",
+    "run_release_checkpoint",
+]
+
+#: The expectation types this package adds to GE's registry.
+EXPECTATION_TYPES: tuple[str, ...] = (
+    "expect_table_reidentification_risk_to_be_below",
+    "expect_table_to_be_k_anonymous",
+    "expect_table_direct_match_protection_to_be_above",
+)
+#: The metrics this package adds, each implemented for pandas and SQLAlchemy.
+METRIC_NAMES: tuple[str, ...] = (CLASS_TABLE_METRIC, DIRECT_MATCH_METRIC)
+ACTION_TYPE = ReidentAlertAction.__fields__["type"].default
+
+
+def register() -> dict[str, tuple[str, ...]]:
+    """Make sure GE's registries hold our expectations, metrics and action; return their names.
+
+    Defining a GE class registers it; this re-registers anything missing (a registry cleared
+    by a test harness, say) and fails loudly if GE's registry API changed under us.
+    """
+    from great_expectations.checkpoint.actions import _VALIDATION_ACTION_REGISTRY
+    from great_expectations.expectations import registry
+
+    for cls in (
+        ExpectTableReidentificationRiskToBeBelow,
+        ExpectTableToBeKAnonymous,
+        ExpectTableDirectMatchProtectionToBeAbove,
+    ):
+        if cls.expectation_type not in registry._registered_expectations:
+            registry.register_expectation(cls)
+    for provider in (ClassTableMetric, DirectMatchCountsMetric):
+        if provider.metric_name not in registry._registered_metrics:
+            provider._register_metric_functions()
+    try:
+        _VALIDATION_ACTION_REGISTRY.get(ACTION_TYPE)
+    except Exception:
+        _VALIDATION_ACTION_REGISTRY.register(
+            action_type=ACTION_TYPE, action_class=ReidentAlertAction
+        )
+    for name in EXPECTATION_TYPES:
+        registry.get_expectation_impl(name)
+    for name in METRIC_NAMES:
+        if name not in registry._registered_metrics:
+            raise RuntimeError(f"Great Expectations did not register the metric {name!r}")
+    return {"expectations": EXPECTATION_TYPES, "metrics": METRIC_NAMES, "actions": (ACTION_TYPE,)}
+
+
+register()

@@ -1,0 +1,176 @@
+"""A checkpoint action that raises an alert when a release gate fails.
+
+:class:`ReidentAlertAction` (``type: "reident_alert"``) builds one alert document from the
+checkpoint result (aggregates only: suites, expectation types, the measure, its value and the
+limit, exception messages; never a record's values) and delivers it to any of:
+
+- ``alert_file``: one JSON line appended per alert (what a test or a file watcher reads);
+- ``webhook_url``: an HTTP POST of the JSON document;
+- ``callback``: a ``"package.module:function"`` import path, called with the document.
+
+Delivery problems are logged and reported in the action's result, never raised: a failed
+alert must not hide the validation result it is about.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from great_expectations.checkpoint.actions import ActionContext, ValidationAction, should_notify
+from great_expectations.checkpoint.checkpoint import CheckpointResult
+from great_expectations.compatibility import pydantic
+
+from reident_airflow.engine.errors import InvalidInputError
+
+__all__ = ["ALERT_SCHEMA", "ReidentAlertAction", "alert_document"]
+
+logger = logging.getLogger(__name__)
+
+ALERT_SCHEMA = "reident.gx_alert/v1"
+
+_MESSAGE_LIMIT = 500
+
+
+def _short(text: Any) -> str:
+    line = str(text or "").strip().splitlines()
+    first = line[0] if line else ""
+    return first if len(first) <= _MESSAGE_LIMIT else first[: _MESSAGE_LIMIT - 3] + "..."
+
+
+def _expectation_entry(evr: Any) -> dict[str, Any]:
+    config = evr.expectation_config
+    body: dict[str, Any] = dict(evr.result or {})
+    found = body.get("details")
+    details: dict[str, Any] = found if isinstance(found, dict) else {}
+    entry: dict[str, Any] = {
+        "expectation": getattr(config, "type", None),
+        "success": bool(evr.success),
+    }
+    for key in ("measure", "value", "limit", "summary"):
+        if key in details:
+            entry[key] = details[key]
+    info = evr.exception_info or {}
+    messages = []
+    if info.get("raised_exception"):
+        messages.append(_short(info.get("exception_message")))
+    else:  # metric errors are reported per metric
+        for value in info.values():
+            if isinstance(value, dict) and value.get("raised_exception"):
+                messages.append(_short(value.get("exception_message")))
+    if messages:
+        entry["error"] = "; ".join(dict.fromkeys(messages))
+    return entry
+
+
+def alert_document(checkpoint_result: CheckpointResult) -> dict[str, Any]:
+    """The alert for a checkpoint result: which gates failed, by how much (aggregates only)."""
+    validations = []
+    for identifier, suite_result in checkpoint_result.run_results.items():
+        failed = [_expectation_entry(r) for r in suite_result.results if not r.success]
+        validations.append(
+            {
+                "suite": suite_result.suite_name,
+                "asset": getattr(identifier, "batch_identifier", None),
+                "success": bool(suite_result.success),
+                "evaluated": len(suite_result.results),
+                "failed": failed,
+            }
+        )
+    run_id = checkpoint_result.run_id
+    return {
+        "schema": ALERT_SCHEMA,
+        "checkpoint": checkpoint_result.name,
+        "run_name": run_id.run_name,
+        "run_time": run_id.run_time.isoformat() if run_id.run_time else None,
+        "success": bool(checkpoint_result.success),
+        "validations": validations,
+    }
+
+
+def _load_callback(path: str) -> Callable[[dict[str, Any]], Any]:
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise InvalidInputError(f"callback must be 'package.module:function', got {path!r}")
+    target: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise InvalidInputError(f"callback {path!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+class ReidentAlertAction(ValidationAction):
+    """Alert when the checkpoint fails (``notify_on``: ``failure`` by default).
+
+    Configure at least one of ``alert_file``, ``webhook_url``, ``callback``. The action's
+    result is ``{"alerted": bool, "delivered": [...], "errors": [...]}``.
+    """
+
+    type: Literal["reident_alert"] = "reident_alert"
+    name: str = "reident_alert"
+    notify_on: Literal["all", "success", "failure"] = "failure"
+    alert_file: str | None = None
+    webhook_url: str | None = None
+    callback: str | None = None
+    timeout: float = 10.0
+
+    @pydantic.root_validator(skip_on_failure=True)
+    def _validate_targets(cls, values: dict[str, Any]) -> dict[str, Any]:
+        if not any(values.get(k) for k in ("alert_file", "webhook_url", "callback")):
+            raise ValueError("give at least one of alert_file, webhook_url, callback")
+        url = values.get("webhook_url")
+        if url and not str(url).startswith(("http://", "https://")):
+            raise ValueError(f"webhook_url must be an http(s) URL, got {url!r}")
+        return values
+
+    def run(
+        self, checkpoint_result: CheckpointResult, action_context: ActionContext | None = None
+    ) -> dict[str, Any]:
+        success = bool(checkpoint_result.success)
+        if not should_notify(success=success, notify_on=self.notify_on):
+            return {"alerted": False, "delivered": [], "errors": []}
+        document = alert_document(checkpoint_result)
+        delivered: list[str] = []
+        errors: list[str] = []
+        for target, deliver in (
+            ("alert_file", self._to_file),
+            ("webhook_url", self._to_webhook),
+            ("callback", self._to_callback),
+        ):
+            if not getattr(self, target):
+                continue
+            try:
+                deliver(document)
+            except Exception as exc:  # an alert failure must never hide the result
+                message = f"{target}: {type(exc).__name__}: {_short(exc)}"
+                logger.warning("reident alert not delivered to %s", message)
+                errors.append(message)
+            else:
+                delivered.append(target)
+        return {"alerted": bool(delivered), "delivered": delivered, "errors": errors}
+
+    def _to_file(self, document: dict[str, Any]) -> None:
+        path = Path(str(self.alert_file))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(document, allow_nan=False, default=str) + "\n")
+
+    def _to_webhook(self, document: dict[str, Any]) -> None:
+        data = json.dumps(document, allow_nan=False, default=str).encode("utf-8")
+        request = urllib.request.Request(
+            str(self.webhook_url),
+            data=data,
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            response.read()
+
+    def _to_callback(self, document: dict[str, Any]) -> None:
+        _load_callback(str(self.callback))(document)

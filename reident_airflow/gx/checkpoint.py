@@ -1,0 +1,276 @@
+"""Run a release gate checkpoint: a suite of re-identification expectations plus alert actions.
+
+:func:`run_release_checkpoint` is the one call an Airflow task needs: it builds an ephemeral
+Great Expectations context, one data source for the data given (a DataFrame, a CSV file or a
+database table), the suite and the checkpoint from their JSON files (``expectations/`` holds
+the example release's), runs it, and raises :class:`~reident_airflow.engine.errors.
+ThresholdBreached` when a validation fails (``raise_on_failure=True``), after the checkpoint's
+actions (e.g. :class:`~reident_airflow.gx.actions.ReidentAlertAction`) have run.
+
+The suite file is GE 1.x's suite JSON (``ExpectationSuite.to_json_dict()``); the checkpoint
+file is GE 1.x's checkpoint JSON without ``validation_definitions`` (they are built here for
+the data given): ``{"name", "actions": [...], "result_format"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import great_expectations as gx
+import pandas as pd
+from great_expectations.checkpoint.actions import ValidationAction
+from great_expectations.checkpoint.checkpoint import Checkpoint, CheckpointResult
+from great_expectations.compatibility import pydantic
+from great_expectations.core.expectation_suite import ExpectationSuite
+from great_expectations.core.validation_definition import ValidationDefinition
+from great_expectations.data_context.types.base import ProgressBarsConfig
+from great_expectations.exceptions.exceptions import GreatExpectationsError
+
+from reident_airflow.engine.errors import InvalidInputError, ThresholdBreached
+from reident_airflow.gx.actions import ReidentAlertAction, alert_document
+
+__all__ = [
+    "ReleaseCheckpointResult",
+    "load_checkpoint_config",
+    "load_suite",
+    "run_release_checkpoint",
+]
+
+
+def _read_json(source: str | Path | Mapping[str, Any], what: str) -> dict[str, Any]:
+    if isinstance(source, Mapping):
+        return dict(source)
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInputError(f"{what} {path}: cannot be read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{what} {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{what} {path}: expected a JSON object")
+    return data
+
+
+def _config_error(exc: Exception) -> str:
+    if isinstance(exc, pydantic.ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'] if p != '__root__') or 'parameters'}: "
+            f"{err['msg']}"
+            for err in exc.errors()
+        )
+    return str(exc)
+
+
+def load_suite(source: str | Path | Mapping[str, Any]) -> ExpectationSuite:
+    """An expectation suite from its JSON (a path or the parsed object).
+
+    A bad expectation is an :class:`InvalidInputError` naming it and the parameter at fault.
+    """
+    import reident_airflow.gx  # noqa: F401 - the expectations must be registered
+
+    data = _read_json(source, "suite")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidInputError("suite: 'name' must be a non-empty string")
+    expectations = data.get("expectations") or []
+    if not isinstance(expectations, list):
+        raise InvalidInputError("suite: 'expectations' must be a list")
+    built = []
+    for i, item in enumerate(expectations, start=1):
+        kind = item.get("type") if isinstance(item, dict) else None
+        try:
+            built.append(_expectation(item))
+        except (pydantic.ValidationError, GreatExpectationsError, TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"suite {name!r}, expectation {i} ({kind}): {_config_error(exc)}"
+            ) from None
+    # Expectations are passed whole: add_expectation_configuration would keep only the last
+    # of several expectations of one type on one table (it matches on type and domain).
+    return ExpectationSuite(
+        name=name, expectations=built, meta=data.get("meta"), notes=data.get("notes")
+    )
+
+
+def _expectation(item: Any) -> Any:
+    """The expectation of one suite entry; its parameters are checked here (readable errors)."""
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
+
+    if not isinstance(item, dict):
+        raise InvalidInputError("an expectation must be a JSON object")
+    fields = {k: v for k, v in item.items() if k in {"type", "kwargs", "meta", "notes"}}
+    return ExpectationConfiguration(**fields).to_domain_obj()
+
+
+def load_checkpoint_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """The checkpoint JSON (name, actions, result_format) as a dict, actions checked."""
+    import reident_airflow.gx  # noqa: F401 - the action type must be registered
+
+    data = _read_json(source, "checkpoint")
+    if data.get("validation_definitions"):
+        raise InvalidInputError(
+            "checkpoint: leave out 'validation_definitions'; they are built for the data given"
+        )
+    unknown = set(data) - {"name", "actions", "result_format", "id"}
+    if unknown:
+        raise InvalidInputError(f"checkpoint: unknown keys {sorted(unknown)}")
+    return data
+
+
+@dataclass(frozen=True)
+class ReleaseCheckpointResult:
+    """The outcome of :func:`run_release_checkpoint`: the GE result and its aggregates."""
+
+    success: bool
+    checkpoint_result: CheckpointResult
+    alert: dict[str, Any]
+
+    def failed_expectations(self) -> list[dict[str, Any]]:
+        return [f for v in self.alert["validations"] for f in v["failed"]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable summary (aggregates only): fit for an XCom value or a log line."""
+        return self.alert
+
+
+def _data_source(
+    context: Any,
+    *,
+    dataframe: pd.DataFrame | None,
+    csv: str | Path | None,
+    sep: str,
+    url: str | None,
+    table: str | None,
+    schema: str | None,
+) -> tuple[Any, dict[str, Any]]:
+    """A batch definition for the data given, and the batch parameters that load it."""
+    given = [n for n, v in (("dataframe", dataframe), ("csv", csv), ("url", url)) if v is not None]
+    if len(given) != 1:
+        raise InvalidInputError("give exactly one of dataframe, csv, url (with table)")
+    if url is None and table is not None:
+        raise InvalidInputError("table applies only to a database url")
+    if csv is not None:
+        path = Path(csv)
+        if not path.is_file():
+            raise InvalidInputError(f"{path}: no such file")
+        dataframe = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+    if dataframe is not None:
+        source = context.data_sources.add_pandas("reident_release")
+        asset = source.add_dataframe_asset("release")
+        return asset.add_batch_definition_whole_dataframe("whole"), {"dataframe": dataframe}
+    if not table:
+        raise InvalidInputError("a database url needs table=NAME")
+    assert url is not None
+    if url.startswith("sqlite"):
+        source = context.data_sources.add_sqlite("reident_release", connection_string=url)
+    elif url.startswith("postgresql"):
+        source = context.data_sources.add_postgres("reident_release", connection_string=url)
+    else:
+        source = context.data_sources.add_sql("reident_release", connection_string=url)
+    # GE 1.24 deprecates schema_name (the schema belongs in the connection): pass it only if given
+    extra = {"schema_name": schema} if schema else {}
+    asset = source.add_table_asset("release", table_name=table, **extra)
+    return asset.add_batch_definition_whole_table("whole"), {}
+
+
+def _override_alerts(actions: list[Any], overrides: Mapping[str, Any]) -> list[Any]:
+    given = {k: (str(v) if isinstance(v, Path) else v) for k, v in overrides.items() if v}
+    if not given:
+        return actions
+    out = []
+    for action in actions:
+        if isinstance(action, dict) and action.get("type") == "reident_alert":
+            action = {**action, **given}
+        elif isinstance(action, ReidentAlertAction):
+            action = action.copy(update=given)
+        out.append(action)
+    return out
+
+
+def run_release_checkpoint(
+    *,
+    suite: str | Path | Mapping[str, Any],
+    checkpoint: str | Path | Mapping[str, Any] | None = None,
+    dataframe: pd.DataFrame | None = None,
+    csv: str | Path | None = None,
+    sep: str = ",",
+    url: str | None = None,
+    table: str | None = None,
+    schema: str | None = None,
+    actions: Sequence[ValidationAction] = (),
+    expectation_parameters: Mapping[str, Any] | None = None,
+    alert_file: str | Path | None = None,
+    webhook_url: str | None = None,
+    callback: str | None = None,
+    raise_on_failure: bool = True,
+) -> ReleaseCheckpointResult:
+    """Validate one table against a release suite and run the checkpoint's actions.
+
+    Data: exactly one of ``dataframe``, ``csv`` (read as text, ``sep``) or ``url`` with
+    ``table`` (and ``schema``): a database table is grouped in the database.
+    ``suite`` and ``checkpoint`` are JSON files (or parsed objects); ``actions`` are added to
+    the checkpoint's; ``expectation_parameters`` resolve the suite's ``{"$PARAMETER": ...}``
+    values; ``alert_file``, ``webhook_url`` and ``callback`` override those of every
+    ``reident_alert`` action (handy for a per-run alert file).
+
+    Returns a :class:`ReleaseCheckpointResult`. When a validation fails and
+    ``raise_on_failure`` is true (the default), raises :class:`ThresholdBreached` instead, after
+    the actions ran; its ``report`` is the alert document and ``breaches`` the failed
+    expectations, so an Airflow task fails with a message a person can act on.
+    Raises :class:`InvalidInputError` for unusable inputs (files, parameters).
+    """
+    expectation_suite = load_suite(suite)
+    config = load_checkpoint_config(checkpoint) if checkpoint is not None else {}
+    overrides = {"alert_file": alert_file, "webhook_url": webhook_url, "callback": callback}
+    configured = _override_alerts(list(config.get("actions") or []), overrides)
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch_definition, batch_parameters = _data_source(
+        context, dataframe=dataframe, csv=csv, sep=sep, url=url, table=table, schema=schema
+    )
+    expectation_suite = context.suites.add(expectation_suite)
+    name = str(config.get("name") or f"{expectation_suite.name}_checkpoint")
+    definition = context.validation_definitions.add(
+        ValidationDefinition(
+            name=f"{name}_{uuid.uuid4().hex[:8]}", data=batch_definition, suite=expectation_suite
+        )
+    )
+    try:
+        gx_checkpoint = Checkpoint(
+            name=name,
+            validation_definitions=[definition],
+            actions=[*configured, *actions],
+            result_format=config.get("result_format", "SUMMARY"),
+        )
+    except pydantic.ValidationError as exc:
+        raise InvalidInputError(f"checkpoint {name!r}: {_config_error(exc)}") from None
+    gx_checkpoint = context.checkpoints.add(gx_checkpoint)
+    try:
+        result = gx_checkpoint.run(
+            batch_parameters=batch_parameters,
+            expectation_parameters=dict(expectation_parameters or {}),
+        )
+    except pydantic.ValidationError as exc:  # a suite parameter resolved to a bad value
+        raise InvalidInputError(f"suite {expectation_suite.name!r}: {_config_error(exc)}") from None
+    outcome = ReleaseCheckpointResult(
+        success=bool(result.success), checkpoint_result=result, alert=alert_document(result)
+    )
+    if raise_on_failure and not outcome.success:
+        failed = outcome.failed_expectations()
+        lines = [f.get("summary") or f.get("error") or str(f.get("expectation")) for f in failed]
+        raise ThresholdBreached(
+            f"release checkpoint {name!r} failed: {len(failed)} expectation(s) not met: "
+            + "; ".join(lines),
+            breaches=failed,
+            report=outcome.to_dict(),
+        )
+    return outcome

@@ -1,0 +1,170 @@
+"""The release checkpoint of ``expectations/``: it gates, and its action alerts on failure."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+import pytest
+from great_expectations.compatibility import pydantic
+
+from reident_airflow.engine.errors import InvalidInputError, ThresholdBreached
+from reident_airflow.gx import ReidentAlertAction, run_release_checkpoint
+from tests.conftest import ROOT
+from tests.gx.conftest import QIS
+
+SUITE = ROOT / "expectations" / "adult_release.suite.json"
+CHECKPOINT = ROOT / "expectations" / "adult_release.checkpoint.json"
+
+RECEIVED: list[dict[str, Any]] = []
+
+
+def collect(document: dict[str, Any]) -> None:
+    """A ``callback`` target (``tests.gx.test_checkpoint:collect``)."""
+    RECEIVED.append(document)
+
+
+def released(adult: pd.DataFrame) -> pd.DataFrame:
+    """Adult with every record of a class smaller than 5 suppressed (removed)."""
+    return adult[adult.groupby(QIS)["sex"].transform("size") >= 5]
+
+
+def read_alerts(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_failing_release_raises_and_the_alert_fires(adult: pd.DataFrame, tmp_path: Path) -> None:
+    alerts = tmp_path / "alerts.jsonl"
+    with pytest.raises(ThresholdBreached) as caught:
+        run_release_checkpoint(
+            suite=SUITE, checkpoint=CHECKPOINT, dataframe=adult, alert_file=alerts
+        )
+    error = caught.value
+    assert "release checkpoint 'adult_release_gate' failed" in str(error)
+    assert "k = 1 (required: at least 5)" in str(error)
+    [alert] = read_alerts(alerts)
+    assert alert == error.report
+    assert alert["schema"] == "reident.gx_alert/v1"
+    assert alert["checkpoint"] == "adult_release_gate"
+    assert alert["success"] is False
+    [validation] = alert["validations"]
+    assert validation["suite"] == "adult_release"
+    assert validation["evaluated"] == 4
+    failed = {f["measure"]: f for f in validation["failed"]}
+    assert {"k", "prosecutor.records_at_risk"} <= set(failed)
+    assert failed["k"]["value"] == 1 and failed["k"]["limit"] == 5
+    assert error.breaches == validation["failed"]
+    # aggregates only: no QI value of any record in the alert
+    text = json.dumps(alert)
+    assert "White" not in text and "Male" not in text
+
+
+def test_passing_release_returns_and_no_alert_fires(adult: pd.DataFrame, tmp_path: Path) -> None:
+    alerts = tmp_path / "alerts.jsonl"
+    outcome = run_release_checkpoint(
+        suite=SUITE, checkpoint=CHECKPOINT, dataframe=released(adult), alert_file=alerts
+    )
+    assert outcome.success is True
+    assert outcome.failed_expectations() == []
+    assert outcome.to_dict()["validations"][0]["evaluated"] == 4
+    assert not alerts.exists()
+
+
+def test_database_table_and_callback(sqlite_url: str, tmp_path: Path) -> None:
+    RECEIVED.clear()
+    outcome = run_release_checkpoint(
+        suite=SUITE,
+        checkpoint=CHECKPOINT,
+        url=sqlite_url,
+        table="adult",
+        alert_file=tmp_path / "alerts.jsonl",
+        callback="tests.gx.test_checkpoint:collect",
+        raise_on_failure=False,
+    )
+    assert outcome.success is False
+    assert RECEIVED == [outcome.to_dict()] == read_alerts(tmp_path / "alerts.jsonl")
+
+
+class _Hook(BaseHTTPRequestHandler):
+    bodies: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers["Content-Length"])
+        _Hook.bodies.append(json.loads(self.rfile.read(length)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def webhook() -> Iterator[str]:
+    _Hook.bodies = []
+    server = HTTPServer(("127.0.0.1", 0), _Hook)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/alerts"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_webhook_receives_the_alert(adult: pd.DataFrame, webhook: str) -> None:
+    checkpoint = {
+        "name": "notify_all",
+        "actions": [{"type": "reident_alert", "notify_on": "all", "webhook_url": webhook}],
+    }
+    outcome = run_release_checkpoint(suite=SUITE, checkpoint=checkpoint, dataframe=released(adult))
+    assert outcome.success
+    assert _Hook.bodies == [outcome.to_dict()]
+
+
+def test_an_alert_that_cannot_be_delivered_is_reported_not_raised(
+    adult: pd.DataFrame, tmp_path: Path
+) -> None:
+    outcome = run_release_checkpoint(suite=SUITE, dataframe=adult.head(50), raise_on_failure=False)
+    action = ReidentAlertAction(
+        webhook_url="http://127.0.0.1:9/unreachable",
+        alert_file=str(tmp_path / "a.jsonl"),
+        timeout=2.0,
+    )
+    report = action.run(outcome.checkpoint_result)
+    assert report["alerted"] is True and report["delivered"] == ["alert_file"]
+    assert report["errors"][0].startswith("webhook_url: ")
+
+
+def test_alert_action_needs_a_target() -> None:
+    with pytest.raises(pydantic.ValidationError, match="at least one of alert_file"):
+        ReidentAlertAction()
+
+
+def test_bad_suite_names_the_expectation_and_the_parameter(adult: pd.DataFrame) -> None:
+    suite = json.loads(SUITE.read_text(encoding="utf-8"))
+    suite["expectations"][0]["kwargs"]["k"] = 0
+    with pytest.raises(InvalidInputError) as caught:
+        run_release_checkpoint(suite=suite, dataframe=adult)
+    assert str(caught.value) == (
+        "suite 'adult_release', expectation 1 (expect_table_to_be_k_anonymous): "
+        "k: k must be >= 1, got 0"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "give exactly one of dataframe, csv, url"),
+        ({"url": "sqlite://"}, "a database url needs table=NAME"),
+        ({"csv": "missing.csv"}, "missing.csv: no such file"),
+    ],
+)
+def test_bad_inputs(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        run_release_checkpoint(suite=SUITE, **kwargs)

@@ -1,0 +1,67 @@
+"""``import reident_airflow.gx`` registers the expectations, metrics and action, explicitly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import reident_airflow.gx as rgx
+
+PROBE = """
+import warnings
+warnings.simplefilter("ignore", DeprecationWarning)
+from great_expectations.checkpoint.actions import _VALIDATION_ACTION_REGISTRY
+from great_expectations.expectations import registry
+
+def state():
+    expectations = [n for n in {types!r} if n in registry._registered_expectations]
+    metrics = {{
+        n: sorted(registry._registered_metrics[n]["providers"])
+        for n in {metrics!r} if n in registry._registered_metrics
+    }}
+    try:
+        action = _VALIDATION_ACTION_REGISTRY.get("reident_alert").__name__
+    except Exception:
+        action = None
+    return expectations, metrics, action
+
+print(state())
+import reident_airflow.gx
+print(state())
+"""
+
+
+def test_import_registers_everything() -> None:
+    code = PROBE.format(types=rgx.EXPECTATION_TYPES, metrics=rgx.METRIC_NAMES)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, after = done.stdout.strip().splitlines()
+    assert before == "([], {}, None)"
+    engines = ["PandasExecutionEngine", "SqlAlchemyExecutionEngine"]
+    expected = (
+        list(rgx.EXPECTATION_TYPES),
+        {name: engines for name in rgx.METRIC_NAMES},
+        "ReidentAlertAction",
+    )
+    assert after == repr(expected)
+
+
+def test_register_is_idempotent_and_names_what_it_registered() -> None:
+    assert (
+        rgx.register()
+        == rgx.register()
+        == {
+            "expectations": (
+                "expect_table_reidentification_risk_to_be_below",
+                "expect_table_to_be_k_anonymous",
+                "expect_table_direct_match_protection_to_be_above",
+            ),
+            "metrics": ("reident.class_table", "reident.direct_match_counts"),
+            "actions": ("reident_alert",),
+        }
+    )
+
+
+def test_exported_members_exist() -> None:
+    for module in (rgx, rgx.metrics, rgx.expectations, rgx.actions, rgx.checkpoint):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"

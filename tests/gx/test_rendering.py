@@ -1,0 +1,109 @@
+"""Data Docs: each expectation reads as a sentence, the observed value as one line."""
+
+from __future__ import annotations
+
+import re
+from string import Template
+from typing import Any
+
+import great_expectations as gx
+import pandas as pd
+from great_expectations.render.renderer import (
+    ExpectationSuitePageRenderer,
+    ValidationResultsPageRenderer,
+)
+from great_expectations.render.view import DefaultJinjaPageView
+
+from reident_airflow.gx import (
+    ExpectTableDirectMatchProtectionToBeAbove,
+    ExpectTableReidentificationRiskToBeBelow,
+    ExpectTableToBeKAnonymous,
+)
+
+QIS = ["sex", "zip"]
+SMALL = pd.DataFrame({"sex": ["M"] * 6 + ["F"] * 4, "zip": list("1112221111")})
+
+K = ExpectTableToBeKAnonymous(quasi_identifiers=QIS, k=5)
+RISK = ExpectTableReidentificationRiskToBeBelow(
+    quasi_identifiers=QIS,
+    measure="prosecutor.records_at_risk",
+    max_value=0.05,
+    record_threshold=0.1,
+)
+POPULATION = ExpectTableReidentificationRiskToBeBelow(
+    quasi_identifiers=QIS,
+    measure="uniqueness.population.dankar.fraction",
+    max_value=1e-6,
+    population_size=1000,
+)
+DIRECT = ExpectTableDirectMatchProtectionToBeAbove(original_table="patients", key="id", target=90)
+UNKNOWN = ExpectTableToBeKAnonymous(quasi_identifiers=["sex", "postcode"], k=2)
+
+
+def sentence(expectation: Any) -> str:
+    [block] = type(expectation)._prescriptive_renderer(configuration=expectation.configuration)
+    template = block.string_template
+    return Template(template["template"]).substitute(
+        {k: str(v) for k, v in template["params"].items()}
+    )
+
+
+def test_prescriptive_sentences_read_naturally() -> None:
+    assert sentence(K) == (
+        "Must be k-anonymous for k = 5 on quasi-identifiers sex, zip: every combination of "
+        "their values must be shared by at least 5 records."
+    )
+    assert sentence(RISK) == (
+        "Share of records at risk (prosecutor) on quasi-identifiers sex, zip must be at most "
+        "0.05 (a record is at risk when its risk exceeds 0.1)."
+    )
+    assert sentence(POPULATION) == (
+        "Estimated share of population uniques (dankar model) on quasi-identifiers sex, zip "
+        "must be at most 1e-06, assuming a population of 1000."
+    )
+    assert sentence(DIRECT) == (
+        "Column direct match protection against patients must be at least 90 for every "
+        "column (records matched on id)."
+    )
+
+
+def test_atomic_renderer_matches_the_legacy_one() -> None:
+    for expectation in (K, RISK, POPULATION, DIRECT):
+        expectation.render()
+        [summary] = [
+            c for c in expectation.rendered_content or [] if c.name.endswith("prescriptive.summary")
+        ]
+        params = {k: str(v["value"]) for k, v in summary.value.params.items()}
+        assert Template(summary.value.template).substitute(params) == sentence(expectation)
+
+
+def text_of(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_data_docs_pages_render(context: Any) -> None:
+    definition = (
+        context.data_sources.add_pandas("docs")
+        .add_dataframe_asset("small")
+        .add_batch_definition_whole_dataframe("all")
+    )
+    suite = context.suites.add(
+        gx.ExpectationSuite(name="docs", expectations=[K, RISK, POPULATION, UNKNOWN])
+    )
+    validation = context.validation_definitions.add(
+        gx.ValidationDefinition(name="docs", data=definition, suite=suite)
+    )
+    result = validation.run(batch_parameters={"dataframe": SMALL})
+    assert [r.success for r in result.results] == [False, False, True, False]
+
+    page = text_of(DefaultJinjaPageView().render(ValidationResultsPageRenderer().render(result)))
+    assert "every combination of their values must be shared by at least 5 records" in page
+    assert "k = 3 (required: at least 5)" in page
+    assert "prosecutor.records_at_risk = 1 (limit: at most 0.05)" in page
+    assert "uniqueness.population.dankar.fraction = 0 (limit: at most 1e-06)" in page
+    assert "unknown quasi-identifier 'postcode'" in page
+
+    suite_page = text_of(
+        DefaultJinjaPageView().render(ExpectationSuitePageRenderer().render(suite))
+    )
+    assert "Share of records at risk (prosecutor) on quasi-identifiers" in suite_page
