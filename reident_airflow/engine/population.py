@@ -363,16 +363,11 @@ def _pitman_system(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Score equations ``F(theta, alpha)``, their Jacobian and the scale of each equation."""
     # i = 1..u-1: sum 1/(t+ia), i/(t+ia), and the squares for the Jacobian.
-    s0 = s1 = q0 = q1 = q2 = 0.0
-    for start in range(1, h.u, _CHUNK):
-        i = np.arange(start, min(start + _CHUNK, h.u), dtype=np.float64)
-        inv = 1.0 / (theta + i * alpha)
-        inv2 = inv * inv
-        s0 += float(inv.sum())
-        s1 += float((i * inv).sum())
-        q0 += float(inv2.sum())
-        q1 += float((i * inv2).sum())
-        q2 += float((i * i * inv2).sum())
+    closed = _u_sums_closed_form(h.u, theta, alpha)
+    if closed is not None:
+        s0, s1, q0, q1, q2 = closed
+    else:
+        s0, s1, q0, q1, q2 = _u_sums_loop(h.u, theta, alpha)
     # i = 1..n-1: sum 1/(t+i) = psi(t+n) - psi(t+1); sum 1/(t+i)^2 = psi'(t+1) - psi'(t+n).
     r0 = float(special.digamma(theta + h.n) - special.digamma(theta + 1.0))
     r1 = float(special.polygamma(1, theta + 1.0) - special.polygamma(1, theta + h.n))
@@ -394,6 +389,64 @@ def _pitman_system(
     jac = np.array([[r1 - q0, -q1], [-q1, -q2 - w1]])
     scale = 1.0 + np.abs(np.array([r0, w0]))
     return f, jac, scale
+
+
+def _u_sums_loop(u: int, theta: float, alpha: float) -> tuple[float, float, float, float, float]:
+    """The sums over ``i = 1..u-1`` term by term (chunked, exact to rounding)."""
+    s0 = s1 = q0 = q1 = q2 = 0.0
+    for start in range(1, u, _CHUNK):
+        i = np.arange(start, min(start + _CHUNK, u), dtype=np.float64)
+        inv = 1.0 / (theta + i * alpha)
+        inv2 = inv * inv
+        s0 += float(inv.sum())
+        s1 += float((i * inv).sum())
+        q0 += float(inv2.sum())
+        q1 += float((i * inv2).sum())
+        q2 += float((i * i * inv2).sum())
+    return s0, s1, q0, q1, q2
+
+
+#: Above this many classes the sums over i < u use their closed forms (see below).
+_CLOSED_FORM_MIN_CLASSES = 50_000
+
+
+def _u_sums_closed_form(
+    u: int, theta: float, alpha: float
+) -> tuple[float, float, float, float, float] | None:
+    """The sums over ``i = 1..u-1`` through digamma/trigamma, in O(1).
+
+    With ``x = theta/alpha`` and ``alpha > 0``:
+    ``sum 1/(t+ia) = (psi(x+u) - psi(x+1))/a``, ``sum 1/(t+ia)^2 = (psi'(x+1) - psi'(x+u))/a^2``,
+    and the sums weighted by ``i`` and ``i^2`` follow from ``i = ((t+ia) - t)/a``. For large
+    ``x`` the digamma difference (about ``u/x``) keeps ``~eps * ln(x) * x/u`` relative error
+    and the weighted sums cancel a further factor ``~2x/u``; so the closed form is used only
+    for large ``u`` (where the loop costs time), ``|alpha| > 1e-3`` and ``|x| < 10 u``: a
+    relative error near 1e-12, tested against the loop. For ``alpha < 0`` the identities hold
+    with ``z = -x`` when no term crosses its pole (``z > u - 1``). Otherwise the loop sums
+    term by term.
+    """
+    if u < _CLOSED_FORM_MIN_CLASSES or not abs(alpha) > 1e-3:
+        return None
+    if alpha > 0:
+        x = theta / alpha
+        if not (-1.0 < x < 10.0 * u):
+            return None
+        s0 = float(special.digamma(x + u) - special.digamma(x + 1.0)) / alpha
+        q0 = float(special.polygamma(1, x + 1.0) - special.polygamma(1, x + u)) / alpha**2
+    else:
+        # alpha < 0: 1/(t+ia) = 1/(b (z - i)) with b = -alpha, z = t/b; no pole for i < u
+        # when z > u - 1, and the same digamma identities hold with arguments z-u+1 .. z.
+        b = -alpha
+        z = theta / b
+        if not (u - 1.0 < z < 10.0 * u):
+            return None
+        s0 = float(special.digamma(z) - special.digamma(z - u + 1.0)) / b
+        q0 = float(special.polygamma(1, z - u + 1.0) - special.polygamma(1, z)) / b**2
+    m = float(u - 1)
+    s1 = (m - theta * s0) / alpha
+    q1 = (s0 - theta * q0) / alpha
+    q2 = (m - 2.0 * theta * s0 + theta * theta * q0) / (alpha * alpha)
+    return s0, s1, q0, q1, q2
 
 
 def _pitman_root(h: _Histogram) -> tuple[float, float] | None:

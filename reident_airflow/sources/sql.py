@@ -6,10 +6,13 @@ into SQL text. Only one row per equivalence class (the QI values and a count) is
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, NoSuchTableError
@@ -63,14 +66,29 @@ def grouped_counts(
     conn: Connection, source: sa.Table | sa.Subquery, qis: Sequence[str]
 ) -> pd.DataFrame:
     """Run ``SELECT qis..., count(*) FROM source GROUP BY qis`` and fetch the class rows."""
+    grouped = _grouped(conn, source, qis)
+    return grouped.to_pandas() if isinstance(grouped, pa.Table) else grouped
+
+
+def _grouped(
+    conn: Connection, source: sa.Table | sa.Subquery, qis: Sequence[str]
+) -> pd.DataFrame | pa.Table:
     names = validate_quasi_identifiers(qis, [c.name for c in source.columns])
     if COUNT_LABEL in names:  # pragma: no cover - would collide with our count label
         raise InvalidInputError(f"a quasi-identifier may not be named {COUNT_LABEL!r}")
     cols = [_exact(conn, source.c[q]) for q in names]
     stmt = sa.select(*cols, sa.func.count().label(COUNT_LABEL)).group_by(*cols)
-    result = conn.execution_options(stream_results=True).execute(stmt)
-    frames: list[pd.DataFrame] = []
     keys = [*names, COUNT_LABEL]
+    copied = _copy_out(conn, stmt, keys)
+    if copied is not None:
+        return copied
+    if conn.dialect.name == "postgresql":
+        # A server-side cursor is planned for fast first rows (cursor_tuple_fraction 0.1),
+        # which turns the hash aggregate into a sort: measured 2.7x slower. All rows are
+        # wanted, so plan for the total time; SET LOCAL ends with this transaction.
+        conn.execute(sa.text("SET LOCAL cursor_tuple_fraction = 1.0"))
+    result = conn.execute(stmt, execution_options={"stream_results": True})
+    frames: list[pd.DataFrame] = []
     while True:
         chunk = result.fetchmany(FETCH_ROWS)
         if not chunk:
@@ -88,6 +106,40 @@ def grouped_counts(
                 )
             )
     return grouped
+
+
+def _copy_out(conn: Connection, stmt: sa.Select[Any], keys: list[str]) -> pa.Table | None:
+    """PostgreSQL with psycopg2: fetch the class rows with ``COPY (SELECT ...) TO STDOUT``.
+
+    COPY streams the result as CSV text, which Arrow parses far faster than the driver builds
+    row tuples (measured 3.5 s -> 1.0 s of client time for 900,000 class rows). The statement
+    is compiled by SQLAlchemy (identifiers quoted by its dialect; it has no parameters). QI
+    values come back as text, which is all the class table needs. Returns None where COPY is
+    not available, and the caller fetches rows the ordinary way.
+    """
+    if conn.dialect.name != "postgresql" or conn.dialect.driver != "psycopg2":
+        return None
+    sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    dbapi_conn = conn.connection.dbapi_connection
+    if dbapi_conn is None:  # pragma: no cover - a closed connection
+        return None
+    buffer = io.BytesIO()
+    with dbapi_conn.cursor() as cursor:
+        cursor.copy_expert(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", buffer)
+    if buffer.tell() == 0:
+        return pa.table({k: pa.array([], type=pa.string()) for k in keys})
+    buffer.seek(0)
+    table = pcsv.read_csv(
+        buffer,
+        read_options=pcsv.ReadOptions(column_names=keys, block_size=1 << 24),
+        convert_options=pcsv.ConvertOptions(
+            column_types={**{k: pa.string() for k in keys[:-1]}, keys[-1]: pa.int64()},
+            strings_can_be_null=True,  # COPY writes NULL as an unquoted empty field
+            quoted_strings_can_be_null=False,  # ... and an empty string as ""
+            null_values=[""],
+        ),
+    )
+    return table
 
 
 def _exact(conn: Connection, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
@@ -131,8 +183,8 @@ def class_table_from_sql(
             if table is not None
             else query_source(conn, sql or "")
         )
-        grouped = grouped_counts(conn, source, qis)
-    if grouped.empty:
+        grouped = _grouped(conn, source, qis)
+    if grouped.num_rows == 0 if isinstance(grouped, pa.Table) else grouped.empty:
         what = f"table {table!r}" if table is not None else "the query"
         raise EmptyDatasetError(f"{what} has no records: there is nothing to assess")
     return class_table_from_grouped(grouped, qis, COUNT_LABEL)

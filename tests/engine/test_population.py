@@ -349,3 +349,33 @@ def test_empty_histogram() -> None:
     for sizes, counts in (([], []), ([1, 2], [0, 0])):
         with pytest.raises(EmptyDatasetError, match="no record"):
             population_uniqueness(np.array(sizes), np.array(counts), 100)
+
+
+@pytest.mark.parametrize(
+    ("u", "theta", "alpha"),
+    [
+        (60_000, 5_000.0, 0.6),
+        (200_000, 3.0, 0.9),
+        (80_000, 2e4, 0.05),
+        (70_000, -0.5, 0.7),
+        (900_000, 5.86e5, -0.3681),  # alpha < 0, every term positive
+        (60_000, 2e5, -1.5),
+    ],
+)
+def test_pitman_closed_form_sums_equal_the_loop(u: int, theta: float, alpha: float) -> None:
+    """The O(1) digamma form of the sums over i < u equals summing them term by term."""
+    from reident_airflow.engine.population import _u_sums_closed_form, _u_sums_loop
+
+    closed = _u_sums_closed_form(u, theta, alpha)
+    assert closed is not None
+    for got, want in zip(closed, _u_sums_loop(u, theta, alpha), strict=True):
+        assert got == pytest.approx(want, rel=1e-10)
+
+
+def test_pitman_closed_form_declines_where_it_would_lose_digits() -> None:
+    from reident_airflow.engine.population import _u_sums_closed_form
+
+    assert _u_sums_closed_form(1_000, 5.0, 0.5) is None  # small u: the exact loop is cheap
+    assert _u_sums_closed_form(80_000, 1e6, 0.05) is None  # x = 2e7 > 10 u
+    assert _u_sums_closed_form(80_000, 5.0, 0.0005) is None  # alpha near 0
+    assert _u_sums_closed_form(80_000, 100.0, -0.5) is None  # alpha < 0 crossing a pole
