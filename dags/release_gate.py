@@ -1,32 +1,50 @@
-"""Release gate: stage -> assess re-identification risk -> publish, failing on a breach.
+"""Release gate: stage -> assess re-identification risk -> publish, failing on a breach;
+optionally anonymizing the table with Datafly when the gate fails.
 
 The embedded default runs on SQLite: the connection ``reident_staging`` points at a SQLite
 file (``scripts/demo.sh`` sets ``AIRFLOW_CONN_REIDENT_STAGING``), and the ``stage`` task seeds
-the staged table from the bundled sample (UCI Adult). In a real deployment ``stage`` is your
-own load step and ``reident_staging`` your warehouse (PostgreSQL, MariaDB, ...): the risk is
-computed there with a ``GROUP BY``, rows never leave the database.
+the staged table from the bundled sample (UCI Adult, with a ``record_id`` column). In a real
+deployment ``stage`` is your own load step and ``reident_staging`` your warehouse (PostgreSQL,
+MariaDB, ...): the risk is computed there with a ``GROUP BY``, rows never leave the database.
+
+Shape::
+
+    stage >> assess >> choose >> publish                       (passed, or not anonymizing)
+                              >> anonymize >> reassess >> publish_anonymized   (breached)
 
 Parameters (``airflow dags test release_gate -c '{"generalize_age": false}'``):
 - ``staged_table`` / ``published_table``: where the release is staged and published;
 - ``quasi_identifiers``: comma-separated QI columns;
 - ``generalize_age``: the staging step's own anonymization (ages in 10-year bands);
-- ``max_records_at_risk`` / ``max_average_risk``: the gate; ``on_breach``: fail / skip / warn.
+- ``max_records_at_risk`` / ``max_average_risk``: the gate; ``on_breach``: fail / skip / warn;
+- ``anonymize_on_breach`` (default false): instead of failing, a breach sends the staged table
+  through Datafly (``anonymize``: ``k``, ``suppression_limit``, ARX's Adult hierarchies bundled
+  in ``reident_airflow/data/hierarchies``, ``hierarchy_overrides`` to replace some, e.g.
+  ``{"age": {"type": "interval", "widths": [5, 10, 20]}}``) into ``anonymized_table``; that
+  table is assessed again with the same gate (``reassess``, failing on a breach) and published
+  (``publish_anonymized``). ``on_breach`` does not apply to the first assessment then.
 
 A breach fails ``assess`` without retries (``retries=2`` applies to infrastructure errors only)
-and ``publish`` does not run. If the connection ``reident_alerts`` (an HTTP webhook) exists,
-the breach is posted to it; ``REIDENT_ALERT_EMAIL`` adds an e-mail through ``smtp_default``.
+and ``publish`` does not run; so does a table Datafly cannot bring to ``k`` within the
+suppression limit (``anonymize`` fails) or that still breaches the gate afterwards
+(``reassess`` fails). Every publish is atomic (readers never see a half-written table). If the
+connection ``reident_alerts`` (an HTTP webhook) exists, a breach is posted to it;
+``REIDENT_ALERT_EMAIL`` adds an e-mail through ``smtp_default``.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 from importlib.resources import files
+from typing import Any
 
 import pendulum
 
 from reident_airflow._compat import AIRFLOW_V3
 from reident_airflow.operators._common import sqlalchemy_engine
+from reident_airflow.operators.datafly import DataflyOperator
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 
 if AIRFLOW_V3:
@@ -36,6 +54,35 @@ else:  # pragma: no cover
     from airflow.decorators import task
 
 STAGING_CONN = "reident_staging"
+
+_HIERARCHY_DIR = files("reident_airflow").joinpath("data/hierarchies")
+#: ARX's hierarchies of the Adult columns (reident_airflow/data/hierarchies).
+ADULT_HIERARCHIES = {
+    column: str(_HIERARCHY_DIR.joinpath(f"adult_hierarchy_{column}.csv"))
+    for column in (
+        "sex",
+        "age",
+        "race",
+        "marital-status",
+        "education",
+        "native-country",
+        "workclass",
+        "occupation",
+        "salary-class",
+    )
+}
+#: ARX's age hierarchy from its 10-year level up, for ages staged as bands (generalize_age).
+AGE_DECADES_HIERARCHY = str(_HIERARCHY_DIR.joinpath("adult_hierarchy_age_decades.csv"))
+
+
+def release_hierarchies(params: dict[str, Any]) -> str:
+    """The hierarchies of the ``anonymize`` task (JSON): ARX's Adult hierarchies, the age one
+    matching the staged ages, then the run's ``hierarchy_overrides``."""
+    chosen: dict[str, Any] = dict(ADULT_HIERARCHIES)
+    if params.get("generalize_age", True):
+        chosen["age"] = AGE_DECADES_HIERARCHY
+    chosen.update(params.get("hierarchy_overrides") or {})
+    return json.dumps(chosen)
 
 
 def _failure_callbacks() -> list:
@@ -66,6 +113,7 @@ with DAG(
     catchup=False,
     tags=["reident", "release"],
     default_args={"retries": 2, "retry_delay": datetime.timedelta(seconds=5)},
+    user_defined_macros={"release_hierarchies": release_hierarchies},
     params={
         "staged_table": "staged_release",
         "published_table": "published_release",
@@ -74,6 +122,11 @@ with DAG(
         "max_records_at_risk": 0.01,
         "max_average_risk": 0.05,
         "on_breach": "fail",
+        "anonymize_on_breach": False,
+        "anonymized_table": "anonymized_release",
+        "k": 5,
+        "suppression_limit": 0.01,
+        "hierarchy_overrides": {},
     },
 ) as dag:
 
@@ -89,6 +142,8 @@ with DAG(
         if p.get("generalize_age", True):
             age = frame["age"].astype(int) // 10 * 10
             frame["age"] = age.astype(str) + "-" + (age + 9).astype(str)
+        # a row key that survives anonymization (non-QI columns are untouched)
+        frame.insert(0, "record_id", range(1, len(frame) + 1))
         engine = sqlalchemy_engine(STAGING_CONN)
         try:
             frame.to_sql(
@@ -109,7 +164,40 @@ with DAG(
         quasi_identifiers="{{ params.quasi_identifiers }}",
         max_records_at_risk="{{ params.max_records_at_risk }}",
         max_average_risk="{{ params.max_average_risk }}",
-        on_breach="{{ params.on_breach }}",
+        # when anonymizing, a breach is handled downstream: assess only reports it
+        on_breach="{{ 'warn' if params.anonymize_on_breach else params.on_breach }}",
+        on_failure_callback=_failure_callbacks(),
+    )
+
+    @task.branch
+    def choose(params: dict | None = None, ti: Any = None) -> str:
+        """Publish as staged, or anonymize first (breach with ``anonymize_on_breach``)."""
+        p = params or {}
+        report = ti.xcom_pull(task_ids="assess") if ti is not None else None
+        if p.get("anonymize_on_breach") and report is not None and not report["passed"]:
+            return "anonymize"
+        return "publish"
+
+    anonymize = DataflyOperator(
+        task_id="anonymize",
+        conn_id=STAGING_CONN,
+        table="{{ params.staged_table }}",
+        quasi_identifiers="{{ params.quasi_identifiers }}",
+        k="{{ params.k }}",
+        suppression_limit="{{ params.suppression_limit }}",
+        hierarchies="{{ release_hierarchies(params) }}",
+        target_table="{{ params.anonymized_table }}",
+        on_failure_callback=_failure_callbacks(),
+    )
+
+    reassess = ReidentificationRiskOperator(
+        task_id="reassess",
+        conn_id=STAGING_CONN,
+        table="{{ params.anonymized_table }}",
+        quasi_identifiers="{{ params.quasi_identifiers }}",
+        max_records_at_risk="{{ params.max_records_at_risk }}",
+        max_average_risk="{{ params.max_average_risk }}",
+        on_breach="fail",
         on_failure_callback=_failure_callbacks(),
     )
 
@@ -125,4 +213,19 @@ with DAG(
         finally:
             engine.dispose()
 
-    stage() >> assess >> publish()
+    @task
+    def publish_anonymized(params: dict | None = None) -> int:
+        """Publish the anonymized table atomically, once it passed the gate."""
+        from reident_airflow.sources.sql import copy_table_atomic
+
+        p = params or {}
+        engine = sqlalchemy_engine(STAGING_CONN)
+        try:
+            return copy_table_atomic(engine, p["anonymized_table"], p["published_table"])
+        finally:
+            engine.dispose()
+
+    branch = choose()
+    stage() >> assess >> branch
+    branch >> publish()
+    branch >> anonymize >> reassess >> publish_anonymized()

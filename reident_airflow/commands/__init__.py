@@ -9,4 +9,4 @@ Each module listed in :data:`COMMAND_MODULES` defines
 
 from __future__ import annotations
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("reident_airflow.commands.datafly",)

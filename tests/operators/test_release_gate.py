@@ -81,15 +81,36 @@ def staging(request: pytest.FixtureRequest) -> str:
 
 def _conf(**extra: Any) -> dict[str, Any]:
     suffix = uuid.uuid4().hex[:8]
-    return {"staged_table": f"staged_{suffix}", "published_table": f"published_{suffix}", **extra}
+    return {
+        "staged_table": f"staged_{suffix}",
+        "published_table": f"published_{suffix}",
+        "anonymized_table": f"anonymized_{suffix}",
+        **extra,
+    }
 
 
 def _cleanup(url: str, conf: dict[str, Any]) -> None:
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        for name in (conf["staged_table"], conf["published_table"]):
+        for name in (conf["staged_table"], conf["published_table"], conf["anonymized_table"]):
             sa.Table(name, sa.MetaData()).drop(conn, checkfirst=True)
     engine.dispose()
+
+
+def _read(url: str, table: str) -> Any:
+    import pandas as pd
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return pd.read_sql_table(table, conn)
+    finally:
+        engine.dispose()
+
+
+def _xcom(run: Any, task_id: str) -> Any:
+    ti = next(t for t in run.get_task_instances() if t.task_id == task_id)
+    return ti.xcom_pull(task_ids=task_id)
 
 
 def test_passing_table_is_published_with_report_in_xcom(staging: str, tmp_path: Path) -> None:
@@ -144,6 +165,71 @@ def test_warn_logs_and_publishes(sqlite_staging: str) -> None:
     assert report["passed"] is False
     assert [b["metric"] for b in report["breaches"]] == ["prosecutor.records_at_risk"]
     assert conf["published_table"] in _table_names(sqlite_staging)
+
+
+def test_breach_is_anonymized_reassessed_and_published(staging: str) -> None:
+    """anonymize_on_breach: assess breaches -> Datafly -> the re-assessment passes -> publish."""
+    dag = load_dag("release_gate")
+    conf = _conf(generalize_age=False, anonymize_on_breach=True)
+    try:
+        run = dag.test(run_conf=conf)
+        got = states(run)
+        assert run.state == "success", got
+        assert got["assess"] == ("success", 1) and got["publish"][0] == "skipped", got
+        for task_id in ("choose", "anonymize", "reassess", "publish_anonymized"):
+            assert got[task_id] == ("success", 1), got
+        assert _xcom(run, "assess")["passed"] is False  # the breach was reported, not raised
+        datafly = _xcom(run, "anonymize")
+        assert datafly["schema"] == "reident.datafly/v1" and datafly["passed"] is True
+        assert datafly["levels"] == {"sex": 0, "age": 1, "race": 0}  # ages in 5-year bands
+        assert datafly["suppressed_records"] == 37 <= datafly["suppression_limit"] == 301
+        assert datafly["output"]["table"] == conf["anonymized_table"]
+        reassessed = _xcom(run, "reassess")
+        assert reassessed["passed"] is True and reassessed["k"] >= 5
+        assert reassessed["records"] == 30125
+        published = _read(staging, conf["published_table"])
+        assert len(published) == 30125
+        assert published.groupby(["sex", "age", "race"]).size().min() >= 5
+        # the row key and the non-QI columns pass through Datafly untouched
+        staged = _read(staging, conf["staged_table"]).set_index("record_id")
+        kept = staged.loc[published["record_id"]]
+        assert published["education"].tolist() == kept["education"].tolist()
+    finally:
+        _cleanup(staging, conf)
+
+
+def test_still_failing_after_datafly_fails_the_dag(sqlite_staging: str) -> None:
+    """No generalization of age and no suppression allowed: k=5 cannot be reached, the run
+    fails at `anonymize` (no retries) and nothing is published."""
+    dag = load_dag("release_gate")
+    conf = _conf(
+        generalize_age=False,
+        anonymize_on_breach=True,
+        suppression_limit=0,
+        hierarchy_overrides={"age": {"type": "interval", "widths": [], "top": None}},
+    )
+    run = dag.test(run_conf=conf)
+    got = states(run)
+    assert run.state == "failed"
+    assert got["anonymize"] == ("failed", 1), got  # a data-policy failure: not retried
+    assert got["reassess"][0] == "upstream_failed"
+    assert got["publish_anonymized"][0] == "upstream_failed"
+    assert got["publish"][0] == "skipped"
+    assert conf["published_table"] not in _table_names(sqlite_staging)
+    assert conf["anonymized_table"] not in _table_names(sqlite_staging)
+
+
+def test_still_breaching_after_datafly_fails_at_reassess(sqlite_staging: str) -> None:
+    """Datafly reaches k=5 but the gate asks for less than that gives: `reassess` fails."""
+    dag = load_dag("release_gate")
+    conf = _conf(generalize_age=False, anonymize_on_breach=True, max_average_risk=0.001)
+    run = dag.test(run_conf=conf)
+    got = states(run)
+    assert run.state == "failed"
+    assert got["anonymize"] == ("success", 1), got
+    assert got["reassess"] == ("failed", 1), got
+    assert got["publish_anonymized"][0] == "upstream_failed"
+    assert conf["published_table"] not in _table_names(sqlite_staging)
 
 
 def test_existing_etl_dag_checks_the_export(

@@ -1,0 +1,283 @@
+"""``reident datafly``: k-anonymize a table with Datafly and write the result (metrics.md §9).
+
+::
+
+    reident datafly INPUT --qi COL[,COL...] --k K [--suppression-limit N|FRACTION]
+                    --hierarchy COL=PATH.csv ... --output PATH [--sep CHAR] [--json PATH]
+                    [--hierarchy-sep CHAR] [--table NAME [--schema S]] [--quiet]
+
+``INPUT`` is a CSV file (every column read as text), a Parquet file, or a SQLAlchemy URL with
+``--table``. ``--output`` is written atomically (a temporary file in the same directory, then
+renamed): ``*.csv`` (with ``--sep``) or ``*.parquet``. The input is never modified, and an
+output naming the input is refused.
+
+Exit codes: ``0`` k reached (the output is written); ``1`` k cannot be reached within the
+suppression limit -- a data-policy failure like a breached threshold: nothing is written, the
+best attempt is summarized on stderr and in the JSON (``"passed": false``); ``2`` usage or
+input error (unknown QI, k < 1 or larger than the records, a bad suppression limit, a
+hierarchy that is ragged or does not cover a value -- the message names the column and counts,
+never a value).
+
+Progress goes to stderr, one line per step (``--quiet`` silences it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from reident_airflow.engine.errors import InvalidInputError
+
+__all__ = ["parse_suppression_limit", "register"]
+
+
+def _whole_number(text: str) -> int:
+    try:
+        return int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+
+
+def parse_suppression_limit(text: str) -> int | float:
+    """``N`` (a count of records), ``F`` with a decimal point (a fraction of the records, in
+    ``[0, 1)``) or ``P%`` (a percentage)."""
+    raw = text.strip().replace("_", "")
+    try:
+        if raw.endswith("%"):
+            return float(raw[:-1]) / 100.0
+        if raw.lstrip("+-").isdigit():
+            return int(raw)
+        return float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of records (5) or a fraction of them (0.01, 1%), got {text!r}"
+        ) from None
+
+
+def _hierarchy_arg(text: str) -> tuple[str, str]:
+    column, sep, path = text.partition("=")
+    if not sep or not column.strip() or not path.strip():
+        raise argparse.ArgumentTypeError(f"must be COL=PATH.csv, got {text!r}")
+    return column.strip(), path.strip()
+
+
+def _separator(text: str) -> str:
+    if text in {"\\t", "tab", "TAB"}:
+        return "\t"
+    if len(text) != 1:
+        raise argparse.ArgumentTypeError(f"must be a single character, got {text!r}")
+    return text
+
+
+def _qi_list(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not n for n in names):
+        raise argparse.ArgumentTypeError("needs one or more column names separated by commas")
+    return names
+
+
+def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "datafly",
+        parents=parents,
+        help="k-anonymize a table with Datafly (generalize, then suppress)",
+        description=(
+            "Generalize the quasi-identifiers one level at a time (the one with the most "
+            "distinct values first) until every record shares its values with at least k-1 "
+            "others, except at most --suppression-limit records, which are removed. Exit 0: "
+            "done; 1: k cannot be reached within the limit (nothing written); 2: input error."
+        ),
+    )
+    p.add_argument("input", metavar="INPUT", help="CSV or Parquet path, or a SQLAlchemy URL")
+    p.add_argument(
+        "--qi",
+        required=True,
+        type=_qi_list,
+        metavar="COL[,COL...]",
+        help="quasi-identifier columns, exactly as in the header (ties go to the first)",
+    )
+    p.add_argument("--k", required=True, type=_whole_number, metavar="K", help="the k to reach")
+    p.add_argument(
+        "--suppression-limit",
+        type=parse_suppression_limit,
+        metavar="N|FRACTION",
+        help="most records that may be removed: a count (5), a fraction (0.01) or a "
+        "percentage (1%%); default k records (Sweeney)",
+    )
+    p.add_argument(
+        "--hierarchy",
+        action="append",
+        type=_hierarchy_arg,
+        default=[],
+        metavar="COL=PATH.csv",
+        help="generalization hierarchy of a QI in ARX's CSV format (one per QI)",
+    )
+    p.add_argument(
+        "--hierarchy-sep",
+        type=_separator,
+        default=";",
+        metavar="CHAR",
+        help="separator of the hierarchy files (default ';', as ARX writes them)",
+    )
+    p.add_argument(
+        "--output",
+        required=True,
+        metavar="PATH",
+        help="where to write the anonymized table: *.csv or *.parquet (atomically)",
+    )
+    p.add_argument("--sep", type=_separator, default=",", help="CSV separator (default ',')")
+    p.add_argument("--table", help="table name when INPUT is a database URL")
+    p.add_argument("--schema", help="schema of --table (database input)")
+    p.add_argument("--json", metavar="PATH", help="write the Datafly JSON here ('-' = stdout)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(handler=_cmd_datafly)
+
+
+class _Progress:
+    """One line per event on stderr, with the time since the start."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.start = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        elapsed = time.perf_counter() - self.start
+        sys.stderr.write(f"reident datafly [{elapsed:7.2f}s] {message}\n")
+        sys.stderr.flush()
+
+
+def _load_hierarchies(args: argparse.Namespace) -> dict[str, Any]:
+    from reident_airflow.engine.errors import HierarchyError
+    from reident_airflow.engine.hierarchies import load_hierarchy
+
+    qis = set(args.qi)
+    hierarchies: dict[str, Any] = {}
+    for column, path in args.hierarchy:
+        if column in hierarchies:
+            raise InvalidInputError(f"--hierarchy given twice for column {column!r}")
+        if column not in qis:
+            raise InvalidInputError(
+                f"--hierarchy given for column {column!r}, which is not among the "
+                "quasi-identifiers of --qi"
+            )
+        hierarchies[column] = load_hierarchy(path, sep=args.hierarchy_sep, column=column)
+    missing = [q for q in args.qi if q not in hierarchies]
+    if missing:  # checked before the table is read
+        raise HierarchyError(
+            f"no hierarchy given for quasi-identifier{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(map(repr, missing))}: Datafly needs one for every QI (--hierarchy)"
+        )
+    return hierarchies
+
+
+def _read_input(args: argparse.Namespace) -> Any:
+    source: str = args.input
+    if "://" in source:
+        from reident_airflow.sources.writers import read_sql_frame
+
+        if not args.table:
+            raise InvalidInputError("a database URL needs --table NAME")
+        frame, _ = read_sql_frame(source, table=args.table, schema=args.schema)
+        return frame
+    if args.table:
+        raise InvalidInputError("--table applies only to a database URL")
+    from reident_airflow.sources.writers import read_file_frame
+
+    return read_file_frame(source, sep=args.sep)
+
+
+def _check_output(args: argparse.Namespace) -> Path:
+    from reident_airflow.sources.writers import file_format, same_file
+
+    output = Path(args.output)
+    file_format(output)
+    if "://" not in args.input and same_file(args.input, output):
+        raise InvalidInputError(
+            f"--output {output} is the input file: Datafly never overwrites its input; "
+            "choose another path"
+        )
+    if args.json not in (None, "-") and same_file(args.json, output):
+        raise InvalidInputError("--output and --json name the same file")
+    if not output.parent.is_dir():
+        raise InvalidInputError(f"{output}: directory {output.parent} does not exist")
+    return output
+
+
+def infeasible_report(exc: Any, records: int, k: int) -> dict[str, Any]:
+    """The ``reident.datafly/v1`` JSON of a run that could not reach k (aggregates only).
+
+    The contract's keys that only a finished run has are ``null``; ``levels`` and ``steps`` are
+    those of the best attempt (fewest records below k), also given whole in ``best_attempt``.
+    """
+    from reident_airflow.engine.datafly import SCHEMA
+
+    best = exc.best_attempt
+    attempt = best.to_dict() if best is not None else None
+    return {
+        "schema": SCHEMA,
+        "records": records,
+        "k": k,
+        "achieved_k": None,
+        "suppression_limit": best.suppression_limit if best is not None else None,
+        "suppressed_records": None,
+        "levels": dict(best.levels) if best is not None else None,
+        "steps": attempt["steps"] if attempt is not None else None,
+        "information_loss": None,
+        "passed": False,
+        "below_k": best.below_k if best is not None else None,
+        "best_attempt": attempt,
+        "message": str(exc),
+    }
+
+
+def _summary(report: dict[str, Any], output: Path) -> str:
+    levels = ", ".join(f"{q}={lv}" for q, lv in report["levels"].items())
+    loss = report["information_loss"]
+    return (
+        f"Datafly: k={report['k']} reached (smallest class {report['achieved_k']}) on "
+        f"{report['records']:,} records in {len(report['steps'])} steps\n"
+        f"  levels: {levels}\n"
+        f"  suppressed: {report['suppressed_records']:,} records "
+        f"(limit {report['suppression_limit']:,})\n"
+        f"  information loss: precision {loss['precision']:.4f}, "
+        f"discernibility {loss['discernibility']:,}\n"
+        f"  wrote {report['output']['records']:,} records to {output}\n"
+    )
+
+
+def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
+    from reident_airflow.cli import EXIT_BREACHED, EXIT_PASSED, _emit_json
+    from reident_airflow.engine.datafly import datafly
+    from reident_airflow.engine.errors import AnonymizationInfeasibleError
+    from reident_airflow.sources.writers import file_format, write_file_atomic
+
+    progress = _Progress(args.quiet)
+    output = _check_output(args)
+    hierarchies = _load_hierarchies(args)
+    frame = _read_input(args)
+    progress(f"read {len(frame):,} records, {frame.shape[1]} columns")
+    try:
+        result = datafly(frame, args.qi, hierarchies, args.k, args.suppression_limit, progress)
+    except AnonymizationInfeasibleError as exc:
+        report = infeasible_report(exc, len(frame), args.k)
+        _emit_json(report, args.json, out)
+        sys.stderr.write(f"reident: datafly: {exc}; nothing was written\n")
+        return EXIT_BREACHED
+    progress(
+        f"suppressing {result.suppressed_records:,} records; writing "
+        f"{result.released_records:,} records to {output}"
+    )
+    written = write_file_atomic(result.table, output, sep=args.sep)
+    progress(f"wrote {written:,} records")
+    report = result.to_dict()
+    report["passed"] = True
+    report["output"] = {"path": str(output), "format": file_format(output), "records": written}
+    _emit_json(report, args.json, out)
+    if args.json != "-":
+        out.write(_summary(report, output))
+    return EXIT_PASSED
