@@ -13,4 +13,18 @@ def get_provider_info() -> dict[str, Any]:
         "name": "Re-identification risk (reident-airflow)",
         "description": "Gate data releases on re-identification risk (ARX-compatible engine).",
         "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Re-identification risk",
+                "external-doc-url": "https://pypi.org/project/reident-airflow/",
+                "tags": ["privacy"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "Re-identification risk",
+                "python-modules": ["reident_airflow.operators.risk"],
+            }
+        ],
+        "notifications": ["reident_airflow.notifiers.breach.ReidentBreachNotifier"],
     }

@@ -193,3 +193,17 @@ def test_provider_is_registered() -> None:
     text = out.stdout  # the JSON array, possibly preceded by log lines
     names = {p["package_name"] for p in json.loads(text[text.index("[{") : text.rindex("]") + 1])}
     assert "reident-airflow" in names
+
+
+def test_provider_info_names_importable_classes() -> None:
+    import importlib
+
+    from reident_airflow.get_provider_info import get_provider_info
+
+    info = get_provider_info()
+    for group in info["operators"]:
+        for module in group["python-modules"]:
+            importlib.import_module(module)
+    for path in info["notifications"]:
+        module, name = path.rsplit(".", 1)
+        assert hasattr(importlib.import_module(module), name)
