@@ -303,15 +303,8 @@ def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
 
 
 def _densify(key: IntArray) -> tuple[IntArray, int]:
-    """Map arbitrary int64 keys to dense ids ``0..u-1`` (in order of first appearance) by hashing.
-
-    Mixed-radix keys are very regular, which clusters in pandas' integer hash table; the keys
-    are first scrambled by a multiplication with an odd constant modulo 2**64 (a bijection, so
-    the ids are the same), which makes the hashing up to about a third faster.
-    """
-    scrambled = key.astype(np.uint64, copy=True)
-    scrambled *= np.uint64(0x9E3779B97F4A7C15)
-    ids, uniques = pd.factorize(scrambled)
+    """Map arbitrary int64 keys to dense ids ``0..u-1`` by hashing."""
+    ids, uniques = pd.factorize(key)
     return ids.astype(np.int64, copy=False), len(uniques)
 
 
