@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -119,8 +117,10 @@ def server_time(engine: sa.Engine) -> float:
     cols = ", ".join(QIS)
     with engine.connect() as conn:
         plan = conn.execute(
-            sa.text(f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT {cols}, count(*) FROM {TABLE} "
-                    f"GROUP BY {cols}")
+            sa.text(
+                f"EXPLAIN (ANALYZE, FORMAT JSON) SELECT {cols}, count(*) FROM {TABLE} "
+                f"GROUP BY {cols}"
+            )
         ).scalar_one()
     data = plan if isinstance(plan, list) else json.loads(plan)
     return float(data[0]["Execution Time"]) / 1000.0
@@ -152,28 +152,39 @@ def main() -> int:
     server_s = server_time(engine)
     child = subprocess.run(
         [sys.executable, "-c", CHILD, URL, TABLE, ",".join(QIS), str(args.repeat)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     op = json.loads(child.stdout.strip().splitlines()[-1])
-    base = subprocess.run([sys.executable, "-c", BASELINE], capture_output=True, text=True,
-                          check=True)
+    base = subprocess.run(
+        [sys.executable, "-c", BASELINE], capture_output=True, text=True, check=True
+    )
     base_rss = int(base.stdout.strip())
     added_rss = op["peak_rss_bytes"] - base_rss
 
     ratio = op["seconds"] / bare_s
     print()
     print(f"table                      : {TABLE}, {args.rows:,} rows, QIs {', '.join(QIS)}")
-    print(f"table size in PostgreSQL   : {table_bytes / 2**20:,.1f} MiB "
-          f"(QI columns {qi_bytes / 2**20:,.1f} MiB)")
-    print(f"bare GROUP BY + fetch      : {bare_s:.3f} s  ({bare_rows:,} class rows), best of "
-          f"{args.repeat}")
+    print(
+        f"table size in PostgreSQL   : {table_bytes / 2**20:,.1f} MiB "
+        f"(QI columns {qi_bytes / 2**20:,.1f} MiB)"
+    )
+    print(
+        f"bare GROUP BY + fetch      : {bare_s:.3f} s  ({bare_rows:,} class rows), best of "
+        f"{args.repeat}"
+    )
     print(f"  of which server time     : {server_s:.3f} s (EXPLAIN ANALYZE)")
-    print(f"operator (pushdown+assess) : {op['seconds']:.3f} s, best of {args.repeat}; fetched "
-          f"{op['classes']:,} class rows for {op['records']:,} records")
+    print(
+        f"operator (pushdown+assess) : {op['seconds']:.3f} s, best of {args.repeat}; fetched "
+        f"{op['classes']:,} class rows for {op['records']:,} records"
+    )
     print(f"operator / bare query      : {ratio:.2f}x   (target <= 1.30)")
-    print(f"operator peak RSS          : {op['peak_rss_bytes'] / 2**20:,.1f} MiB; an idle process "
-          f"with the same imports: {base_rss / 2**20:,.1f} MiB; added by the work: "
-          f"{added_rss / 2**20:,.1f} MiB = {added_rss / table_bytes:.1%} of the table's size")
+    print(
+        f"operator peak RSS          : {op['peak_rss_bytes'] / 2**20:,.1f} MiB; an idle process "
+        f"with the same imports: {base_rss / 2**20:,.1f} MiB; added by the work: "
+        f"{added_rss / 2**20:,.1f} MiB = {added_rss / table_bytes:.1%} of the table's size"
+    )
     # "far below the table's size": under half of it (reported as a share of it above)
     ok = ratio <= 1.3 and op["classes"] == bare_rows and added_rss < table_bytes / 2
     if not args.keep:

@@ -72,7 +72,7 @@ def require_server(kind: str) -> str:
         with engine.connect() as conn:
             conn.exec_driver_sql("SELECT 1")
         engine.dispose()
-    except Exception as exc:  # noqa: BLE001 - any failure to connect
+    except Exception as exc:
         message = f"{kind} at {url.split('@')[1]} is not reachable ({type(exc).__name__})"
         if IN_CI:
             pytest.fail(message)

@@ -124,8 +124,11 @@ def _copy_out(conn: Connection, stmt: sa.Select[Any], keys: list[str]) -> pa.Tab
     if dbapi_conn is None:  # pragma: no cover - a closed connection
         return None
     buffer = io.BytesIO()
-    with dbapi_conn.cursor() as cursor:
+    cursor: Any = dbapi_conn.cursor()
+    try:
         cursor.copy_expert(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", buffer)
+    finally:
+        cursor.close()
     if buffer.tell() == 0:
         return pa.table({k: pa.array([], type=pa.string()) for k in keys})
     buffer.seek(0)
