@@ -195,19 +195,17 @@ def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]
 def encode_frame(frame: pd.DataFrame, qis: Sequence[str]) -> EncodedColumns:
     """Integer codes of the QI columns of a DataFrame (names validated first)."""
     names = validate_quasi_identifiers(qis, [str(c) for c in frame.columns])
-    codes: list[IntArray] = []
-    cards: list[int] = []
-    dicts: list[Any] = []
-    for name in names:
-        c, card, d = encode_series(frame[name])
-        codes.append(c)
-        cards.append(card)
-        dicts.append(d)
+    return _encoded(names, [encode_series(frame[name]) for name in names])
+
+
+def _encoded(names: tuple[str, ...], parts: Sequence[tuple[IntArray, int, Any]]) -> EncodedColumns:
+    """Bundle per-column ``(codes, cardinality, dictionary)`` into :class:`EncodedColumns`."""
+    dicts = tuple(d for _, _, d in parts)
     return EncodedColumns(
         names=names,
-        codes=tuple(codes),
-        cardinalities=tuple(cards),
-        dictionaries=tuple(dicts),
+        codes=tuple(c for c, _, _ in parts),
+        cardinalities=tuple(card for _, card, _ in parts),
+        dictionaries=dicts,
         marker_codes=tuple(_marker_code(d) for d in dicts),
     )
 
@@ -285,21 +283,7 @@ def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
 def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
     """Integer codes of the QI columns of an Arrow table (names validated first)."""
     names = validate_quasi_identifiers(qis, table.column_names)
-    codes: list[IntArray] = []
-    cards: list[int] = []
-    dicts: list[Any] = []
-    for name in names:
-        c, card, d = encode_arrow_column(table.column(name))
-        codes.append(c)
-        cards.append(card)
-        dicts.append(d)
-    return EncodedColumns(
-        names=names,
-        codes=tuple(codes),
-        cardinalities=tuple(cards),
-        dictionaries=tuple(dicts),
-        marker_codes=tuple(_marker_code(d) for d in dicts),
-    )
+    return _encoded(names, [encode_arrow_column(table.column(name)) for name in names])
 
 
 def _densify(key: IntArray) -> tuple[IntArray, int]:
