@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import combinations
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -94,6 +96,72 @@ def _walk(table: ClassTable, max_size: int) -> Iterator[tuple[tuple[int, ...], I
             stack.append(((*cols, j), new_ids, new_count))
 
 
+def _radices(cols: tuple[int, ...], cards: list[int]) -> dict[int, int]:
+    """Mixed-radix place value of each column of ``cols`` (last column least significant)."""
+    out: dict[int, int] = {}
+    r = 1
+    for c in reversed(cols):
+        out[c] = r
+        r *= cards[c]
+    return out
+
+
+def _group_sum(key: IntArray, weights: IntArray, span: int) -> tuple[IntArray, IntArray]:
+    """Distinct keys and the summed weights of each (keys ascending)."""
+    if span <= max(_DENSE_LIMIT, 2 * key.shape[0]):
+        summed = np.bincount(key, weights=weights, minlength=span)
+        present = np.flatnonzero(summed)
+        return present.astype(np.int64), summed[present].astype(np.int64)
+    shift = int(weights.max()).bit_length()
+    if span.bit_length() + shift <= 63:
+        # one sort of (key, weight) packed into int64, then run sums: no argsort needed
+        packed = (key << shift) | weights
+        packed.sort()
+        keys = packed >> shift
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        sums = np.add.reduceat(packed & ((1 << shift) - 1), starts)
+        return keys[starts], sums.astype(np.int64)
+    ids, uniques = pd.factorize(key, sort=True)
+    return np.asarray(uniques, dtype=np.int64), np.bincount(ids, weights=weights).astype(np.int64)
+
+
+def _top_down(table: ClassTable, cards: list[int]) -> list[tuple[tuple[int, ...], int, int]]:
+    """``(columns, classes, same-value pairs)`` of every subset, each from a superset.
+
+    Each subset's classes are merged from those of its smallest already-computed superset one
+    column larger (dropping that column's digit from the superset's mixed-radix key), so the
+    small subsets never touch the full class table. Only one level is kept at a time.
+    """
+    m = len(cards)
+    full = tuple(range(m))
+    rad = _radices(full, cards)
+    key = np.zeros(table.classes, dtype=np.int64)
+    for c in full:
+        key += table.codes[:, c] * rad[c]
+    sizes = table.sizes.astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    level: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {full: (key[order], sizes[order])}
+    out = [(full, table.classes, int((sizes * (sizes - 1) // 2).sum()))]
+    for size in range(m - 1, 0, -1):
+        nxt: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {}
+        for cols in combinations(range(m), size):
+            parents = [tuple(sorted((*cols, j))) for j in range(m) if j not in cols]
+            parent = min(parents, key=lambda t: level[t][0].shape[0])
+            (dropped,) = set(parent) - set(cols)
+            pkey, psizes = level[parent]
+            low = _radices(parent, cards)[dropped]
+            high = low * cards[dropped]
+            sub_key = (pkey // high) * low + pkey % low
+            span = 1
+            for c in cols:
+                span *= cards[c]
+            keys, merged = _group_sum(sub_key, psizes, span)
+            nxt[cols] = (keys, merged)
+            out.append((cols, int(keys.shape[0]), int((merged * (merged - 1) // 2).sum())))
+        level = nxt
+    return out
+
+
 def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[AttributeRisk, ...]:
     """Distinction and separation of every QI subset, most re-identifying first.
 
@@ -108,8 +176,15 @@ def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[Att
         raise InvalidInputError(f"attribute subset size must be at least 1, got {max_size}")
     max_size = min(max_size, m)
     n = table.records
-    sizes = table.sizes.astype(np.float64)
     found: list[tuple[tuple[int, ...], float, float]] = []
+    cards = [max(int(c), 1) for c in table.cardinalities]
+    if max_size == m and prod(cards) < 1 << 62:
+        all_pairs = n * (n - 1) // 2
+        for cols, count, same_pairs in _top_down(table, cards):
+            separation = 1.0 - same_pairs / all_pairs if all_pairs else 0.0
+            found.append((cols, count / n, separation))
+        return _ranked(table, found)
+    sizes = table.sizes.astype(np.float64)
     for cols, ids, count in _walk(table, max_size):
         d, s = _measures(ids, count, sizes, n)
         found.append((cols, d, s))
@@ -117,6 +192,12 @@ def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[Att
         all_ids = np.arange(table.classes, dtype=np.int64)
         d, s = _measures(all_ids, table.classes, sizes, n)
         found.append((tuple(range(m)), d, s))
+    return _ranked(table, found)
+
+
+def _ranked(
+    table: ClassTable, found: list[tuple[tuple[int, ...], float, float]]
+) -> tuple[AttributeRisk, ...]:
     found.sort(key=lambda r: (-r[1], -r[2], len(r[0]), r[0]))
     names = table.quasi_identifiers
     return tuple(
