@@ -146,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="rank QI subsets up to S columns (default: all when <= 10 QIs)",
     )
     a.add_argument("--json", metavar="PATH", help="write the assessment JSON here ('-' = stdout)")
+    a.add_argument(
+        "--report",
+        metavar="PATH.html",
+        help="write a self-contained HTML risk report here (needs the 'report' extra)",
+    )
     a.set_defaults(handler=_cmd_assess)
     from importlib import import_module
 
@@ -204,6 +209,10 @@ def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
     )
     payload = result.to_dict()
     _emit_json(payload, args.json, out)
+    if args.report:
+        from reident_airflow.report.runs import cli_report
+
+        cli_report(args, payload, kind="assessment")
     if args.json != "-":
         from reident_airflow.summary import assessment_summary
 

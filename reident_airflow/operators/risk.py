@@ -47,6 +47,9 @@ class ReidentificationRiskOperator(BaseOperator):
         gate; each is optional.
     :param on_breach: ``"fail"`` (default: the task fails, no retries), ``"skip"`` (the task
         and its downstream are skipped: nothing is published) or ``"warn"`` (log, succeed).
+    :param report_path: where to write a self-contained HTML risk report (templated; a local
+        path or an object-storage URL), also when the gate is breached; its location is pushed
+        to XCom under ``reident_report_path``. Needs the ``report`` extra (matplotlib).
 
     Returns the assessment JSON (``reident.assessment/v1``, aggregates only) as XCom, and also
     pushes it under ``reident_report`` before failing on a breach. Connection and SQL errors
@@ -71,6 +74,7 @@ class ReidentificationRiskOperator(BaseOperator):
         "max_records_at_risk",
         "min_k",
         "on_breach",
+        "report_path",
     )
     ui_color = "#f0e4ff"
 
@@ -95,6 +99,7 @@ class ReidentificationRiskOperator(BaseOperator):
         min_k: int | str | None = None,
         on_breach: str = "fail",
         max_subset_size: int | None = None,
+        report_path: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -116,6 +121,7 @@ class ReidentificationRiskOperator(BaseOperator):
         self.min_k = min_k
         self.on_breach = on_breach
         self.max_subset_size = max_subset_size
+        self.report_path = report_path
 
     # -- seams -----------------------------------------------------------------------------
     def get_engine(self) -> Engine:
@@ -200,6 +206,17 @@ class ReidentificationRiskOperator(BaseOperator):
             raise as_configuration_error(exc) from None
         report = result.to_dict()
         push_report(context, report)
+        if self.report_path:
+            from reident_airflow.report.runs import operator_report
+
+            operator_report(
+                self.report_path,
+                report,
+                kind="assessment",
+                context=context,
+                source=self.table or ("SQL query" if self.sql else self.path),
+                logger=self.log,
+            )
         from reident_airflow.summary import assessment_summary
 
         self.log.info("%s", assessment_summary(report))

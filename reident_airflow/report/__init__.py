@@ -1,0 +1,31 @@
+"""Self-contained HTML risk reports: the evidence a privacy officer signs a release off from.
+
+::
+
+    from reident_airflow.report import render_report, write_report
+
+    html = render_report(assessment.to_dict(), extra={"source": "staging.patients"})
+    write_report("reports/patients.html", html)        # or "s3://bucket/reports/x.html"
+
+One HTML file per result: inline CSS and inline SVG charts (matplotlib, imported only when a
+report is rendered; install the ``report`` extra), no request to any other host. It shows
+the verdict and each threshold against its observed value first, then the charts and tables
+of the JSON (aggregates only), then the inputs and the tool version.
+:func:`render_release_report` puts an assessment, a direct-match and a Datafly result in one
+report.
+"""
+
+from __future__ import annotations
+
+from reident_airflow.report.render import KINDS, infer_kind, render_release_report, render_report
+from reident_airflow.report.runs import REPORT_PATH_XCOM_KEY
+from reident_airflow.report.writer import write_report
+
+__all__ = [
+    "KINDS",
+    "REPORT_PATH_XCOM_KEY",
+    "infer_kind",
+    "render_release_report",
+    "render_report",
+    "write_report",
+]

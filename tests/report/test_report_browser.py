@@ -1,0 +1,139 @@
+"""The report as a person sees it: headless Chromium loads it from a file, makes no request
+to anything but that file, shows the verdict and every chart; the screenshots are kept in
+``test-artifacts/``.
+
+Chromium is Debian's ``chromium``; when ``/usr/bin/chromium`` is missing the fixture installs it
+with ``apt-get`` (root). Only a non-root run outside CI without it is skipped; under
+``CI=true`` a Chromium that cannot be had fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from reident_airflow.report import render_release_report, render_report
+from tests.conftest import IN_CI
+from tests.report._chromium import PageRun, find_chromium, install_chromium, load_page
+from tests.report.conftest import artifacts_dir
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    found = find_chromium()
+    if found:
+        return found
+    if os.geteuid() != 0:
+        message = "/usr/bin/chromium is missing and installing it needs root (apt-get)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    ok, log = install_chromium()
+    found = find_chromium()
+    if not ok or found is None:
+        pytest.fail(f"apt-get install chromium failed:\n{log}")
+    return found
+
+
+_CHECKS = {
+    "verdict": "document.querySelector('#verdict .word')?.textContent ?? null",
+    "gate_rows": "document.querySelectorAll('#gate tbody tr').length",
+    "charts": (
+        "Array.from(document.querySelectorAll('figure.chart svg')).map(s => {"
+        " const r = s.getBoundingClientRect();"
+        " return {section: s.closest('section').id, label: s.getAttribute('aria-label'),"
+        " width: r.width, height: r.height, paths: s.querySelectorAll('path').length}; })"
+    ),
+    "sections": "Array.from(document.querySelectorAll('section[id]')).map(s => s.id)",
+    "title": "document.title",
+    "overflow": "document.documentElement.scrollWidth > window.innerWidth",
+}
+
+
+def _assert_self_contained(run: PageRun, url: str) -> None:
+    assert run.loaded
+    for requested in run.requests:
+        scheme = urlsplit(requested).scheme
+        assert scheme in {"file", "data"}, f"the page requested {requested}"
+    assert run.requests[0] == url
+    assert run.failed == []
+    assert run.console_errors == []
+    assert run.exceptions == []
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_adult_report_in_chromium(chromium: str, breaching_assessment: dict[str, Any]) -> None:
+    html = render_report(breaching_assessment, extra={"source": "adult.csv", "region": "usa"})
+    out = artifacts_dir()
+    page = out / "report-adult.html"
+    page.write_text(html, encoding="utf-8")
+    url = page.resolve().as_uri()
+    run = load_page(chromium, url, expressions=_CHECKS)
+    (out / "report-adult.png").write_bytes(run.screenshot)
+
+    _assert_self_contained(run, url)
+    found = run.evaluated
+    assert found["verdict"] == "BREACHED"
+    assert found["gate_rows"] == 3
+    assert found["title"] == "Re-identification risk report"
+    assert not found["overflow"], "the page scrolls sideways at 1200 px"
+    charts = {c["section"]: c for c in found["charts"]}
+    assert set(charts) == {
+        "assessment-distribution",
+        "assessment-classes",
+        "assessment-attributes",
+    }
+    for chart in charts.values():
+        assert chart["width"] > 600 and chart["height"] > 200, chart
+        assert chart["paths"] > 20, chart
+    assert found["sections"][:3] == ["gate", "assessment", "assessment-glance"]
+    width, height = _png_size(run.screenshot)
+    assert width == 1200 and height > 2500
+
+
+def test_release_report_in_chromium(
+    chromium: str,
+    passing_assessment: dict[str, Any],
+    direct_match_result: dict[str, Any],
+    datafly_result: dict[str, Any],
+) -> None:
+    html = render_release_report(
+        assessment=passing_assessment,
+        direct_match=direct_match_result,
+        datafly=datafly_result,
+        context={"source": "adult.csv", "dag_id": "release_gate"},
+    )
+    out = artifacts_dir()
+    page = out / "report-release.html"
+    page.write_text(html, encoding="utf-8")
+    url = page.resolve().as_uri()
+    run = load_page(chromium, url, expressions=_CHECKS)
+    (out / "report-release.png").write_bytes(run.screenshot)
+
+    _assert_self_contained(run, url)
+    assert run.evaluated["verdict"] == "BREACHED"
+    assert run.evaluated["gate_rows"] == 5
+    sections = {c["section"] for c in run.evaluated["charts"]}
+    assert {"direct-match-columns", "datafly-steps"} <= sections
+    assert len(run.evaluated["charts"]) == 5
+
+
+def test_empty_report_in_chromium(chromium: str) -> None:
+    out = artifacts_dir()
+    page = out / "report-empty.html"
+    page.write_text(render_report({"schema": "reident.assessment/v1"}), encoding="utf-8")
+    url = page.resolve().as_uri()
+    run = load_page(chromium, url, expressions=_CHECKS)
+    (out / "report-empty.png").write_bytes(run.screenshot)
+    _assert_self_contained(run, url)
+    assert run.evaluated["verdict"] == "INCOMPLETE"
+    assert run.evaluated["charts"] == []
