@@ -132,6 +132,11 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--table", help="table name when INPUT is a database URL")
     p.add_argument("--schema", help="schema of --table (database input)")
     p.add_argument("--json", metavar="PATH", help="write the Datafly JSON here ('-' = stdout)")
+    p.add_argument(
+        "--report",
+        metavar="PATH.html",
+        help="write a self-contained HTML report here, also when k cannot be reached",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(handler=_cmd_datafly)
 
@@ -188,7 +193,7 @@ def _read_input(args: argparse.Namespace) -> Any:
         raise InvalidInputError("--table applies only to a database URL")
     from reident_airflow.sources.writers import read_file_frame
 
-    return read_file_frame(source, sep=args.sep)
+    return read_file_frame(source, sep=args.sep, categorical=args.qi)
 
 
 def _check_output(args: argparse.Namespace) -> Path:
@@ -250,6 +255,13 @@ def _summary(report: dict[str, Any], output: Path) -> str:
     )
 
 
+def _write_html_report(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    if args.report:
+        from reident_airflow.report.runs import cli_report
+
+        cli_report(args, report, kind="datafly")
+
+
 def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
     from reident_airflow.cli import EXIT_BREACHED, EXIT_PASSED, _emit_json
     from reident_airflow.engine.datafly import datafly
@@ -266,6 +278,7 @@ def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
     except AnonymizationInfeasibleError as exc:
         report = infeasible_report(exc, len(frame), args.k)
         _emit_json(report, args.json, out)
+        _write_html_report(args, report)
         sys.stderr.write(f"reident: datafly: {exc}; nothing was written\n")
         return EXIT_BREACHED
     progress(
@@ -278,6 +291,7 @@ def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
     report["passed"] = True
     report["output"] = {"path": str(output), "format": file_format(output), "records": written}
     _emit_json(report, args.json, out)
+    _write_html_report(args, report)
     if args.json != "-":
         out.write(_summary(report, output))
     return EXIT_PASSED

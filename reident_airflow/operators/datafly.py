@@ -171,6 +171,10 @@ class DataflyOperator(BaseOperator):
     after pushing the best attempt (``"passed": false``); nothing is written. Bad parameters and
     input (unknown QI, a hierarchy that does not cover a value) fail now too; connection and
     SQL errors are raised as they are, so Airflow's retries apply.
+
+    ``report_path`` (templated; a local path or an object-storage URL): where to write a
+    self-contained HTML report of the run, also when k cannot be reached; its location is
+    pushed to XCom under ``reident_report_path``. Needs the ``report`` extra (matplotlib).
     """
 
     template_fields: Sequence[str] = (
@@ -190,6 +194,7 @@ class DataflyOperator(BaseOperator):
         "target_schema",
         "target_path",
         "target_sep",
+        "report_path",
     )
     ui_color = "#e4ffe8"
 
@@ -213,6 +218,7 @@ class DataflyOperator(BaseOperator):
         target_path: str | None = None,
         target_sep: str | None = None,
         chunk_rows: int | None = None,
+        report_path: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -233,6 +239,7 @@ class DataflyOperator(BaseOperator):
         self.target_path = target_path
         self.target_sep = target_sep
         self.chunk_rows = chunk_rows
+        self.report_path = report_path
 
     # -- seams -----------------------------------------------------------------------------
     def get_engine(self, conn_id: str) -> Engine:
@@ -321,12 +328,12 @@ class DataflyOperator(BaseOperator):
         }
 
     # -- work ------------------------------------------------------------------------------
-    def _read(self) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def _read(self, qis: Sequence[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
         from reident_airflow.sources.writers import read_file_frame, read_sql_frame
 
         if self.path:
             with local_file(self.path) as local:
-                return read_file_frame(local, sep=self.sep), {}
+                return read_file_frame(local, sep=self.sep, categorical=qis), {}
         engine = self.get_engine(str(self.conn_id))
         try:
             return read_sql_frame(
@@ -370,7 +377,7 @@ class DataflyOperator(BaseOperator):
         params = self._validated()
         qis, k = params["qis"], params["k"]
         try:
-            frame, types = self._read()
+            frame, types = self._read(qis)
             hierarchies = resolve_hierarchies(
                 params["hierarchies"], frame, qis, sep=self.hierarchy_sep
             )
@@ -379,6 +386,7 @@ class DataflyOperator(BaseOperator):
         except AnonymizationInfeasibleError as exc:
             report = infeasible_report(exc, len(frame), k)
             push_report(context, report)
+            self._html_report(report, context)
             raise ReidentificationBreach(
                 f"Datafly cannot anonymize {self._where()!r}: {exc}",
                 breaches=[
@@ -411,7 +419,21 @@ class DataflyOperator(BaseOperator):
         report["passed"] = True
         report["output"] = output
         push_report(context, report)
+        self._html_report(report, context)
         return report
+
+    def _html_report(self, report: dict[str, Any], context: Context) -> None:
+        if self.report_path:
+            from reident_airflow.report.runs import operator_report
+
+            operator_report(
+                self.report_path,
+                report,
+                kind="datafly",
+                context=context,
+                source=self._where(),
+                logger=self.log,
+            )
 
     def _where(self) -> str:
         return str(self.table or ("query" if self.sql else self.path))

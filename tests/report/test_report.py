@@ -447,3 +447,70 @@ def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> N
         op.execute({"ti": ti})
     assert ti.pushed[REPORT_PATH_XCOM_KEY] == url
     assert "BREACHED" in check_page((tmp_path / "breach.html").read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------------------- Datafly runs
+def _datafly_argv(tmp_path: Path, k: int, limit: str, *, flat_age: bool = False) -> list[str]:
+    qis = ["sex", "age", "race"]
+    hierarchies = {q: oracle_data(f"adult_hierarchy_{q}.csv") for q in qis}
+    if flat_age:  # age without generalization: rare ages stay unique
+        hierarchies["age"] = tmp_path / "age.csv"
+        ages = pd.read_csv(oracle_data("adult.csv"), sep=";", dtype=str)["age"].unique()
+        hierarchies["age"].write_text("".join(f"{a}\n" for a in ages), encoding="utf-8")
+    argv = [
+        "datafly",
+        str(oracle_data("adult.csv")),
+        "--sep",
+        ";",
+        "--qi",
+        ",".join(qis),
+        "--k",
+        str(k),
+        "--suppression-limit",
+        limit,
+        "--output",
+        str(tmp_path / "anon.csv"),
+        "--quiet",
+        "--report",
+        str(tmp_path / "datafly.html"),
+    ]
+    for q in qis:
+        argv += ["--hierarchy", f"{q}={hierarchies[q]}"]
+    return argv
+
+
+def test_cli_datafly_writes_the_report(tmp_path: Path) -> None:
+    err = io.StringIO()
+    assert main(_datafly_argv(tmp_path, 5, "0.01"), out=io.StringIO(), err=err) == 0
+    text = check_page((tmp_path / "datafly.html").read_text(encoding="utf-8"))
+    assert "PASSED" in text and "k = 5 reached" in text and "anon.csv" in text
+    # k out of reach: nothing written but the report, which says so
+    (tmp_path / "datafly.html").unlink()
+    assert main(_datafly_argv(tmp_path, 5, "0", flat_age=True), out=io.StringIO(), err=err) == 1
+    text = check_page((tmp_path / "datafly.html").read_text(encoding="utf-8"))
+    assert "BREACHED" in text and "cannot be reached" in text
+
+
+def test_datafly_operator_writes_the_report(tmp_path: Path) -> None:
+    ensure_airflow_db()
+    from reident_airflow.operators.datafly import DataflyOperator
+
+    qis = ["sex", "age", "race"]
+    ti = _TI()
+    op = DataflyOperator(
+        task_id="anonymize",
+        path=str(oracle_data("adult.csv")),
+        sep=";",
+        quasi_identifiers=qis,
+        k=5,
+        suppression_limit=0.01,
+        hierarchies={q: str(oracle_data(f"adult_hierarchy_{q}.csv")) for q in qis},
+        target_path=str(tmp_path / "anon.csv"),
+        report_path=str(tmp_path / "reports" / "datafly.html"),
+    )
+    assert "report_path" in op.template_fields
+    result = op.execute({"ti": ti})
+    assert "report_path" not in result
+    assert ti.pushed[REPORT_PATH_XCOM_KEY] == str(tmp_path / "reports" / "datafly.html")
+    text = check_page((tmp_path / "reports" / "datafly.html").read_text(encoding="utf-8"))
+    assert "PASSED" in text and "Levels reached" in text and "release_gate" in text

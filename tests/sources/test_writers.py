@@ -112,6 +112,21 @@ def test_file_errors(tmp_path: Path) -> None:
     assert same_file(tmp_path / "x.csv", tmp_path / "." / "x.csv")
 
 
+@pytest.mark.parametrize("name", ["in.csv", "in.parquet"])
+def test_read_text_columns_as_categoricals(tmp_path: Path, name: str) -> None:
+    """Datafly reads its QIs as Categoricals: same values, grouped on codes."""
+    source = tmp_path / name
+    write_file_atomic(release(1, rows=6).assign(zip=["01", "02", "", "01", "02", "03"]), source)
+    plain = read_file_frame(source)
+    coded = read_file_frame(source, categorical=["zip", "age", "record_id", "missing"])
+    assert isinstance(coded["zip"].dtype, pd.CategoricalDtype)
+    assert isinstance(coded["age"].dtype, pd.CategoricalDtype)
+    assert not isinstance(coded["record_id"].dtype, pd.CategoricalDtype) or name.endswith("csv")
+    assert list(coded.columns) == list(plain.columns)
+    for column in plain.columns:
+        assert coded[column].astype(str).tolist() == plain[column].astype(str).tolist()
+
+
 def test_read_file_frame_errors(tmp_path: Path) -> None:
     ragged = tmp_path / "ragged.csv"
     ragged.write_text("a,b\n1,2\n3\n", encoding="utf-8")
