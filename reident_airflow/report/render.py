@@ -310,8 +310,23 @@ _THRESHOLDS: dict[str, tuple[str, str, tuple[str, ...], str, Callable[[Any], str
         share_text,
     ),
     "min_k": ("Smallest class size k", "k", ("k",), "≥", count),
+    "max_global_risk": (
+        "Expected re-identifications (sampling weights), share of records",
+        "individual_risk.global_risk_share",
+        ("individual_risk", "global_risk_share"),
+        "≤",
+        share_text,
+    ),
 }
 _METRIC_TO_THRESHOLD = {spec[1]: name for name, spec in _THRESHOLDS.items()}
+
+
+def _status(metric: str, breached: Mapping[str, Any], observed: Any, passed: Any) -> str:
+    if metric in breached:
+        return BREACHED
+    if passed is True or (passed is False and is_number(observed)):
+        return PASSED  # the result says no threshold, or not this one, was breached
+    return UNKNOWN
 
 
 def _assessment_gate(a: Mapping[str, Any]) -> list[_GateRow]:
@@ -319,27 +334,27 @@ def _assessment_gate(a: Mapping[str, Any]) -> list[_GateRow]:
     assert isinstance(thresholds, dict)
     breaches = [b for b in a.get("breaches") or [] if isinstance(b, dict)]
     breached = {str(b.get("metric")): b for b in breaches}
+    passed = a.get("passed")
     rows: list[_GateRow] = []
     seen: set[str] = set()
     for name, limit in thresholds.items():
         if limit is None:
             continue
+        if name == "min_l":
+            rows.extend(_l_diversity_gate(a, limit, breached, seen))
+            continue
         spec = _THRESHOLDS.get(str(name))
         if spec is None:  # a threshold this report does not know: show it as given
-            rows.append(_GateRow(str(name), str(name), NA, "", _text(limit), UNKNOWN))
+            status = PASSED if passed is True else UNKNOWN
+            rows.append(_GateRow(str(name), str(name), NA, "", _text(limit), status))
             continue
         label, metric, path, rel, fmt = spec
         seen.add(metric)
         observed = dig(a, *path)
-        if metric in breached:
-            status = BREACHED
-        elif not is_number(observed) or a.get("passed") is None:
-            status = UNKNOWN
-        else:
-            status = PASSED
         if metric == "prosecutor.records_at_risk":
             t = dig(a, "prosecutor", "record_threshold")
             label = f"Records at risk (record risk > {number(t)})" if is_number(t) else label
+        status = _status(metric, breached, observed, passed)
         rows.append(_GateRow(label, metric, fmt(observed), rel, fmt(limit), status))
     for metric, b in breached.items():  # a breach of a threshold not listed above
         if metric in seen:
@@ -350,6 +365,40 @@ def _assessment_gate(a: Mapping[str, Any]) -> list[_GateRow]:
         rel = _THRESHOLDS[name][3] if name else ""
         rows.append(
             _GateRow(label, metric, fmt(b.get("observed")), rel, fmt(b.get("limit")), BREACHED)
+        )
+    return rows
+
+
+def _l_diversity_gate(
+    a: Mapping[str, Any], limit: Any, breached: Mapping[str, Any], seen: set[str]
+) -> list[_GateRow]:
+    """``min_l``: one row per sensitive column (metric ``l_diversity.<column>.distinct``)."""
+    diversity = a.get("l_diversity")
+    if not isinstance(diversity, dict) or not diversity:
+        return [
+            _GateRow(
+                "Distinct l-diversity (no sensitive column in the result)",
+                "l_diversity",
+                NA,
+                "≥",
+                count(limit),
+                PASSED if a.get("passed") is True else UNKNOWN,
+            )
+        ]
+    rows = []
+    for column, values in diversity.items():
+        metric = f"l_diversity.{column}.distinct"
+        seen.add(metric)
+        observed = dig(values, "distinct")
+        rows.append(
+            _GateRow(
+                f"Distinct l-diversity of {column}",
+                metric,
+                count(observed),
+                "≥",
+                count(limit),
+                _status(metric, breached, observed, a.get("passed")),
+            )
         )
     return rows
 
@@ -464,6 +513,8 @@ def _attacker_models(a: Mapping[str, Any]) -> str:
             basis = "the sample (no population register: as prosecutor)"
         elif basis == "population_table":
             basis = "the population register"
+        elif basis == "sampling_weights":
+            basis = "the sampling weights (individual risk)"
         rows.append(
             [
                 model,
@@ -724,51 +775,76 @@ def _individual_risk(a: Mapping[str, Any]) -> str:
     r = a.get("individual_risk")
     if not isinstance(r, dict):
         return _na("No individual risk in the result.")
-    return _dl(
-        [
-            ("sampling weight column", _text(r.get("weight"))),
-            ("expected re-identifications", number(r.get("global_risk"), 6)),
-            ("as a share of the records", percent(r.get("global_risk_share"))),
-            ("highest individual risk", number(r.get("highest"))),
-            ("records above the record threshold", percent(r.get("records_above_threshold"))),
-        ]
+    t = r.get("record_threshold")
+    items = [
+        ("sampling weight column", _text(r.get("weight"))),
+        ("expected re-identifications", number(r.get("global_risk"), 6)),
+        ("as a share of the records", percent(r.get("global_risk_share"))),
+        ("highest individual risk", number(r.get("highest"))),
+    ]
+    if "lowest" in r:
+        items.append(("lowest individual risk", number(r.get("lowest"))))
+    items.append(
+        (
+            f"records with individual risk > {number(t)}" if is_number(t) else "records at risk",
+            percent(r.get("records_above_threshold")),
+        )
     )
+    if "estimated_population" in r:
+        items.append(("estimated population (sum of weights)", count(r["estimated_population"])))
+    if isinstance(r.get("method"), str):
+        items.append(("method", r["method"]))
+    return _note(
+        "Each class's population size is estimated from the sampling weights of its records; "
+        "a record's risk follows from its class's sample and estimated population sizes."
+    ) + _dl(items)
 
 
 def _l_diversity(a: Mapping[str, Any]) -> str:
     ld = a.get("l_diversity")
     if not isinstance(ld, dict) or not ld:
         return _na("No l-diversity in the result.")
+    homogeneous = any(isinstance(v, dict) and "homogeneous_records" in v for v in ld.values())
+    headers = ["sensitive column", "distinct l", "entropy l", "recursive l", "c"]
+    if homogeneous:
+        headers.append("records in classes of one value")
     rows = []
     for col, v in ld.items():
-        rows.append(
-            [
-                str(col),
-                number(dig(v, "distinct")),
-                number(dig(v, "entropy")),
-                number(dig(v, "recursive")),
-                number(dig(v, "c")),
-            ]
-        )
+        row = [
+            str(col),
+            number(dig(v, "distinct")),
+            number(dig(v, "entropy")),
+            number(dig(v, "recursive")),
+            number(dig(v, "c")),
+        ]
+        if homogeneous:
+            row.append(count(dig(v, "homogeneous_records")))
+        rows.append(row)
     return _note(
-        "The smallest l over all classes: a class of l = 1 discloses its sensitive value."
-    ) + _table(
-        ["sensitive column", "distinct l", "entropy l", "recursive l", "c"],
-        rows,
-        numeric=(1, 2, 3, 4),
-    )
+        "The smallest l over all classes: a class whose records all share one sensitive value "
+        "(l = 1) discloses it to anyone who can place a person in that class."
+    ) + _table(headers, rows, numeric=tuple(range(1, len(headers))))
 
 
 def _suda(a: Mapping[str, Any]) -> str:
     s = a.get("suda")
     if not isinstance(s, dict):
         return _na("No SUDA result.")
-    out = _dl(
-        [
-            ("records with a minimal sample unique", count(s.get("records_with_msu"))),
-            ("highest SUDA score", number(s.get("max_score"))),
-        ]
-    )
+    items = [
+        ("records with a minimal sample unique", count(s.get("records_with_msu"))),
+        ("highest SUDA score", number(s.get("max_score"))),
+    ]
+    if "max_msu_size" in s:
+        items.append(("largest MSU size searched", count(s.get("max_msu_size"))))
+    by_size = s.get("msus_by_size")
+    if isinstance(by_size, list) and by_size:
+        items.append(
+            (
+                "minimal sample uniques by size",
+                ", ".join(f"{i + 1}: {count(n)}" for i, n in enumerate(by_size)),
+            )
+        )
+    out = _dl(items)
     contrib = s.get("attribute_contributions")
     if isinstance(contrib, dict) and contrib:
         out += _table(

@@ -178,6 +178,30 @@ def test_optional_measures_render(breaching_assessment: dict[str, Any]) -> None:
     assert "salary-class" in text and "Special uniques (SUDA)" in text
 
 
+def test_weight_and_l_diversity_gates(breaching_assessment: dict[str, Any]) -> None:
+    a = copy.deepcopy(breaching_assessment)
+    a["thresholds"] = {"max_global_risk": 0.01, "min_l": 2}
+    a["individual_risk"] = {"weight": "w", "global_risk": 3.0, "global_risk_share": 0.001,
+                            "highest": 0.2, "records_above_threshold": 0.0}  # fmt: skip
+    a["l_diversity"] = {
+        "salary-class": {"distinct": 1, "entropy": 1.0, "recursive": 1, "c": 2,
+                         "homogeneous_records": 120},
+        "education": {"distinct": 3, "entropy": 2.5, "recursive": 2, "c": 2,
+                      "homogeneous_records": 0},
+    }  # fmt: skip
+    a["breaches"] = [{"metric": "l_diversity.salary-class.distinct", "observed": 1.0, "limit": 2}]
+    a["passed"] = False
+    html = render_report(a)
+    text = check_page(html)
+    gate = html[html.index('id="gate"') : html.index('id="assessment"')]
+    assert gate.count('class="badge bad">breached') == 1
+    assert gate.count('class="badge ok">met') == 2
+    assert "Distinct l-diversity of salary-class" in text
+    assert "Distinct l-diversity of education" in text
+    assert "0.1 % (0.001)" in text and "1 of 3 thresholds breached" in text
+    assert "records in classes of one value" in text
+
+
 # --------------------------------------------------------------------- partial and hostile
 def _stripped(a: dict[str, Any], *drop: str) -> dict[str, Any]:
     return {k: v for k, v in a.items() if k not in drop}
