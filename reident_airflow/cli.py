@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -66,6 +67,16 @@ def _qi_list(text: str) -> list[str]:
     if not text.strip() or any(not n for n in names):
         raise argparse.ArgumentTypeError("needs one or more column names separated by commas")
     return names
+
+
+def _positive_number(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
+    return v
 
 
 def _separator(text: str) -> str:
@@ -140,6 +151,48 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--min-k", type=_positive_int, metavar="K")
     a.add_argument(
+        "--max-global-risk",
+        type=_share("--max-global-risk"),
+        metavar="X",
+        help="gate: expected share of re-identifications from --weight (individual risk)",
+    )
+    a.add_argument(
+        "--min-l",
+        type=_positive_int,
+        metavar="L",
+        help="gate: smallest distinct l-diversity of every --sensitive column",
+    )
+    a.add_argument(
+        "--weight",
+        metavar="COL",
+        help="sampling-weight column: individual risk (sdcMicro's Benedetti-Franconi "
+        "approximation) and the journalist's risk estimated from it",
+    )
+    a.add_argument(
+        "--sensitive",
+        type=_qi_list,
+        metavar="COL[,COL...]",
+        help="sensitive columns: distinct, entropy and recursive (c,l) l-diversity",
+    )
+    a.add_argument(
+        "--recursive-c",
+        type=_positive_number,
+        default=2.0,
+        metavar="C",
+        help="c of recursive (c,l)-diversity (default 2, as sdcMicro)",
+    )
+    a.add_argument(
+        "--suda",
+        action="store_true",
+        help="special uniques: SUDA2 scores and per-column contributions (sdcMicro's suda2)",
+    )
+    a.add_argument(
+        "--suda-max-size",
+        type=_positive_int,
+        metavar="K",
+        help="largest minimal sample unique searched by --suda (default: all QIs, up to 16)",
+    )
+    a.add_argument(
         "--max-subset-size",
         type=_positive_int,
         metavar="S",
@@ -181,16 +234,56 @@ def _load_class_table(
     return class_table_from_file(path or source, args.qi, sep=args.sep)
 
 
+def _load_aggregates(args: argparse.Namespace) -> Any:
+    """INPUT's class table with per-class weight sums and sensitive value counts."""
+    source: str = args.input
+    sensitive = args.sensitive or ()
+    if "://" in source:
+        from reident_airflow.sources.sql import aggregates_from_sql
+
+        if not args.table:
+            raise InvalidInputError("a database URL needs --table NAME")
+        return aggregates_from_sql(
+            source,
+            args.qi,
+            table=args.table,
+            schema=args.schema,
+            weight=args.weight,
+            sensitive=sensitive,
+        )
+    if args.table:
+        raise InvalidInputError("--table applies only to a database URL")
+    from reident_airflow.sources.files import aggregates_from_file
+
+    return aggregates_from_file(
+        source, args.qi, sep=args.sep, weight=args.weight, sensitive=sensitive
+    )
+
+
 def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
     from reident_airflow.engine.assessment import Thresholds, assess
 
+    if args.max_global_risk is not None and not args.weight:
+        raise InvalidInputError("--max-global-risk gates the individual risk: give --weight COL")
+    if args.min_l is not None and not args.sensitive:
+        raise InvalidInputError("--min-l gates l-diversity: give --sensitive COL[,COL...]")
+    if args.suda_max_size is not None and not args.suda:
+        raise InvalidInputError("--suda-max-size applies to --suda")
     thresholds = Thresholds(
         max_highest_risk=args.max_highest_risk,
         max_average_risk=args.max_average_risk,
         max_records_at_risk=args.max_records_at_risk,
         min_k=args.min_k,
+        max_global_risk=args.max_global_risk,
+        min_l=args.min_l,
     )
-    table = _load_class_table(args)
+    weights = sensitive = None
+    if args.weight or args.sensitive:
+        aggregates = _load_aggregates(args)
+        table, weights = aggregates.table, aggregates.weights
+        sensitive = aggregates.sensitive if args.sensitive else None
+    else:
+        table = _load_class_table(args)
     register = None
     if args.population_table:
         if "://" in args.input:
@@ -206,6 +299,11 @@ def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
         thresholds=thresholds,
         max_subset_size=args.max_subset_size,
         population_table=register,
+        weights=weights,
+        sensitive=sensitive,
+        recursive_c=args.recursive_c,
+        suda=args.suda,
+        suda_max_msu_size=args.suda_max_size,
     )
     payload = result.to_dict()
     _emit_json(payload, args.json, out)

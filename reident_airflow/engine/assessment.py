@@ -1,18 +1,29 @@
-"""One assessment of a table: every measure of metrics.md §2-§5 and the release gate.
+"""One assessment of a table: every measure of metrics.md §2-§7 and the release gate.
 
 :func:`assess` takes a :class:`~reident_airflow.engine.classes.ClassTable` (however it was
 counted: DataFrame, file, database) and returns an :class:`Assessment` whose ``to_dict()`` is
-the ``reident.assessment/v1`` JSON of contract.md. Nothing here touches rows.
+the ``reident.assessment/v1`` JSON of contract.md. Nothing here touches rows: sampling weights
+(§6) and sensitive columns (§7) arrive as per-class aggregates
+(:mod:`reident_airflow.engine.aggregates`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reident_airflow.engine.aggregates import ClassWeights, ValueCounts
 from reident_airflow.engine.attributes import AttributeRisk, attribute_risks
 from reident_airflow.engine.classes import ClassTable
+from reident_airflow.engine.diversity import (
+    DEFAULT_RECURSIVE_C,
+    LDiversity,
+    l_diversity,
+    validate_recursive_c,
+)
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.individual_risk import IndividualRisk, individual_risk
 from reident_airflow.engine.population import (
     PopulationUniqueness,
     population_uniqueness,
@@ -27,6 +38,7 @@ from reident_airflow.engine.sample import (
     sample_risk,
     validate_threshold,
 )
+from reident_airflow.engine.suda import SudaResult, suda2
 
 __all__ = ["SCHEMA", "Assessment", "Breach", "JournalistRisk", "Thresholds", "assess"]
 
@@ -44,8 +56,13 @@ class Breach:
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "observed": self.observed, "limit": self.limit}
 
+    @property
+    def is_minimum(self) -> bool:
+        """Whether the limit is a lower bound (``k``, l-diversity) rather than an upper one."""
+        return self.metric == "k" or self.metric.startswith("l_diversity.")
+
     def describe(self) -> str:
-        bound = "at least" if self.metric == "k" else "at most"
+        bound = "at least" if self.is_minimum else "at most"
         return f"{self.metric} = {_fmt(self.observed)} (limit: {bound} {_fmt(self.limit)})"
 
 
@@ -59,15 +76,20 @@ class Thresholds:
 
     Risk limits are shares in ``(0, 1]`` and apply to the prosecutor model, which is never
     below the journalist's (El Emam & Dankar 2008), so a table that passes is safe for both.
+    ``max_global_risk`` gates the expected share of re-identifications estimated from sampling
+    weights (``individual_risk.global_risk_share``: needs a weight column); ``min_l`` the
+    distinct l-diversity of every sensitive column (needs sensitive columns).
     """
 
     max_highest_risk: float | None = None
     max_average_risk: float | None = None
     max_records_at_risk: float | None = None
     min_k: int | None = None
+    max_global_risk: float | None = None
+    min_l: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_highest_risk", "max_average_risk"):
+        for name in ("max_highest_risk", "max_average_risk", "max_global_risk"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, validate_threshold(value, name))
@@ -89,15 +111,33 @@ class Thresholds:
             if int(k) < 1:
                 raise InvalidInputError(f"min_k must be >= 1, got {int(k)}")
             object.__setattr__(self, "min_k", int(k))
+        if self.min_l is not None:
+            v = self.min_l
+            if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
+                raise InvalidInputError(f"min_l must be a whole number >= 1, got {v!r}")
+            if int(v) < 1:
+                raise InvalidInputError(f"min_l must be >= 1, got {int(v)}")
+            object.__setattr__(self, "min_l", int(v))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            name: getattr(self, name)
-            for name in ("max_highest_risk", "max_average_risk", "max_records_at_risk", "min_k")
-            if getattr(self, name) is not None
-        }
+        names = (
+            "max_highest_risk",
+            "max_average_risk",
+            "max_records_at_risk",
+            "min_k",
+            "max_global_risk",
+            "min_l",
+        )
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
-    def check(self, prosecutor: SampleRisk, k: int) -> tuple[Breach, ...]:
+    def check(
+        self,
+        prosecutor: SampleRisk,
+        k: int,
+        *,
+        individual: IndividualRisk | None = None,
+        diversity: tuple[LDiversity, ...] = (),
+    ) -> tuple[Breach, ...]:
         out: list[Breach] = []
         pairs = (
             ("prosecutor.highest_risk", prosecutor.highest_risk, self.max_highest_risk),
@@ -109,6 +149,16 @@ class Thresholds:
                 out.append(Breach(metric, observed, limit))
         if self.min_k is not None and k < self.min_k:
             out.append(Breach("k", float(k), float(self.min_k)))
+        if self.max_global_risk is not None and individual is not None:
+            share = individual.global_risk_share
+            if share > self.max_global_risk:
+                metric = "individual_risk.global_risk_share"
+                out.append(Breach(metric, share, self.max_global_risk))
+        if self.min_l is not None:
+            for column in diversity:
+                if column.distinct < self.min_l:
+                    metric = f"l_diversity.{column.column}.distinct"
+                    out.append(Breach(metric, float(column.distinct), float(self.min_l)))
         return tuple(out)
 
 
@@ -120,15 +170,20 @@ class JournalistRisk:
     measures fall back to the sample's (equal to the prosecutor's). Population estimates,
     when a population size was given, are in ``Assessment.population``.
     ``basis="population_table"``: measured on the register's class sizes (``register``).
+    ``basis="sampling_weights"`` (no register, a weight column given): estimated from the
+    individual risk of each record (metrics.md §6, ``individual``).
     """
 
     measures: SampleRisk
     basis: str
     register: RegisterRisk | None = None
+    individual: IndividualRisk | None = None
 
     def to_dict(self) -> dict[str, Any]:
         if self.register is not None:
             return self.register.journalist_dict()
+        if self.individual is not None:
+            return self.individual.journalist_dict()
         return {**self.measures.to_dict(), "basis": self.basis}
 
 
@@ -151,6 +206,9 @@ class Assessment:
     attributes: tuple[AttributeRisk, ...]
     thresholds: Thresholds = field(default_factory=Thresholds)
     breaches: tuple[Breach, ...] = ()
+    individual_risk: IndividualRisk | None = None
+    l_diversity: tuple[LDiversity, ...] | None = None
+    suda: SudaResult | None = None
 
     @property
     def passed(self) -> bool:
@@ -175,9 +233,15 @@ class Assessment:
             },
             "risk_distribution": [b.to_dict() for b in self.risk_distribution],
             "attributes": [a.to_dict() for a in self.attributes],
-            "individual_risk": None,
-            "l_diversity": None,
-            "suda": None,
+            "individual_risk": (
+                None if self.individual_risk is None else self.individual_risk.to_dict()
+            ),
+            "l_diversity": (
+                None
+                if self.l_diversity is None
+                else {item.column: item.to_dict() for item in self.l_diversity}
+            ),
+            "suda": None if self.suda is None else self.suda.to_dict(),
             "thresholds": self.thresholds.to_dict(),
             "breaches": [b.to_dict() for b in self.breaches],
             "passed": self.passed,
@@ -195,6 +259,11 @@ def assess(
     attributes: bool = True,
     max_subset_size: int | None = None,
     population_table: ClassTable | None = None,
+    weights: ClassWeights | None = None,
+    sensitive: Mapping[str, ValueCounts] | None = None,
+    recursive_c: float = DEFAULT_RECURSIVE_C,
+    suda: bool = False,
+    suda_max_msu_size: int | None = None,
 ) -> Assessment:
     """Assess a class table: sample risks, attacker models, population models, QI ranking.
 
@@ -203,7 +272,24 @@ def assess(
     ``population_table`` is a register of that population on the same QIs: the journalist
     and marketer are then measured against it (``basis: "population_table"``), and, unless a
     population size is given, its number of records is taken as ``N``.
+
+    ``weights`` (the sums of a sampling-weight column per class, aligned with ``table``) add
+    the individual risk of metrics.md §6; without a register they are also the journalist's
+    basis (``basis: "sampling_weights"``). ``sensitive`` (value counts per class of each
+    sensitive column) adds l-diversity (§7, recursive with ``recursive_c``); ``suda`` the
+    SUDA2 special uniques (§6, MSUs up to ``suda_max_msu_size`` keys, default all).
     """
+    gate = thresholds if thresholds is not None else Thresholds()
+    if gate.max_global_risk is not None and weights is None:
+        raise InvalidInputError(
+            "a maximum global risk gates the individual risk from sampling weights: name the "
+            "weight column"
+        )
+    if gate.min_l is not None and not sensitive:
+        raise InvalidInputError(
+            "a minimum l gates the l-diversity of sensitive columns: name at least one"
+        )
+    c = validate_recursive_c(recursive_c)
     sizes, counts = table.histogram()
     prosecutor = sample_risk(sizes, counts, record_threshold)
     n = prosecutor.records
@@ -218,7 +304,13 @@ def assess(
         n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
     )
     population = None if big_n is None else population_uniqueness(sizes, counts, big_n)
-    gate = thresholds if thresholds is not None else Thresholds()
+    individual = None
+    if weights is not None:
+        individual = individual_risk(table.sizes, weights, record_threshold=record_threshold)
+    diversity = None
+    if sensitive is not None:
+        diversity = tuple(l_diversity(v, table.sizes, c=c) for v in sensitive.values())
+    special = suda2(table, max_msu_size=suda_max_msu_size) if suda else None
     k = int(sizes[0])
     ranking = attribute_risks(table, max_subset_size) if attributes else ()
     return Assessment(
@@ -233,8 +325,15 @@ def assess(
         prosecutor=prosecutor,
         journalist=JournalistRisk(
             measures=prosecutor,
-            basis="sample" if register is None else "population_table",
+            basis=(
+                "population_table"
+                if register is not None
+                else "sample"
+                if individual is None
+                else "sampling_weights"
+            ),
             register=register,
+            individual=individual,
         ),
         marketer_risk=prosecutor.classes / n if register is None else register.marketer_risk,
         sample_uniques=prosecutor.sample_uniques,
@@ -242,5 +341,8 @@ def assess(
         risk_distribution=risk_distribution(sizes, counts),
         attributes=ranking,
         thresholds=gate,
-        breaches=gate.check(prosecutor, k),
+        breaches=gate.check(prosecutor, k, individual=individual, diversity=diversity or ()),
+        individual_risk=individual,
+        l_diversity=diversity,
+        suda=special,
     )

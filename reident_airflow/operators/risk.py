@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from reident_airflow._compat import BaseOperator, Context
+from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Assessment, Thresholds, assess
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import ReidentError
@@ -43,8 +44,16 @@ class ReidentificationRiskOperator(BaseOperator):
         drawn from, for the population-uniqueness models (at most one).
     :param population_table: a register of that population on the same QIs (a table of the
         same connection, or a file when ``path`` is used).
+    :param weight: a sampling-weight column: adds the individual risk (sdcMicro's
+        Benedetti–Franconi approximation, metrics.md §6), which is then also the journalist's
+        basis when no register is given. Weight sums are computed where the data is.
+    :param sensitive: sensitive columns (list, or comma-separated): adds their distinct,
+        entropy and recursive (``recursive_c``, default 2) l-diversity (metrics.md §7); value
+        counts per class are computed where the data is.
+    :param suda: also compute SUDA2 special uniques (per-column contributions).
     :param max_highest_risk: / ``max_average_risk`` / ``max_records_at_risk`` / ``min_k``: the
-        gate; each is optional.
+        gate; each is optional. ``max_global_risk`` gates the expected share of
+        re-identifications from ``weight``, ``min_l`` the distinct l of every sensitive column.
     :param on_breach: ``"fail"`` (default: the task fails, no retries), ``"skip"`` (the task
         and its downstream are skipped: nothing is published) or ``"warn"`` (log, succeed).
     :param report_path: where to write a self-contained HTML risk report (templated; a local
@@ -69,10 +78,15 @@ class ReidentificationRiskOperator(BaseOperator):
         "sampling_fraction",
         "region",
         "population_table",
+        "weight",
+        "sensitive",
+        "recursive_c",
         "max_highest_risk",
         "max_average_risk",
         "max_records_at_risk",
         "min_k",
+        "max_global_risk",
+        "min_l",
         "on_breach",
         "report_path",
     )
@@ -97,6 +111,12 @@ class ReidentificationRiskOperator(BaseOperator):
         max_average_risk: float | str | None = None,
         max_records_at_risk: float | str | None = None,
         min_k: int | str | None = None,
+        weight: str | None = None,
+        sensitive: str | Sequence[str] | None = None,
+        recursive_c: float | str = 2.0,
+        suda: bool = False,
+        max_global_risk: float | str | None = None,
+        min_l: int | str | None = None,
         on_breach: str = "fail",
         max_subset_size: int | None = None,
         report_path: str | None = None,
@@ -119,6 +139,12 @@ class ReidentificationRiskOperator(BaseOperator):
         self.max_average_risk = max_average_risk
         self.max_records_at_risk = max_records_at_risk
         self.min_k = min_k
+        self.weight = weight
+        self.sensitive = sensitive
+        self.recursive_c = recursive_c
+        self.suda = suda
+        self.max_global_risk = max_global_risk
+        self.min_l = min_l
         self.on_breach = on_breach
         self.max_subset_size = max_subset_size
         self.report_path = report_path
@@ -148,10 +174,24 @@ class ReidentificationRiskOperator(BaseOperator):
                 max_average_risk=parse_number(self.max_average_risk, "max_average_risk"),
                 max_records_at_risk=parse_number(self.max_records_at_risk, "max_records_at_risk"),
                 min_k=parse_number(self.min_k, "min_k", integer=True),  # type: ignore[arg-type]
+                max_global_risk=parse_number(self.max_global_risk, "max_global_risk"),
+                min_l=parse_number(self.min_l, "min_l", integer=True),  # type: ignore[arg-type]
             )
         except ReidentError as exc:
             raise as_configuration_error(exc) from None
+        weight = self.weight.strip() if isinstance(self.weight, str) else self.weight
+        sensitive = parse_columns(self.sensitive or None, "sensitive")
+        if thresholds.max_global_risk is not None and not weight:
+            raise ReidentConfigurationError(
+                "max_global_risk gates the individual risk: give weight"
+            )
+        if thresholds.min_l is not None and not sensitive:
+            raise ReidentConfigurationError("min_l gates l-diversity: give sensitive columns")
+        recursive_c = parse_number(self.recursive_c, "recursive_c")
         return {
+            "weight": weight or None,
+            "sensitive": sensitive,
+            "recursive_c": 2.0 if recursive_c is None else recursive_c,
             "qis": qis,
             "thresholds": thresholds,
             "record_threshold": 0.2 if record_threshold is None else record_threshold,
@@ -160,23 +200,35 @@ class ReidentificationRiskOperator(BaseOperator):
             "region": self.region or None,
         }
 
-    def _class_tables(self, qis: list[str]) -> tuple[ClassTable, ClassTable | None]:
+    def _class_tables(
+        self, qis: list[str], weight: str | None = None, sensitive: Sequence[str] = ()
+    ) -> tuple[ClassAggregates, ClassTable | None]:
+        """The staged table's classes (with weight sums and sensitive value counts when asked
+        for), and the register's."""
         if self.path:
-            from reident_airflow.sources.files import class_table_from_file
+            from reident_airflow.sources.files import aggregates_from_file, class_table_from_file
 
             with local_file(self.path) as local:
-                table = class_table_from_file(local, qis, sep=self.sep)
+                table = aggregates_from_file(
+                    local, qis, sep=self.sep, weight=weight, sensitive=sensitive
+                )
             register = None
             if self.population_table:
                 with local_file(self.population_table) as local:
                     register = class_table_from_file(local, qis, sep=self.sep)
             return table, register
-        from reident_airflow.sources.sql import class_table_from_sql
+        from reident_airflow.sources.sql import aggregates_from_sql, class_table_from_sql
 
         engine = self.get_engine()
         try:
-            table = class_table_from_sql(
-                engine, qis, table=self.table or None, sql=self.sql or None, schema=self.schema
+            table = aggregates_from_sql(
+                engine,
+                qis,
+                table=self.table or None,
+                sql=self.sql or None,
+                schema=self.schema,
+                weight=weight,
+                sensitive=sensitive,
             )
             register = None
             if self.population_table:
@@ -191,9 +243,9 @@ class ReidentificationRiskOperator(BaseOperator):
         params = self._validated()
         qis = params["qis"]
         try:
-            table, register = self._class_tables(qis)
+            aggregates, register = self._class_tables(qis, params["weight"], params["sensitive"])
             result = assess(
-                table,
+                aggregates.table,
                 record_threshold=params["record_threshold"],
                 population_size=params["population_size"],
                 sampling_fraction=params["sampling_fraction"],
@@ -201,6 +253,10 @@ class ReidentificationRiskOperator(BaseOperator):
                 thresholds=params["thresholds"],
                 max_subset_size=self.max_subset_size,
                 population_table=register,
+                weights=aggregates.weights,
+                sensitive=aggregates.sensitive if params["sensitive"] else None,
+                recursive_c=params["recursive_c"],
+                suda=bool(self.suda),
             )
         except ReidentError as exc:
             raise as_configuration_error(exc) from None

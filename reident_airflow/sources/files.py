@@ -15,6 +15,11 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
+from reident_airflow.engine.aggregates import (
+    ClassAggregates,
+    aggregate_arrow,
+    check_extra_columns,
+)
 from reident_airflow.engine.classes import (
     ClassTable,
     class_table_from_codes,
@@ -23,7 +28,13 @@ from reident_airflow.engine.classes import (
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
-__all__ = ["class_table_from_file", "file_columns", "is_parquet", "read_columns"]
+__all__ = [
+    "aggregates_from_file",
+    "class_table_from_file",
+    "file_columns",
+    "is_parquet",
+    "read_columns",
+]
 
 _PARQUET_MAGIC = b"PAR1"
 _RAGGED = re.compile(r"Expected (\d+) columns, got (\d+)")
@@ -143,3 +154,28 @@ def class_table_from_file(path: str | Path, qis: Sequence[str], *, sep: str = ",
     if table.num_rows == 0:
         raise EmptyDatasetError(f"{path}: the table has no records: there is nothing to assess")
     return class_table_from_codes(encode_arrow(table, qis))
+
+
+def aggregates_from_file(
+    path: str | Path,
+    qis: Sequence[str],
+    *,
+    sep: str = ",",
+    weight: str | None = None,
+    sensitive: Sequence[str] = (),
+) -> ClassAggregates:
+    """The class table of a file with per-class weight sums and sensitive value counts.
+
+    Only the QI, weight and sensitive columns are read; they are grouped in one pass
+    (:func:`~reident_airflow.engine.aggregates.aggregate_arrow`). A weight column read from
+    CSV text is parsed as numbers.
+    """
+    p = Path(path)
+    header = file_columns(p, sep=sep)
+    names = validate_quasi_identifiers(qis, header)
+    weight, extra = check_extra_columns(names, header, weight=weight, sensitive=sensitive)
+    columns = [*names, *([] if weight is None else [weight]), *extra]
+    table = read_columns(p, columns, sep=sep)
+    if table.num_rows == 0:
+        raise EmptyDatasetError(f"{path}: the table has no records: there is nothing to assess")
+    return aggregate_arrow(table, names, weight=weight, sensitive=extra)

@@ -17,6 +17,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, NoSuchTableError
 
+from reident_airflow.engine.aggregates import (
+    ClassAggregates,
+    aggregate_grouped,
+    check_extra_columns,
+)
 from reident_airflow.engine.classes import (
     ClassTable,
     class_table_from_grouped,
@@ -25,15 +30,21 @@ from reident_airflow.engine.classes import (
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
+    "aggregates_from_sql",
     "class_table_from_sql",
     "copy_table_atomic",
     "grouped_counts",
+    "grouped_sums",
+    "grouped_value_counts",
     "make_engine",
     "query_source",
     "reflect_table",
 ]
 
 COUNT_LABEL = "reident_class_size"
+SUM_LABEL = "reident_weight_sum"
+_PRESENT_LABEL = "reident_weight_present"
+_NONPOSITIVE_LABEL = "reident_weight_nonpositive"
 FETCH_ROWS = 100_000
 
 
@@ -78,8 +89,23 @@ def _grouped(
         raise InvalidInputError(f"a quasi-identifier may not be named {COUNT_LABEL!r}")
     cols = [_exact(conn, source.c[q]) for q in names]
     stmt = sa.select(*cols, sa.func.count().label(COUNT_LABEL)).group_by(*cols)
-    keys = [*names, COUNT_LABEL]
-    copied = _copy_out(conn, stmt, keys)
+    return _fetch_grouped(conn, stmt, [*names, COUNT_LABEL], list(names))
+
+
+def _fetch_grouped(
+    conn: Connection,
+    stmt: sa.Select[Any],
+    keys: list[str],
+    text_keys: list[str],
+    numbers: dict[str, pa.DataType] | None = None,
+) -> pd.DataFrame | pa.Table:
+    """Run a grouped ``SELECT`` and fetch its rows: ``keys`` name the result's columns.
+
+    ``text_keys`` are the grouped value columns, ``numbers`` the aggregates and their Arrow
+    types (default: the last key, a count).
+    """
+    names = text_keys
+    copied = _copy_out(conn, stmt, keys, numbers)
     if copied is not None:
         return copied
     if conn.dialect.name == "postgresql":
@@ -108,7 +134,12 @@ def _grouped(
     return grouped
 
 
-def _copy_out(conn: Connection, stmt: sa.Select[Any], keys: list[str]) -> pa.Table | None:
+def _copy_out(
+    conn: Connection,
+    stmt: sa.Select[Any],
+    keys: list[str],
+    numbers: dict[str, pa.DataType] | None = None,
+) -> pa.Table | None:
     """PostgreSQL with psycopg2: fetch the class rows with ``COPY (SELECT ...) TO STDOUT``.
 
     COPY streams the result as CSV text, which Arrow parses far faster than the driver builds
@@ -132,11 +163,13 @@ def _copy_out(conn: Connection, stmt: sa.Select[Any], keys: list[str]) -> pa.Tab
     if buffer.tell() == 0:
         return pa.table({k: pa.array([], type=pa.string()) for k in keys})
     buffer.seek(0)
+    numeric = numbers if numbers is not None else {keys[-1]: pa.int64()}
+    types = {k: numeric.get(k, pa.string()) for k in keys}
     table = pcsv.read_csv(
         buffer,
         read_options=pcsv.ReadOptions(column_names=keys, block_size=1 << 24),
         convert_options=pcsv.ConvertOptions(
-            column_types={**{k: pa.string() for k in keys[:-1]}, keys[-1]: pa.int64()},
+            column_types=types,
             strings_can_be_null=True,  # COPY writes NULL as an unquoted empty field
             quoted_strings_can_be_null=False,  # ... and an empty string as ""
             null_values=[""],
@@ -191,6 +224,122 @@ def class_table_from_sql(
         what = f"table {table!r}" if table is not None else "the query"
         raise EmptyDatasetError(f"{what} has no records: there is nothing to assess")
     return class_table_from_grouped(grouped, qis, COUNT_LABEL)
+
+
+def grouped_sums(
+    conn: Connection, source: sa.Table | sa.Subquery, qis: Sequence[str], column: str
+) -> pd.DataFrame:
+    """``SELECT qis..., count(*), sum(column) ... GROUP BY qis``: class sizes and weight sums.
+
+    The weights are checked in the same query (aggregates only): a missing, zero or negative
+    weight, or a text column, is an input error naming the column and the number of records.
+    """
+    names = validate_quasi_identifiers(qis, [c.name for c in source.columns])
+    if column not in [c.name for c in source.columns]:
+        raise InvalidInputError(f"unknown weight column {column!r}")
+    weight = source.c[column]
+    if isinstance(weight.type, sa.String):
+        raise InvalidInputError(f"weight column {column!r} is not numeric (a text column)")
+    cols = [_exact(conn, source.c[q]) for q in names]
+    stmt = sa.select(
+        *cols,
+        sa.func.count().label(COUNT_LABEL),
+        sa.func.sum(weight).label(SUM_LABEL),
+        sa.func.count(weight).label(_PRESENT_LABEL),
+        sa.func.sum(sa.case((weight <= 0, 1), else_=0)).label(_NONPOSITIVE_LABEL),
+    ).group_by(*cols)
+    keys = [*names, COUNT_LABEL, SUM_LABEL, _PRESENT_LABEL, _NONPOSITIVE_LABEL]
+    numbers = {
+        COUNT_LABEL: pa.int64(),
+        SUM_LABEL: pa.float64(),
+        _PRESENT_LABEL: pa.int64(),
+        _NONPOSITIVE_LABEL: pa.int64(),
+    }
+    fetched = _fetch_grouped(conn, stmt, keys, list(names), numbers)
+    frame = fetched.to_pandas() if isinstance(fetched, pa.Table) else fetched
+    if not frame.empty:
+        total = int(frame[COUNT_LABEL].sum())
+        missing = total - int(pd.to_numeric(frame[_PRESENT_LABEL]).sum())
+        if missing:
+            raise InvalidInputError(
+                f"weight column {column!r} has {missing} missing value(s): every record needs "
+                "a sampling weight"
+            )
+        nonpositive = int(pd.to_numeric(frame[_NONPOSITIVE_LABEL]).sum())
+        if nonpositive:
+            raise InvalidInputError(
+                f"weight column {column!r} has {nonpositive} zero or negative weight(s): a "
+                "sampling weight is the number of population units a record stands for, and "
+                "must be > 0"
+            )
+        frame[SUM_LABEL] = pd.to_numeric(frame[SUM_LABEL]).astype("float64")
+    return frame.drop(columns=[_PRESENT_LABEL, _NONPOSITIVE_LABEL])
+
+
+def grouped_value_counts(
+    conn: Connection, source: sa.Table | sa.Subquery, qis: Sequence[str], column: str
+) -> pd.DataFrame:
+    """``SELECT qis..., column, count(*) ... GROUP BY qis, column``: values per class.
+
+    Only their counts are used afterwards (l-diversity); the values are grouped exactly as QI
+    values are (by their bytes on MySQL/MariaDB).
+    """
+    names = validate_quasi_identifiers(qis, [c.name for c in source.columns])
+    if column not in [c.name for c in source.columns]:
+        raise InvalidInputError(f"unknown sensitive column {column!r}")
+    if column in names or column == COUNT_LABEL:
+        raise InvalidInputError(f"sensitive column {column!r} is also a quasi-identifier")
+    cols = [_exact(conn, source.c[q]) for q in names]
+    value = _exact(conn, source.c[column])
+    stmt = sa.select(*cols, value, sa.func.count().label(COUNT_LABEL)).group_by(*cols, value)
+    fetched = _fetch_grouped(conn, stmt, [*names, column, COUNT_LABEL], [*names, column])
+    return fetched.to_pandas() if isinstance(fetched, pa.Table) else fetched
+
+
+def aggregates_from_sql(
+    url: str | Engine,
+    qis: Sequence[str],
+    *,
+    table: str | None = None,
+    sql: str | None = None,
+    schema: str | None = None,
+    weight: str | None = None,
+    sensitive: Sequence[str] = (),
+) -> ClassAggregates:
+    """Class table, weight sums and sensitive value counts, all computed by the database.
+
+    One ``GROUP BY qis`` (with ``sum(weight)`` when a weight column is named) and one
+    ``GROUP BY qis, column`` per sensitive column; one row per class (or per class and
+    value) is fetched, never a record.
+    """
+    if (table is None) == (sql is None):
+        raise InvalidInputError("give either a table name or a sql query, not both or neither")
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        source = (
+            reflect_table(conn, table, schema)
+            if table is not None
+            else query_source(conn, sql or "")
+        )
+        available = [c.name for c in source.columns]
+        names = validate_quasi_identifiers(qis, available)
+        weight, extra = check_extra_columns(names, available, weight=weight, sensitive=sensitive)
+        if weight is None:
+            counts = grouped_counts(conn, source, names)
+        else:
+            counts = grouped_sums(conn, source, names, weight)
+        value_counts = {s: grouped_value_counts(conn, source, names, s) for s in extra}
+    if counts.empty:
+        what = f"table {table!r}" if table is not None else "the query"
+        raise EmptyDatasetError(f"{what} has no records: there is nothing to assess")
+    return aggregate_grouped(
+        counts,
+        names,
+        COUNT_LABEL,
+        weight=weight,
+        weight_sum_column=SUM_LABEL,
+        value_counts=value_counts,
+    )
 
 
 def _quote(engine: Engine, name: str) -> str:

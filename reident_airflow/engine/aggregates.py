@@ -1,0 +1,568 @@
+"""Per-class aggregates beyond the class size: sums of weights, value counts of sensitive columns.
+
+The class table (:mod:`reident_airflow.engine.classes`) counts records per equivalence class.
+Individual risk (metrics.md §6) also needs each class's sum of sampling weights (``F_k``), and
+l-diversity (§7) the value counts of each sensitive column within each class. Both are computed
+in the same pass that groups the rows, where the data is:
+
+- rows in memory (:func:`aggregate_codes`, :func:`aggregate_frame`, :func:`aggregate_arrow`):
+  the QI codes are combined into one mixed-radix key; with a small key space the classes are
+  counted by :func:`numpy.bincount` (and every row's class is a table lookup); otherwise, when
+  the key fits 32 bits, each key is packed with its row number into one 64-bit word and the
+  words are sorted once: the sort yields the classes (runs of equal keys) and the permutation
+  that gathers weights and sensitive codes class by class. Anything larger is grouped by
+  hashing.
+- rows in a database: ``GROUP BY qis`` with ``sum(weight)``, and ``GROUP BY qis, sensitive``
+  with ``count(*)`` (:mod:`reident_airflow.sources.sql`); :func:`aggregate_grouped` turns
+  those results into the same structures.
+
+Only aggregates leave this module: sums, counts, class indices. Sensitive *values* are reduced
+to their counts per class (no measure needs the value itself, and it is never kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from reident_airflow.engine.classes import (
+    ClassTable,
+    EncodedColumns,
+    encode_arrow,
+    encode_arrow_column,
+    encode_frame,
+    encode_series,
+    group_codes,
+)
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+
+__all__ = [
+    "ClassAggregates",
+    "ClassWeights",
+    "ValueCounts",
+    "aggregate_arrow",
+    "aggregate_codes",
+    "aggregate_frame",
+    "aggregate_grouped",
+    "check_extra_columns",
+    "check_weight_sums",
+    "weights_from_values",
+]
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+
+# Key space up to which classes (and class/value pairs) are counted with a direct bincount.
+_BINCOUNT_LIMIT = 1 << 24
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+@dataclass(frozen=True, eq=False)
+class ClassWeights:
+    """``sums[j]``: the sum of the sampling weights of class j's records (``F_j``)."""
+
+    column: str
+    sums: FloatArray
+
+
+@dataclass(frozen=True, eq=False)
+class ValueCounts:
+    """Value counts of one sensitive column within each class.
+
+    One entry per (class, value) pair present in the table, ordered by class: ``classes[p]``
+    is the class index of pair p and ``counts[p]`` how many of the class's records have that
+    value. A missing value is a value of its own. The values themselves are not kept.
+    """
+
+    column: str
+    classes: IntArray
+    counts: IntArray
+
+
+@dataclass(frozen=True, eq=False)
+class ClassAggregates:
+    """A class table with the per-class aggregates computed in the same pass.
+
+    ``inverse[i]`` (when asked for) is the class index of row i, ``-1`` for a record excluded
+    as fully suppressed.
+    """
+
+    table: ClassTable
+    weights: ClassWeights | None = None
+    sensitive: Mapping[str, ValueCounts] = field(default_factory=dict)
+    inverse: IntArray | None = field(default=None, repr=False)
+
+
+# ----------------------------------------------------------------------------- validation
+def check_extra_columns(
+    qis: Sequence[str],
+    available: Sequence[str],
+    *,
+    weight: str | None = None,
+    sensitive: Sequence[str] = (),
+) -> tuple[str | None, tuple[str, ...]]:
+    """Check the weight and sensitive column names against the QIs and the table's columns.
+
+    A sensitive or weight column that is also a quasi-identifier is an error (a column cannot
+    be both what the attacker knows and what the release protects); so are unknown names,
+    duplicates, and a weight column that is also listed as sensitive.
+    """
+    avail = [str(a) for a in available]
+    qi_set = set(qis)
+    if isinstance(sensitive, str):
+        sensitive = [sensitive]
+    names = tuple(str(s).strip() for s in sensitive)
+    if any(not s for s in names):
+        raise InvalidInputError("an empty sensitive column name was given")
+    seen: set[str] = set()
+    for s in names:
+        if s in seen:
+            raise InvalidInputError(f"sensitive column {s!r} is listed twice")
+        seen.add(s)
+        if s in qi_set:
+            raise InvalidInputError(
+                f"sensitive column {s!r} is also a quasi-identifier: l-diversity measures what "
+                "a class discloses about a column the attacker does not know; remove it from "
+                "one of the two lists"
+            )
+    if weight is not None:
+        weight = str(weight).strip()
+        if not weight:
+            raise InvalidInputError("an empty weight column name was given")
+        if weight in qi_set:
+            raise InvalidInputError(f"weight column {weight!r} is also a quasi-identifier")
+        if weight in seen:
+            raise InvalidInputError(f"weight column {weight!r} is also listed as sensitive")
+    for kind, cols in (("weight", [] if weight is None else [weight]), ("sensitive", names)):
+        missing = [c for c in cols if c not in avail]
+        if missing:
+            raise InvalidInputError(
+                f"unknown {kind} column{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(repr(m) for m in missing)}; available columns: "
+                f"{', '.join(repr(a) for a in avail)}"
+            )
+    return weight, names
+
+
+def _not_numeric(column: str, bad: int) -> InvalidInputError:
+    return InvalidInputError(
+        f"weight column {column!r} is not numeric: {max(bad, 1)} value(s) cannot be read as a "
+        "number"
+    )
+
+
+def weights_from_values(values: Any, column: str) -> FloatArray:
+    """Sampling weights from a column (numbers, or text holding numbers), validated.
+
+    Every weight must be a finite number greater than 0: a missing, non-numeric, zero or
+    negative weight is an error naming the column and how many records are affected (never a
+    value).
+    """
+    if isinstance(values, pa.ChunkedArray | pa.Array):
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        typ = values.type
+        missing = int(values.null_count)
+        if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ):
+            numbers = values.cast(pa.float64())
+        elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
+            try:
+                numbers = pc.cast(values, pa.float64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                # count the unreadable values for the message
+                text = pd.Series(values.to_pandas())
+                bad = int(pd.to_numeric(text, errors="coerce").isna().sum()) - missing
+                raise _not_numeric(column, bad) from None
+        else:
+            raise InvalidInputError(f"weight column {column!r} is not numeric (type {typ})")
+        arr = np.asarray(numbers.to_numpy(zero_copy_only=False), dtype=np.float64)
+    else:
+        series = values if isinstance(values, pd.Series) else pd.Series(values)
+        if series.dtype == bool:
+            raise InvalidInputError(f"weight column {column!r} is boolean, not numeric")
+        missing = int(series.isna().sum())
+        numeric = pd.to_numeric(series, errors="coerce")
+        bad = int(numeric.isna().sum()) - missing
+        if bad:
+            raise _not_numeric(column, bad)
+        arr = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+    if missing:
+        raise InvalidInputError(
+            f"weight column {column!r} has {missing} missing value(s): every record needs a "
+            "sampling weight"
+        )
+    finite = np.isfinite(arr)
+    if not finite.all():
+        raise InvalidInputError(
+            f"weight column {column!r} has {int((~finite).sum())} non-finite value(s)"
+        )
+    nonpositive = int((arr <= 0).sum())
+    if nonpositive:
+        raise InvalidInputError(
+            f"weight column {column!r} has {nonpositive} zero or negative weight(s): a sampling "
+            "weight is the number of population units a record stands for, and must be > 0"
+        )
+    return arr
+
+
+def check_weight_sums(sizes: IntArray, weights: ClassWeights) -> None:
+    """``F_k >= f_k`` for every class: a class cannot stand for fewer people than it holds."""
+    if weights.sums.shape != sizes.shape:
+        raise InvalidInputError(f"{weights.sums.shape[0]} weight sums for {sizes.shape[0]} classes")
+    if not np.isfinite(weights.sums).all():
+        raise InvalidInputError(f"weight column {weights.column!r} sums to a non-finite value")
+    below = weights.sums < sizes
+    if below.any():
+        raise InvalidInputError(
+            f"the weights of {int(below.sum())} class(es) ({int(sizes[below].sum())} records) "
+            f"in column {weights.column!r} sum to less than their number of records: a class "
+            "cannot stand for fewer population units than it holds (sampling weights estimate "
+            "population counts, so they are usually >= 1)"
+        )
+
+
+# ------------------------------------------------------------------------------- grouping
+def _mixed_radix(codes: Sequence[IntArray], cards: Sequence[int], dtype: Any) -> NDArray[Any]:
+    key: NDArray[Any] = np.asarray(codes[0]).astype(dtype, copy=True)
+    for col, card in zip(codes[1:], cards[1:], strict=True):
+        key *= dtype(card)
+        key += np.asarray(col).astype(dtype, copy=False)
+    return key
+
+
+def _runs(sorted_keys: NDArray[Any]) -> IntArray:
+    """Positions where a new run of equal values starts in a sorted array."""
+    n = sorted_keys.shape[0]
+    starts = np.empty(n, dtype=np.bool_)
+    starts[:1] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=starts[1:])
+    return np.flatnonzero(starts)
+
+
+@dataclass(frozen=True, eq=False)
+class _Grouping:
+    """How rows map to classes: by ``inverse`` (row -> class) or by a sort permutation.
+
+    With a permutation, ``perm`` lists the rows class by class, ``sorted_class[i]`` is the
+    class of row ``perm[i]`` and ``first`` the position of each class's first row.
+    """
+
+    classes: int
+    inverse: IntArray | None = None
+    perm: IntArray | None = None
+    sorted_class: IntArray | None = None
+    first: IntArray | None = None
+
+    def sums(self, values: FloatArray) -> FloatArray:
+        if self.inverse is not None:
+            summed = np.bincount(self.inverse, weights=values, minlength=self.classes)
+            return summed.astype(np.float64, copy=False)
+        assert self.perm is not None and self.first is not None
+        out: FloatArray = np.add.reduceat(values[self.perm], self.first)
+        return out
+
+    def pairs(self, codes: IntArray, card: int) -> tuple[IntArray, IntArray]:
+        """``(class, count)`` of every (class, value) pair, ordered by class."""
+        card = max(int(card), 1)
+        if self.inverse is not None:
+            pair = self.inverse * card + codes
+        else:
+            assert self.perm is not None and self.sorted_class is not None
+            pair = self.sorted_class * card + codes[self.perm]
+        space = self.classes * card
+        if space <= max(_BINCOUNT_LIMIT, 2 * pair.shape[0]):
+            counts = np.bincount(pair, minlength=space)
+            present = np.flatnonzero(counts)
+            return present // card, counts[present].astype(np.int64)
+        pair.sort()
+        first = _runs(pair)
+        counts_ = np.diff(first, append=pair.shape[0]).astype(np.int64)
+        return pair[first] // card, counts_
+
+    def row_classes(self, rows: int) -> IntArray:
+        if self.inverse is not None:
+            return self.inverse
+        assert self.perm is not None and self.sorted_class is not None
+        out = np.empty(rows, dtype=np.int64)
+        out[self.perm] = self.sorted_class
+        return out
+
+
+def _group(encoded: EncodedColumns) -> tuple[IntArray, IntArray, _Grouping]:
+    """Classes of the rows (``class_codes``, ``sizes``) and how to reach each class's rows."""
+    codes = encoded.codes
+    n = encoded.records
+    cards = [max(int(c), 1) for c in encoded.cardinalities]
+    product = 1
+    for c in cards:
+        product *= c
+    if product <= max(_BINCOUNT_LIMIT, 2 * n):
+        key = _mixed_radix(codes, cards, np.int64)
+        counts = np.bincount(key, minlength=product)
+        present = np.flatnonzero(counts)
+        lookup = np.zeros(product, dtype=np.int64)
+        lookup[present] = np.arange(present.shape[0], dtype=np.int64)
+        class_codes = np.stack(np.unravel_index(present, cards), axis=1).astype(np.int64)
+        grouping = _Grouping(classes=int(present.shape[0]), inverse=lookup[key])
+        return class_codes, counts[present].astype(np.int64), grouping
+    if product <= 1 << 32 and n < 1 << 32:
+        # one 64-bit word per row: the class key above, the row number below. One sort gives
+        # the classes (runs of equal keys) and the permutation that lists rows class by class.
+        packed = _mixed_radix(codes, cards, np.uint64)
+        packed <<= np.uint64(32)
+        packed |= np.arange(n, dtype=np.uint64)
+        packed.sort()
+        perm = (packed & _MASK32).astype(np.int64)
+        packed >>= np.uint64(32)
+        first = _runs(packed)
+        sorted_class = np.zeros(n, dtype=np.int64)
+        sorted_class[first[1:]] = 1
+        np.cumsum(sorted_class, out=sorted_class)
+        sizes = np.diff(first, append=n).astype(np.int64)
+        keys = packed[first].astype(np.int64)
+        del packed
+        class_codes = np.stack(np.unravel_index(keys, cards), axis=1).astype(np.int64)
+        grouping = _Grouping(
+            classes=int(first.shape[0]), perm=perm, sorted_class=sorted_class, first=first
+        )
+        return class_codes, sizes, grouping
+    class_codes, sizes, inverse = group_codes(codes, cards, return_inverse=True)
+    assert inverse is not None
+    return class_codes, sizes, _Grouping(classes=int(sizes.shape[0]), inverse=inverse)
+
+
+def aggregate_codes(
+    encoded: EncodedColumns,
+    *,
+    weights: FloatArray | None = None,
+    weight_column: str | None = None,
+    sensitive: Sequence[tuple[str, IntArray, int]] = (),
+    return_inverse: bool = False,
+) -> ClassAggregates:
+    """Group row-level QI codes into classes, with weight sums and sensitive value counts.
+
+    ``weights`` (validated with :func:`weights_from_values`) are summed per class;
+    ``sensitive`` holds ``(column, codes, cardinality)`` per sensitive column (codes as
+    :func:`~reident_airflow.engine.classes.encode_series` makes them). The class table holds
+    the classes :func:`~reident_airflow.engine.classes.class_table_from_codes` finds (fully
+    suppressed records excluded), possibly in another order.
+    """
+    n = encoded.records
+    if n == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    if weights is not None and weights.shape[0] != n:
+        raise InvalidInputError(f"{weights.shape[0]} weights for {n} records")
+    class_codes, sizes, grouping = _group(encoded)
+    sums = None if weights is None else grouping.sums(weights)
+    pairs = {name: grouping.pairs(codes, card) for name, codes, card in sensitive}
+    inverse = grouping.row_classes(n) if return_inverse else None
+    return _finish(
+        encoded,
+        class_codes,
+        sizes,
+        sums=sums,
+        weight_column=weight_column,
+        pairs=pairs,
+        inverse=inverse,
+    )
+
+
+def _finish(
+    encoded: EncodedColumns,
+    class_codes: IntArray,
+    sizes: IntArray,
+    *,
+    sums: FloatArray | None,
+    weight_column: str | None,
+    pairs: Mapping[str, tuple[IntArray, IntArray]],
+    inverse: IntArray | None,
+) -> ClassAggregates:
+    """Exclude fully suppressed classes (ARX behaviour) and check the weights per class."""
+    excluded = 0
+    if all(mc is not None for mc in encoded.marker_codes):
+        marker = np.array(encoded.marker_codes, dtype=np.int64)
+        suppressed = np.all(class_codes == marker, axis=1)
+        if suppressed.any():
+            excluded = int(sizes[suppressed].sum())
+            keep = ~suppressed
+            remap = np.cumsum(keep, dtype=np.int64) - 1
+            remap[suppressed] = -1
+            class_codes = class_codes[keep]
+            sizes = sizes[keep]
+            if sums is not None:
+                sums = sums[keep]
+            pairs = {
+                name: (remap[cls][keep[cls]], cnt[keep[cls]]) for name, (cls, cnt) in pairs.items()
+            }
+            if inverse is not None:
+                inverse = remap[inverse]
+    if sizes.shape[0] == 0:
+        raise EmptyDatasetError(
+            f"every record ({excluded}) is fully suppressed ('*' in every quasi-identifier): "
+            "there is nothing to assess"
+        )
+    table = ClassTable(
+        quasi_identifiers=encoded.names,
+        sizes=sizes,
+        codes=class_codes,
+        cardinalities=encoded.cardinalities,
+        dictionaries=encoded.dictionaries,
+        excluded_records=excluded,
+    )
+    weights = None
+    if sums is not None:
+        weights = ClassWeights(column=weight_column or "weight", sums=sums)
+        check_weight_sums(table.sizes, weights)
+    return ClassAggregates(
+        table=table,
+        weights=weights,
+        sensitive={name: ValueCounts(name, cls, cnt) for name, (cls, cnt) in pairs.items()},
+        inverse=inverse,
+    )
+
+
+# ------------------------------------------------------------------------------ front ends
+def aggregate_frame(
+    frame: pd.DataFrame,
+    qis: Sequence[str],
+    *,
+    weight: str | None = None,
+    sensitive: Sequence[str] = (),
+    return_inverse: bool = False,
+) -> ClassAggregates:
+    """:func:`aggregate_codes` on a pandas DataFrame."""
+    encoded = encode_frame(frame, qis)
+    weight, names = check_extra_columns(
+        encoded.names, [str(c) for c in frame.columns], weight=weight, sensitive=sensitive
+    )
+    weights = None if weight is None else weights_from_values(frame[weight], weight)
+    extra = []
+    for name in names:
+        codes, card, _ = encode_series(frame[name])
+        extra.append((name, codes, card))
+    return aggregate_codes(
+        encoded,
+        weights=weights,
+        weight_column=weight,
+        sensitive=extra,
+        return_inverse=return_inverse,
+    )
+
+
+def aggregate_arrow(
+    table: pa.Table,
+    qis: Sequence[str],
+    *,
+    weight: str | None = None,
+    sensitive: Sequence[str] = (),
+    return_inverse: bool = False,
+) -> ClassAggregates:
+    """:func:`aggregate_codes` on an Arrow table (a CSV or Parquet file read by Arrow)."""
+    encoded = encode_arrow(table, qis)
+    weight, names = check_extra_columns(
+        encoded.names, table.column_names, weight=weight, sensitive=sensitive
+    )
+    weights = None if weight is None else weights_from_values(table.column(weight), weight)
+    extra = []
+    for name in names:
+        codes, card, _ = encode_arrow_column(table.column(name))
+        extra.append((name, codes, card))
+    return aggregate_codes(
+        encoded,
+        weights=weights,
+        weight_column=weight,
+        sensitive=extra,
+        return_inverse=return_inverse,
+    )
+
+
+def aggregate_grouped(
+    counts: pd.DataFrame,
+    qis: Sequence[str],
+    count_column: str,
+    *,
+    weight: str | None = None,
+    weight_sum_column: str | None = None,
+    value_counts: Mapping[str, pd.DataFrame] | None = None,
+) -> ClassAggregates:
+    """Aggregates from database ``GROUP BY`` results (one DataFrame each).
+
+    ``counts`` has one row per QI tuple with its record count in ``count_column`` (and, with
+    ``weight``, the sum of the weights in ``weight_sum_column``); ``value_counts[col]`` has
+    one row per (QI tuple, value of ``col``) with its count in ``count_column``. All results
+    are encoded together, so rows of different results that hold the same QI tuple meet in
+    one class; rows whose tuples coincide after decoding (two spellings of a missing value)
+    are merged.
+    """
+    names = tuple(qis)
+    extra = dict(value_counts or {})
+    frames = [counts, *extra.values()]
+    for f in frames:
+        absent = [c for c in (*names, count_column) if c not in f.columns]
+        if absent:
+            raise InvalidInputError(f"grouped result lacks column(s) {absent}")
+    if len(counts) == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    lengths = [len(f) for f in frames]
+    stacked = pd.concat([f[list(names)] for f in frames], ignore_index=True)
+    encoded = encode_frame(stacked, names)
+    all_codes, _, inverse = group_codes(encoded.codes, encoded.cardinalities, return_inverse=True)
+    assert inverse is not None
+    bounds = np.cumsum([0, *lengths])
+    own = inverse[: bounds[1]]
+    row_counts = counts[count_column].to_numpy(dtype=np.int64)
+    if (row_counts < 0).any():
+        raise InvalidInputError("grouped result has a negative count")
+    u_all = int(all_codes.shape[0])
+    sizes_all = np.bincount(own, weights=row_counts, minlength=u_all).astype(np.int64)
+    present = sizes_all > 0
+    if not present.any():
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    remap = np.cumsum(present, dtype=np.int64) - 1
+    class_codes = all_codes[present]
+    sizes = sizes_all[present]
+    sums = None
+    if weight is not None:
+        column = weight_sum_column or weight
+        values = counts[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        sums = np.bincount(own, weights=values, minlength=u_all)[present].astype(np.float64)
+    pairs: dict[str, tuple[IntArray, IntArray]] = {}
+    for i, (name, frame) in enumerate(extra.items(), start=1):
+        cls_all = inverse[bounds[i] : bounds[i + 1]]
+        cnt = frame[count_column].to_numpy(dtype=np.int64)
+        if not present[cls_all[cnt > 0]].all():
+            raise InvalidInputError(
+                f"the value counts of {name!r} hold classes the table does not: the queries "
+                "saw different data"
+            )
+        cls = remap[cls_all]
+        value_codes, card, _ = encode_series(frame[name])
+        key = cls * max(card, 1) + value_codes
+        uniq, pos = np.unique(key, return_inverse=True)
+        merged = np.bincount(pos.reshape(-1), weights=cnt, minlength=uniq.shape[0])
+        keep = merged > 0
+        pair_cls = uniq[keep] // max(card, 1)
+        pair_cnt = merged[keep].astype(np.int64)
+        per_class = np.bincount(pair_cls, weights=pair_cnt, minlength=sizes.shape[0])
+        if not np.array_equal(per_class.astype(np.int64), sizes):
+            raise InvalidInputError(
+                f"the value counts of {name!r} do not add up to the class sizes: the queries "
+                "saw different data"
+            )
+        pairs[name] = (pair_cls.astype(np.int64), pair_cnt)
+    return _finish(
+        encoded,
+        class_codes,
+        sizes,
+        sums=sums,
+        weight_column=weight,
+        pairs=pairs,
+        inverse=None,
+    )

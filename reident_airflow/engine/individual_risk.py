@@ -1,0 +1,157 @@
+"""Individual risk from sampling weights (metrics.md §6; sdcMicro-compatible).
+
+A survey sample or trial cohort stands for a wider population. Each record's class has
+``f_k`` records in the sample and an estimated ``F_k`` members in the population: the sum of
+the sampling weights of its records (each weight is the number of population units the record
+represents). The journalist, who links the release to the population, re-identifies a record
+with the probability estimated by the Benedetti–Franconi individual risk (Benedetti &
+Franconi 1998; Franconi & Polettini 2004, "Individual risk estimation in mu-Argus: a review"),
+in the approximation that is sdcMicro's default (``indivRisk(method = "approx")``). With
+``p = f_k / F_k``:
+
+- ``f_k = 1``: ``p/(1-p) * ln(1/p)``
+- ``f_k = 2``: ``p/(1-p) - (p/(1-p))^2 * ln(1/p)``
+- ``f_k >= 3``: ``p / (f_k - (1 - p))``
+- ``f_k = F_k`` (the class is its whole population): ``1 / f_k``
+
+The global risk is the sum of the individual risks over records (the expected number of
+re-identifications) and, divided by ``n``, the expected share. The arithmetic follows
+sdcMicro 5.8.0's ``indivRisk`` operation by operation, so the per-record risks agree with it to
+the last bit or two (``tests/engine/test_individual_risk.py``).
+
+No population register is needed: this is the journalist's risk when the release is a sample
+and only its design weights are known, which ARX does not offer (it falls back to the sample).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from reident_airflow.engine.aggregates import ClassWeights, check_weight_sums
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.engine.sample import DEFAULT_RECORD_THRESHOLD, validate_threshold
+
+__all__ = ["METHOD", "IndividualRisk", "benedetti_franconi", "individual_risk"]
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+
+#: How the risk is estimated (echoed in the JSON).
+METHOD = "benedetti-franconi approximation (sdcMicro indivRisk, method 'approx')"
+
+
+def benedetti_franconi(sizes: IntArray, weight_sums: FloatArray) -> FloatArray:
+    """Per-class individual risk from sample sizes ``f_k`` and weight sums ``F_k``.
+
+    ``F_k >= f_k`` is required (checked): ``p = f_k / F_k`` is a sampling fraction.
+    """
+    f = np.asarray(sizes, dtype=np.int64)
+    big_f = np.asarray(weight_sums, dtype=np.float64)
+    if f.shape != big_f.shape or f.ndim != 1:
+        raise InvalidInputError("sizes and weight sums must be 1-D and aligned")
+    if f.shape[0] == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    if (f <= 0).any():
+        raise InvalidInputError("class sizes must be positive")
+    check_weight_sums(f, ClassWeights("weight", big_f))
+    ff = f.astype(np.float64)
+    whole = ff == big_f  # the class is its whole population (p = 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pk = ff / big_f
+        odds = pk / (1.0 - pk)
+        log_inv = np.log(1.0 / pk)
+        risk = np.where(
+            f > 2,
+            pk / (ff - (1.0 - pk)),
+            np.where(f == 2, odds - (odds * odds) * log_inv, odds * log_inv),
+        )
+    risk[whole] = 1.0 / ff[whole]
+    out: FloatArray = risk.astype(np.float64, copy=False)
+    return out
+
+
+@dataclass(frozen=True)
+class IndividualRisk:
+    """Individual risk of a table (per class in :attr:`risk`) and its summaries.
+
+    ``global_risk`` is the expected number of re-identifications (sdcMicro's
+    ``global_risk_ER``), ``global_risk_share`` that number over ``n`` (sdcMicro's
+    ``global_risk``). ``records_above_threshold`` is the share of records whose risk is
+    strictly greater than ``record_threshold``.
+    """
+
+    weight: str
+    records: int
+    record_threshold: float
+    global_risk: float
+    global_risk_share: float
+    highest: float
+    lowest: float
+    records_above_threshold: float
+    records_affected_by_highest: float
+    estimated_population: float
+    risk: FloatArray = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``individual_risk`` object of the assessment JSON (contract.md)."""
+        return {
+            "weight": self.weight,
+            "global_risk": self.global_risk,
+            "global_risk_share": self.global_risk_share,
+            "highest": self.highest,
+            "lowest": self.lowest,
+            "records_above_threshold": self.records_above_threshold,
+            "record_threshold": self.record_threshold,
+            "estimated_population": self.estimated_population,
+            "method": METHOD,
+        }
+
+    def journalist_dict(self) -> dict[str, Any]:
+        """The journalist's measures estimated from the weights (``basis: sampling_weights``)."""
+        return {
+            "highest_risk": self.highest,
+            "lowest_risk": self.lowest,
+            "average_risk": self.global_risk_share,
+            "records_at_risk": self.records_above_threshold,
+            "record_threshold": self.record_threshold,
+            "records_affected_by_highest_risk": self.records_affected_by_highest,
+            "basis": "sampling_weights",
+            "weight": self.weight,
+        }
+
+
+def individual_risk(
+    sizes: IntArray,
+    weights: ClassWeights,
+    *,
+    record_threshold: float = DEFAULT_RECORD_THRESHOLD,
+) -> IndividualRisk:
+    """Individual risk of every class and the table's global risk (metrics.md §6)."""
+    t = validate_threshold(record_threshold)
+    f = np.asarray(sizes, dtype=np.int64)
+    risk = benedetti_franconi(f, weights.sums)
+    n = int(f.sum())
+    # summed in ascending order: the same classes give the same total whatever their order
+    # (a database and a file list classes differently)
+    per_class = f * risk
+    per_class.sort()
+    expected = float(per_class.sum())
+    population = np.sort(weights.sums)
+    highest = float(risk.max())
+    return IndividualRisk(
+        weight=weights.column,
+        records=n,
+        record_threshold=t,
+        global_risk=expected,
+        global_risk_share=expected / n,
+        highest=highest,
+        lowest=float(risk.min()),
+        records_above_threshold=int(f[risk > t].sum()) / n,
+        records_affected_by_highest=int(f[risk == highest].sum()) / n,
+        estimated_population=float(population.sum()),
+        risk=risk,
+    )

@@ -1,0 +1,168 @@
+"""Per-class aggregates (weight sums, sensitive value counts) on every grouping path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from reident_airflow.engine import aggregates as agg_mod
+from reident_airflow.engine.aggregates import (
+    aggregate_arrow,
+    aggregate_codes,
+    aggregate_frame,
+    aggregate_grouped,
+    weights_from_values,
+)
+from reident_airflow.engine.classes import class_table_from_frame, encode_frame
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+
+
+def _frame(n: int, cards: list[int], seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    data: dict[str, object] = {
+        f"q{i}": rng.integers(0, c, n) * 7 + 1000 for i, c in enumerate(cards)
+    }
+    data["w"] = rng.uniform(1.0, 50.0, n)
+    data["s"] = rng.choice(["x", "y", "z", None], n)
+    data["t"] = rng.integers(0, 4, n)
+    return pd.DataFrame(data)
+
+
+def _by_tuple(frame: pd.DataFrame, qis: list[str], **kwargs: object) -> pd.DataFrame:
+    """The aggregates as a frame keyed by the QI values (order-free comparison)."""
+    agg = aggregate_frame(frame, qis, **kwargs)  # type: ignore[arg-type]
+    table = agg.table
+    assert table.dictionaries is not None
+    out = pd.DataFrame(
+        {
+            q: np.asarray(table.dictionaries[i])[table.codes[:, i]]
+            for i, q in enumerate(table.quasi_identifiers)
+        }
+    )
+    out["size"] = table.sizes
+    if agg.weights is not None:
+        out["sum"] = agg.weights.sums
+    for name, vc in agg.sensitive.items():
+        counts = np.bincount(vc.classes, weights=vc.counts**2, minlength=table.classes)
+        out[f"{name}_sq"] = counts.astype(np.int64)  # sum of squared value counts per class
+        out[f"{name}_n"] = np.bincount(vc.classes, minlength=table.classes)
+    return out.sort_values(qis).reset_index(drop=True)
+
+
+def _expected(frame: pd.DataFrame, qis: list[str]) -> pd.DataFrame:
+    g = frame.groupby(qis, dropna=False)
+    out = g.size().rename("size").to_frame()
+    out["sum"] = g["w"].sum()
+    for name in ("s", "t"):
+        vc = frame.fillna({name: "<na>"}).groupby([*qis, name], dropna=False).size()
+        out[f"{name}_sq"] = (vc**2).groupby(level=list(range(len(qis)))).sum()
+        out[f"{name}_n"] = vc.groupby(level=list(range(len(qis)))).size()
+    return out.reset_index().sort_values(qis).reset_index(drop=True)
+
+
+@pytest.mark.parametrize(
+    ("n", "cards", "path"),
+    [
+        (5000, [10, 20], "bincount"),  # small key space
+        (5000, [300, 300, 300], "sort"),  # packed 64-bit sort
+        (3000, [5000, 5000, 5000], "hash"),  # key beyond 32 bits
+    ],
+)
+def test_every_grouping_path_gives_the_same_aggregates(
+    n: int, cards: list[int], path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frame = _frame(n, cards)
+    qis = [f"q{i}" for i in range(len(cards))]
+    got = _by_tuple(frame, qis, weight="w", sensitive=["s", "t"])
+    want = _expected(frame, qis)
+    pd.testing.assert_frame_equal(got[want.columns], want, check_dtype=False, rtol=1e-12)
+    # the same classes as the plain class table
+    plain = class_table_from_frame(frame, qis)
+    assert sorted(plain.sizes.tolist()) == sorted(got["size"].tolist())
+    # row -> class mapping
+    agg = aggregate_frame(frame, qis, weight="w", return_inverse=True)
+    assert agg.inverse is not None
+    np.testing.assert_allclose(
+        np.bincount(agg.inverse, weights=frame["w"].to_numpy()), agg.weights.sums, rtol=1e-12
+    )
+    product = int(np.prod(encode_frame(frame, qis).cardinalities, dtype=np.float64))
+    limit = max(agg_mod._BINCOUNT_LIMIT, 2 * n)
+    taken = "bincount" if product <= limit else "sort" if product <= 1 << 32 else "hash"
+    assert taken == path
+
+
+def test_arrow_and_frame_agree_and_text_weights_are_parsed() -> None:
+    frame = _frame(2000, [30, 40], seed=3)
+    frame["w_text"] = frame["w"].map(repr)
+    qis = ["q0", "q1"]
+    a = aggregate_frame(frame, qis, weight="w", sensitive=["s"])
+    b = aggregate_arrow(pa.Table.from_pandas(frame), qis, weight="w_text", sensitive=["s"])
+    assert a.weights is not None and b.weights is not None
+    assert a.table.classes == b.table.classes
+    np.testing.assert_allclose(np.sort(a.weights.sums), np.sort(b.weights.sums), rtol=1e-12)
+    with pytest.raises(InvalidInputError, match="not numeric: 1 value"):
+        weights_from_values(pa.chunked_array([pa.array(["1", "2", "many"])]), "w")
+    with pytest.raises(InvalidInputError, match="1 missing value"):
+        weights_from_values(pa.chunked_array([pa.array(["1", None, "2"])]), "w")
+    with pytest.raises(InvalidInputError, match="not numeric"):
+        weights_from_values(pa.chunked_array([pa.array([True, False])]), "w")
+
+
+def test_fully_suppressed_records_are_excluded_from_every_aggregate() -> None:
+    frame = pd.DataFrame(
+        {
+            "a": ["*", "*", "1", "1", "2"],
+            "b": ["*", "*", "x", "x", "*"],
+            "w": [5.0, 5.0, 2.0, 3.0, 4.0],
+            "s": ["u", "v", "u", "u", "v"],
+        }
+    )
+    agg = aggregate_frame(frame, ["a", "b"], weight="w", sensitive=["s"], return_inverse=True)
+    assert agg.table.excluded_records == 2
+    assert agg.table.records == 3
+    assert agg.inverse is not None and agg.inverse.tolist()[:2] == [-1, -1]
+    assert agg.weights is not None
+    assert sorted(agg.weights.sums.tolist()) == [4.0, 5.0]
+    vc = agg.sensitive["s"]
+    assert int(vc.counts.sum()) == 3 and vc.classes.max() < agg.table.classes
+
+
+def test_grouped_results_give_the_same_aggregates() -> None:
+    frame = _frame(3000, [6, 7], seed=9)
+    qis = ["q0", "q1"]
+    counts = (
+        frame.groupby(qis, dropna=False)
+        .agg(n=("w", "size"), total=("w", "sum"))
+        .reset_index()
+        .rename(columns={"n": "cnt"})
+    )
+    vc = frame.groupby([*qis, "s"], dropna=False).size().rename("cnt").reset_index()
+    grouped = aggregate_grouped(
+        counts, qis, "cnt", weight="w", weight_sum_column="total", value_counts={"s": vc}
+    )
+    direct = aggregate_frame(frame, qis, weight="w", sensitive=["s"])
+    assert grouped.table.classes == direct.table.classes
+    assert grouped.weights is not None and direct.weights is not None
+    np.testing.assert_allclose(
+        np.sort(grouped.weights.sums), np.sort(direct.weights.sums), rtol=1e-12
+    )
+    assert sorted(grouped.sensitive["s"].counts.tolist()) == sorted(
+        direct.sensitive["s"].counts.tolist()
+    )
+    # value counts that do not add up to the class sizes: different data
+    broken = vc.assign(cnt=vc["cnt"] + 1)
+    with pytest.raises(InvalidInputError, match="do not add up"):
+        aggregate_grouped(counts, qis, "cnt", value_counts={"s": broken})
+    with pytest.raises(EmptyDatasetError):
+        aggregate_grouped(counts.head(0), qis, "cnt")
+
+
+def test_empty_and_misaligned_input() -> None:
+    frame = pd.DataFrame({"q": pd.Series([], dtype=str), "w": pd.Series([], dtype=float)})
+    with pytest.raises(EmptyDatasetError):
+        aggregate_frame(frame, ["q"], weight="w")
+    enc = encode_frame(pd.DataFrame({"q": ["a", "b"]}), ["q"])
+    with pytest.raises(InvalidInputError, match="3 weights for 2 records"):
+        aggregate_codes(enc, weights=np.ones(3))

@@ -1,0 +1,156 @@
+"""l-diversity (metrics.md §7) against sdcMicro 5.8.0, and by hand.
+
+Reference: ``ldiversity(testdata, keyVars, ldiv_index = "hhcivil")`` (``l_recurs_c = 2``) of
+sdcMicro 5.8.0: per record in ``testdata_ldiversity_hhcivil.csv`` (its ``Multi*`` columns are
+always 0 by a bug of sdcMicro's and are not compared), summaries in ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reident_airflow.engine.aggregates import ValueCounts, aggregate_frame
+from reident_airflow.engine.assessment import Thresholds, assess
+from reident_airflow.engine.diversity import l_diversity
+from reident_airflow.engine.errors import InvalidInputError
+from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
+
+
+@pytest.fixture(scope="module")
+def testdata() -> pd.DataFrame:
+    return pd.read_csv(sdcmicro_data("testdata_data.csv"))
+
+
+def test_hhcivil_equals_sdcmicro_per_record(testdata: pd.DataFrame) -> None:
+    info = sdcmicro_summary()["testdata"]
+    agg = aggregate_frame(testdata, info["keyVars"], sensitive=["hhcivil"], return_inverse=True)
+    assert agg.inverse is not None
+    ld = l_diversity(agg.sensitive["hhcivil"], agg.table.sizes, c=2)
+    ref = pd.read_csv(sdcmicro_data("testdata_ldiversity_hhcivil.csv"))
+    rows = agg.inverse
+    np.testing.assert_array_equal(
+        ld.per_class_distinct[rows], ref["hhcivil_Distinct_Ldiversity"].to_numpy()
+    )
+    np.testing.assert_allclose(
+        ld.per_class_entropy[rows],
+        ref["hhcivil_Entropy_Ldiversity"].to_numpy(),
+        rtol=1e-12,
+        atol=0,
+    )
+    np.testing.assert_array_equal(
+        ld.per_class_recursive[rows], ref["hhcivil_Recursive_Ldiversity"].to_numpy()
+    )
+    # summary.json: [min, mean over records, max] and records with distinct l < 2
+    summary = info["ldiversity_hhcivil"]["summary"]
+    for key, per_class in (
+        ("hhcivil_Distinct_Ldiversity", ld.per_class_distinct),
+        ("hhcivil_Entropy_Ldiversity", ld.per_class_entropy),
+        ("hhcivil_Recursive_Ldiversity", ld.per_class_recursive),
+    ):
+        lo, mean, hi = summary[key]
+        values = per_class[rows].astype(np.float64)
+        assert (values.min(), values.max()) == (lo, hi)
+        assert math.isclose(values.mean(), mean, rel_tol=1e-12)
+    assert ld.distinct == 1 and ld.recursive == 1 and ld.entropy == 1.0
+    assert round(ld.homogeneous_records * len(testdata)) == 2466
+    assert info["ldiversity_hhcivil"]["n_records_distinct_l_lt_2"] == 2466
+
+
+def test_hhcivil_and_age_like_sdcmicro(testdata: pd.DataFrame) -> None:
+    info = sdcmicro_summary()["testdata"]
+    agg = aggregate_frame(
+        testdata, info["keyVars"], sensitive=["hhcivil", "age"], return_inverse=True
+    )
+    assert agg.inverse is not None
+    ld = l_diversity(agg.sensitive["age"], agg.table.sizes)
+    summary = info["ldiversity_hhcivil_age"]["summary"]
+    for key, per_class in (
+        ("age_Distinct_Ldiversity", ld.per_class_distinct),
+        ("age_Entropy_Ldiversity", ld.per_class_entropy),
+        ("age_Recursive_Ldiversity", ld.per_class_recursive),
+    ):
+        lo, mean, hi = summary[key]
+        values = per_class[agg.inverse].astype(np.float64)
+        assert math.isclose(values.min(), lo, rel_tol=1e-12)
+        assert math.isclose(values.max(), hi, rel_tol=1e-12)
+        assert math.isclose(values.mean(), mean, rel_tol=1e-12)
+
+
+def test_by_hand() -> None:
+    # class A: x x x y      -> distinct 2, entropy exp(-(3/4 ln 3/4 + 1/4 ln 1/4)),
+    #                          recursive c=2: r1=3 < 2*(1)? no -> 1
+    # class B: x y z z (f 4) -> counts 2,1,1: l=2: 2 < 2*(1+1) yes; l=3: 2 < 2*1 no -> 2
+    # class C: x y z w      -> counts 1,1,1,1: l=4: 1 < 2*1 yes -> 4
+    # class D: missing, missing, x -> a missing value is a value: distinct 2
+    frame = pd.DataFrame(
+        {
+            "q": list("AAAABBBBCCCCDDD"),
+            "s": ["x", "x", "x", "y", "x", "y", "z", "z", "x", "y", "z", "w", None, None, "x"],
+        }
+    )
+    agg = aggregate_frame(frame, ["q"], sensitive=["s"])
+    ld = l_diversity(agg.sensitive["s"], agg.table.sizes, c=2)
+    order = [agg.table.dictionaries[0][code] for code in agg.table.codes[:, 0]]  # type: ignore[index]
+    by_class = {
+        q: (int(d), float(e), int(r))
+        for q, d, e, r in zip(
+            order,
+            ld.per_class_distinct,
+            ld.per_class_entropy,
+            ld.per_class_recursive,
+            strict=True,
+        )
+    }
+    h_a = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    h_b = -(0.5 * math.log(0.5) + 2 * 0.25 * math.log(0.25))
+    h_d = -(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3))
+    assert by_class["A"] == (2, pytest.approx(math.exp(h_a)), 1)
+    assert by_class["B"] == (3, pytest.approx(math.exp(h_b)), 2)
+    assert by_class["C"] == (4, pytest.approx(4.0), 4)
+    assert by_class["D"] == (2, pytest.approx(math.exp(h_d)), 1)
+    assert (ld.distinct, ld.recursive) == (2, 1)
+    assert ld.entropy == pytest.approx(min(math.exp(h_a), math.exp(h_d)))
+    assert ld.homogeneous_records == 0.0
+    # a larger c makes recursive l easier to reach: c = 3 -> A: 3 < 3*1 no (1); D: 2 < 3 yes (2)
+    ld3 = l_diversity(agg.sensitive["s"], agg.table.sizes, c=3)
+    assert ld3.recursive == 1 and int(ld3.per_class_recursive.max()) == 4
+
+
+def test_homogeneous_class_breaches_min_l() -> None:
+    # 20 records share one diagnosis: risk 1/20 each, yet the diagnosis is disclosed (seed 003)
+    frame = pd.DataFrame({"q": ["a"] * 20 + ["b"] * 20, "dx": ["flu"] * 20 + ["flu", "cold"] * 10})
+    agg = aggregate_frame(frame, ["q"], sensitive=["dx"])
+    result = assess(agg.table, sensitive=agg.sensitive, thresholds=Thresholds(min_l=2, min_k=5))
+    doc = result.to_dict()
+    assert doc["l_diversity"] == {
+        "dx": {"distinct": 1, "entropy": 1.0, "recursive": 1, "c": 2.0, "homogeneous_records": 0.5}
+    }
+    assert doc["breaches"] == [{"metric": "l_diversity.dx.distinct", "observed": 1.0, "limit": 2.0}]
+    assert result.breaches[0].describe() == "l_diversity.dx.distinct = 1 (limit: at least 2)"
+    assert doc["prosecutor"]["highest_risk"] == 0.05
+
+
+def test_bad_input() -> None:
+    frame = pd.DataFrame({"q": ["a", "a", "b"], "s": [1, 2, 3]})
+    with pytest.raises(InvalidInputError, match="'q' is also a quasi-identifier"):
+        aggregate_frame(frame, ["q"], sensitive=["q"])
+    with pytest.raises(InvalidInputError, match="unknown sensitive column 'z'"):
+        aggregate_frame(frame, ["q"], sensitive=["z"])
+    with pytest.raises(InvalidInputError, match="listed twice"):
+        aggregate_frame(frame, ["q"], sensitive=["s", "s"])
+    agg = aggregate_frame(frame, ["q"], sensitive=["s"])
+    for c in (0, -1, float("nan"), "x"):
+        with pytest.raises(InvalidInputError, match="recursive c"):
+            l_diversity(agg.sensitive["s"], agg.table.sizes, c=c)  # type: ignore[arg-type]
+    wrong = ValueCounts("s", np.array([0, 1]), np.array([1, 1]))
+    with pytest.raises(InvalidInputError, match="do not add up"):
+        l_diversity(wrong, agg.table.sizes)
+    with pytest.raises(InvalidInputError, match=r"minimum l .* sensitive"):
+        assess(agg.table, thresholds=Thresholds(min_l=2))
+    for bad in (0, 1.5, True):
+        with pytest.raises(InvalidInputError, match="min_l"):
+            Thresholds(min_l=bad)  # type: ignore[arg-type]
