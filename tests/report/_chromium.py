@@ -54,7 +54,7 @@ def install_chromium(timeout: float = 900.0) -> tuple[bool, str]:
     log = []
     for cmd in (
         ["apt-get", "update"],
-        ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+        ["apt-get", "install", "-y", "chromium"],
     ):
         try:
             done = subprocess.run(
