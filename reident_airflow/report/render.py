@@ -807,7 +807,7 @@ def _l_diversity(a: Mapping[str, Any]) -> str:
     homogeneous = any(isinstance(v, dict) and "homogeneous_records" in v for v in ld.values())
     headers = ["sensitive column", "distinct l", "entropy l", "recursive l", "c"]
     if homogeneous:
-        headers.append("records in classes of one value")
+        headers.append("records in classes of one value")  # a share (diversity.py)
     rows = []
     for col, v in ld.items():
         row = [
@@ -818,7 +818,7 @@ def _l_diversity(a: Mapping[str, Any]) -> str:
             number(dig(v, "c")),
         ]
         if homogeneous:
-            row.append(count(dig(v, "homogeneous_records")))
+            row.append(percent(dig(v, "homogeneous_records")))
         rows.append(row)
     return _note(
         "The smallest l over all classes: a class whose records all share one sensitive value "

@@ -185,7 +185,7 @@ def test_weight_and_l_diversity_gates(breaching_assessment: dict[str, Any]) -> N
                             "highest": 0.2, "records_above_threshold": 0.0}  # fmt: skip
     a["l_diversity"] = {
         "salary-class": {"distinct": 1, "entropy": 1.0, "recursive": 1, "c": 2,
-                         "homogeneous_records": 120},
+                         "homogeneous_records": 0.125},
         "education": {"distinct": 3, "entropy": 2.5, "recursive": 2, "c": 2,
                       "homogeneous_records": 0},
     }  # fmt: skip
@@ -199,7 +199,7 @@ def test_weight_and_l_diversity_gates(breaching_assessment: dict[str, Any]) -> N
     assert "Distinct l-diversity of salary-class" in text
     assert "Distinct l-diversity of education" in text
     assert "0.1 % (0.001)" in text and "1 of 3 thresholds breached" in text
-    assert "records in classes of one value" in text
+    assert "records in classes of one value" in text and "12.5 %" in text
 
 
 # --------------------------------------------------------------------- partial and hostile
@@ -430,6 +430,37 @@ def test_cli_assess_writes_the_report(tmp_path: Path) -> None:
     bad = [*argv[:-1], str(tmp_path / "a.json")]
     assert main(bad, out=io.StringIO(), err=(err := io.StringIO())) == 2
     assert "--report and --json name the same file" in err.getvalue()
+
+
+def test_cli_report_with_weights_l_diversity_and_suda(tmp_path: Path) -> None:
+    from tests._sdcmicro import sdcmicro_data
+
+    report = tmp_path / "sdc.html"
+    argv = [
+        "assess",
+        str(sdcmicro_data("testdata_data.csv")),
+        "--qi",
+        "urbrur,roof,walls,water,electcon,relat,sex",
+        "--weight",
+        "sampling_weight",
+        "--sensitive",
+        "hhcivil",
+        "--suda",
+        "--min-l",
+        "2",
+        "--max-global-risk",
+        "0.05",
+        "--report",
+        str(report),
+    ]
+    assert main(argv, out=io.StringIO(), err=io.StringIO()) == 1
+    html = report.read_text(encoding="utf-8")
+    text = check_page(html)
+    assert "could not be drawn" not in text
+    assert "1 of 2 thresholds breached" in text
+    assert "Distinct l-diversity of hhcivil" in text
+    assert "the sampling weights (individual risk)" in text
+    assert "Special uniques (SUDA)" in text and "minimal sample uniques by size" in text
 
 
 # ------------------------------------------------------------------------------- operator
