@@ -281,9 +281,7 @@ def suda2(
     contributions[unique_idx[has]] = raw[has] / score[has][:, None]
     total = float(score.sum())
     per_key = raw.sum(axis=0)
-    attribute = tuple(
-        (100.0 * float(per_key[i]) / total) if total > 0 else 0.0 for i in range(m)
-    )
+    attribute = tuple((100.0 * float(per_key[i]) / total) if total > 0 else 0.0 for i in range(m))
     return SudaResult(
         keys=tuple(keys),
         records_with_msu=int(has.sum()),

@@ -2,18 +2,17 @@
 
 Importing this package registers, explicitly and once:
 
-- the metrics ``reident.class_table`` and ``reident.direct_match_counts`` (pandas and
-  SQLAlchemy implementations, :mod:`reident_airflow.gx.metrics`);
+- the metrics ``reident.class_table``, ``reident.direct_match_counts`` and
+  ``reident.sensitive_value_counts`` (pandas and SQLAlchemy implementations,
+  :mod:`reident_airflow.gx.metrics`);
 - the expectations ``expect_table_reidentification_risk_to_be_below``,
-  ``expect_table_to_be_k_anonymous`` and ``expect_table_direct_match_protection_to_be_above``
-  (:mod:`reident_airflow.gx.expectations`);
+  ``expect_table_to_be_k_anonymous``, ``expect_table_direct_match_protection_to_be_above``
+  and ``expect_table_to_be_l_diverse`` (:mod:`reident_airflow.gx.expectations`);
 - the checkpoint action type ``reident_alert`` (:mod:`reident_airflow.gx.actions`).
 
 :func:`register` checks that GE's registries hold them and returns their names; it is called
 on import, so a suite that names these expectations loads as soon as this package is imported.
 :func:`run_release_checkpoint` runs a release suite with its alert actions (for Airflow tasks).
-
-l-diversity is not offered yet: the engine's l-diversity (metrics.md §7) has not landed.
 """
 
 from __future__ import annotations
@@ -26,31 +25,39 @@ from reident_airflow.gx.checkpoint import (
     run_release_checkpoint,
 )
 from reident_airflow.gx.expectations import (
+    L_DIVERSITY_MEASURES,
     MEASURES,
     ExpectTableDirectMatchProtectionToBeAbove,
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
+    ExpectTableToBeLDiverse,
 )
 from reident_airflow.gx.metrics import (
     CLASS_TABLE_METRIC,
     DIRECT_MATCH_METRIC,
+    SENSITIVE_COUNTS_METRIC,
     ClassTableMetric,
     DirectMatchCountsMetric,
+    SensitiveValueCountsMetric,
 )
 
 __all__ = [
     "CLASS_TABLE_METRIC",
     "DIRECT_MATCH_METRIC",
     "EXPECTATION_TYPES",
+    "L_DIVERSITY_MEASURES",
     "MEASURES",
     "METRIC_NAMES",
+    "SENSITIVE_COUNTS_METRIC",
     "ClassTableMetric",
     "DirectMatchCountsMetric",
     "ExpectTableDirectMatchProtectionToBeAbove",
     "ExpectTableReidentificationRiskToBeBelow",
     "ExpectTableToBeKAnonymous",
+    "ExpectTableToBeLDiverse",
     "ReidentAlertAction",
     "ReleaseCheckpointResult",
+    "SensitiveValueCountsMetric",
     "alert_document",
     "load_checkpoint_config",
     "load_suite",
@@ -63,9 +70,10 @@ EXPECTATION_TYPES: tuple[str, ...] = (
     "expect_table_reidentification_risk_to_be_below",
     "expect_table_to_be_k_anonymous",
     "expect_table_direct_match_protection_to_be_above",
+    "expect_table_to_be_l_diverse",
 )
 #: The metrics this package adds, each implemented for pandas and SQLAlchemy.
-METRIC_NAMES: tuple[str, ...] = (CLASS_TABLE_METRIC, DIRECT_MATCH_METRIC)
+METRIC_NAMES: tuple[str, ...] = (CLASS_TABLE_METRIC, DIRECT_MATCH_METRIC, SENSITIVE_COUNTS_METRIC)
 ACTION_TYPE = ReidentAlertAction.__fields__["type"].default
 
 
@@ -82,10 +90,11 @@ def register() -> dict[str, tuple[str, ...]]:
         ExpectTableReidentificationRiskToBeBelow,
         ExpectTableToBeKAnonymous,
         ExpectTableDirectMatchProtectionToBeAbove,
+        ExpectTableToBeLDiverse,
     ):
         if cls.expectation_type not in registry._registered_expectations:
             registry.register_expectation(cls)
-    for provider in (ClassTableMetric, DirectMatchCountsMetric):
+    for provider in (ClassTableMetric, DirectMatchCountsMetric, SensitiveValueCountsMetric):
         if provider.metric_name not in registry._registered_metrics:
             provider._register_metric_functions()
     try:

@@ -1,6 +1,6 @@
 """Great Expectations expectations for re-identification risk.
 
-Three batch expectations, each a thin adapter: a metric counts where the data is
+Four batch expectations, each a thin adapter: a metric counts where the data is
 (:mod:`reident_airflow.gx.metrics`), the engine does all the arithmetic, and the
 ``observed_value`` of the result is the JSON the command line prints.
 
@@ -15,8 +15,10 @@ Three batch expectations, each a thin adapter: a metric counts where the data is
     Column Direct Match Protection of the batch (the released table) against ``original_table``
     is at least ``target``; ``observed_value`` is the ``reident.direct_match/v1`` JSON.
 
-l-diversity on a sensitive column is not offered yet: the engine's l-diversity
-(metrics.md §7) has not landed.
+``ExpectTableToBeLDiverse``
+    Every class holds at least ``l`` distinct values of each sensitive column (or has entropy
+    or recursive (c, l)-diversity of at least ``l``: ``measure``); ``observed_value`` is
+    ``reident assess --sensitive COLS --recursive-c C`` (with ``--min-l L`` for ``distinct``).
 
 Parameters that can be checked without data (a misspelt measure, ``k < 1``, a limit out of
 range) fail when the expectation is built, as GE 1.x's own expectations do (a pydantic
@@ -51,20 +53,25 @@ from great_expectations.render.renderer_configuration import RendererConfigurati
 
 from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.classes import validate_quasi_identifiers
+from reident_airflow.engine.diversity import DEFAULT_RECURSIVE_C, validate_recursive_c
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.population import REGIONS
 from reident_airflow.engine.sample import DEFAULT_RECORD_THRESHOLD, validate_threshold
 from reident_airflow.gx.metrics import (
     CLASS_TABLE_METRIC,
     DIRECT_MATCH_METRIC,
+    SENSITIVE_COUNTS_METRIC,
+    aggregates_from_payload,
     class_table_from_payload,
 )
 
 __all__ = [
+    "L_DIVERSITY_MEASURES",
     "MEASURES",
     "ExpectTableDirectMatchProtectionToBeAbove",
     "ExpectTableReidentificationRiskToBeBelow",
     "ExpectTableToBeKAnonymous",
+    "ExpectTableToBeLDiverse",
     "Measure",
 ]
 
@@ -713,6 +720,215 @@ class ExpectTableToBeKAnonymous(_ReidentExpectation):
         }
 
 
+# ------------------------------------------------------------------------------ l-diverse
+#: The l-diversity measures ``ExpectTableToBeLDiverse`` can require, and how they read.
+L_DIVERSITY_MEASURES: Mapping[str, str] = {
+    "distinct": "distinct values",
+    "entropy": "entropy l-diversity",
+    "recursive": "recursive (c, l)-diversity",
+}
+
+
+def _check_l(value: Any, measure: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInputError(f"l must be a number >= 1, got {value!r}")
+    if value < 1:
+        raise InvalidInputError(f"l must be >= 1, got {value!r}")
+    if measure != "entropy" and not float(value).is_integer():
+        raise InvalidInputError(
+            f"l for {measure} l-diversity must be a whole number, got {value!r}"
+        )
+    return float(value)
+
+
+def _check_sensitive(value: Any, qis: Any) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
+        raise ValueError("sensitive_columns must be a non-empty list of column names")
+    names = [str(v) for v in value]
+    if any(not n.strip() for n in names) or len(set(names)) < len(names):
+        raise ValueError("sensitive_columns must name each column once, none empty")
+    shared = [n for n in names if isinstance(qis, list | tuple) and n in qis]
+    if shared:
+        raise ValueError(
+            f"sensitive column {shared[0]!r} is also a quasi-identifier: l-diversity measures "
+            "what a class discloses about a column the attacker does not know"
+        )
+    return names
+
+
+class ExpectTableToBeLDiverse(_ReidentExpectation):
+    """Expect every class to be l-diverse in each sensitive column (metrics.md §7).
+
+    A class whose records all share one diagnosis discloses it to anyone who knows a person is
+    in the class, however large the class (seed 003): k-anonymity does not see that. For each
+    of ``sensitive_columns`` and each class of ``quasi_identifiers``, ``measure`` is
+    ``"distinct"`` (number of distinct values, a missing value counting as one), ``"entropy"``
+    (``exp`` of the entropy of the values) or ``"recursive"`` (recursive (c, l)-diversity with
+    ``c``); the expectation holds when the smallest over classes is at least ``l`` for every
+    column. The values are counted where the data is (one ``GROUP BY`` per column in a
+    database); only their counts leave it. ``result.observed_value`` is what
+    ``reident assess --sensitive ... --recursive-c C`` prints (with ``--min-l L`` for
+    ``distinct``).
+    """
+
+    quasi_identifiers: list[str] = pydantic.Field(
+        description="The columns an attacker may know (quasi-identifiers), as in the header."
+    )
+    sensitive_columns: list[str] = pydantic.Field(
+        description="The columns whose values a class must not disclose."
+    )
+    l: float | _Param = pydantic.Field(  # noqa: E741 - the l of l-diversity
+        description="The smallest acceptable l (number of well-represented values)."
+    )
+    measure: str = pydantic.Field(
+        default="distinct", description="distinct, entropy or recursive l-diversity."
+    )
+    c: float | _Param = pydantic.Field(
+        default=DEFAULT_RECURSIVE_C, description="c of recursive (c, l)-diversity."
+    )
+    max_subset_size: int | None = pydantic.Field(
+        default=None, description="Largest QI subset ranked in the 'attributes' section."
+    )
+
+    metric_dependencies = (SENSITIVE_COUNTS_METRIC,)
+    success_keys = (
+        "quasi_identifiers",
+        "sensitive_columns",
+        "l",
+        "measure",
+        "c",
+        "max_subset_size",
+    )
+    args_keys = ("quasi_identifiers", "sensitive_columns", "l")
+
+    class Config:
+        title = "Expect table to be l-diverse"
+
+        @staticmethod
+        def schema_extra(
+            schema: dict[str, Any],
+            model: type[ExpectTableToBeLDiverse],
+        ) -> None:
+            BatchExpectation.Config.schema_extra(schema, model)
+            schema["properties"]["metadata"]["properties"].update(
+                {
+                    "short_description": {
+                        "title": "Short Description",
+                        "type": "string",
+                        "const": "Expect every group to hold l values of each sensitive column.",
+                    },
+                    "supported_data_sources": {
+                        "title": "Supported Data Sources",
+                        "type": "array",
+                        "const": _SUPPORTED_DATA_SOURCES,
+                    },
+                }
+            )
+
+    @pydantic.validator("quasi_identifiers", pre=True)
+    def _validate_qis(cls, value: Any) -> list[str]:
+        return _check_qis(value)
+
+    @pydantic.validator("sensitive_columns", pre=True)
+    def _validate_sensitive(cls, value: Any, values: dict[str, Any]) -> list[str]:
+        return _check_sensitive(value, values.get("quasi_identifiers"))
+
+    @pydantic.validator("measure", pre=True)
+    def _validate_measure(cls, value: Any) -> str:
+        if value not in L_DIVERSITY_MEASURES:
+            raise ValueError(
+                f"unknown measure {value!r}; choose one of: "
+                f"{', '.join(repr(m) for m in L_DIVERSITY_MEASURES)}"
+            )
+        return str(value)
+
+    @pydantic.validator("c", pre=True)
+    def _validate_c(cls, value: Any) -> Any:
+        return value if _is_parameter(value) else validate_recursive_c(value)
+
+    @pydantic.validator("max_subset_size", pre=True)
+    def _validate_max_subset_size(cls, value: Any) -> Any:
+        return None if value is None else _check_whole(value, "max_subset_size", 1)
+
+    @pydantic.root_validator(skip_on_failure=True)
+    def _validate_together(cls, values: dict[str, Any]) -> dict[str, Any]:
+        limit = values.get("l")
+        if limit is None:
+            raise ValueError("l is required: the smallest acceptable l")
+        if not _is_parameter(limit):
+            values["l"] = _check_l(limit, values["measure"])
+        return values
+
+    @classmethod
+    def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        params: dict[str, Any] = {"l": kwargs.get("l")}
+        qis = _qi_template(kwargs.get("quasi_identifiers"), params)
+        columns = kwargs.get("sensitive_columns") or []
+        for i, c in enumerate(columns):
+            params[f"sensitive_{i}"] = c
+        sensitive = ", ".join(f"$sensitive_{i}" for i in range(len(columns))) or "(none given)"
+        measure = str(kwargs.get("measure", "distinct"))
+        if measure == "recursive":
+            params["c"] = kwargs.get("c", DEFAULT_RECURSIVE_C)
+            what = "must be recursive ($c, $l)-diverse"
+        elif measure == "entropy":
+            what = "must have entropy l-diversity of at least $l"
+        else:
+            what = "must hold at least $l distinct values"
+        template = (
+            f"Every group of records sharing quasi-identifiers {qis} {what} in each of {sensitive}."
+        )
+        return template, params
+
+    def _validate(
+        self,
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any] | None = None,
+        execution_engine: Any = None,
+    ) -> dict[str, Any]:
+        return self._outcome(metrics[SENSITIVE_COUNTS_METRIC])
+
+    def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        limit = _check_l(self.l, self.measure)
+        c = validate_recursive_c(self.c)
+        table, sensitive = aggregates_from_payload(payload)
+        gate = None
+        if self.measure == "distinct":
+            gate = Thresholds(min_l=int(limit))
+        assessment = assess(
+            table,
+            sensitive=sensitive,
+            recursive_c=c,
+            thresholds=gate,
+            max_subset_size=self.max_subset_size,
+        )
+        document = assessment.to_dict()
+        values = {
+            column: document["l_diversity"][column][self.measure]
+            for column in self.sensitive_columns
+        }
+        failing = [column for column, value in values.items() if value < limit]
+        lowest = min(values, key=lambda column: values[column])
+        summary = (
+            f"{self.measure} l = {_fmt(values[lowest])} for {lowest!r} "
+            f"(required: at least {_fmt(limit)} in every column)"
+        )
+        return {
+            "success": not failing,
+            "result": {
+                "observed_value": document,
+                "details": {
+                    "measure": f"l_diversity.{self.measure}",
+                    "value": values[lowest],
+                    "values": values,
+                    "limit": limit,
+                    "below_limit": failing,
+                    "summary": summary,
+                },
+            },
+        }
+
+
 # ------------------------------------------------------------------------- direct match above
 class ExpectTableDirectMatchProtectionToBeAbove(_ReidentExpectation):
     """Expect Column Direct Match Protection of the table to be at least ``target``.
@@ -857,5 +1073,6 @@ class ExpectTableDirectMatchProtectionToBeAbove(_ReidentExpectation):
 _TYPES: tuple[type[BatchExpectation], ...] = (
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
+    ExpectTableToBeLDiverse,
     ExpectTableDirectMatchProtectionToBeAbove,
 )

@@ -16,6 +16,11 @@ Two table metrics, each with one implementation per execution engine:
     original table from a CSV or Parquet path and counts with the engine; SQLAlchemy joins the
     batch to the original table of the same database on ``key`` and counts in SQL.
 
+``reident.sensitive_value_counts`` (value keys ``quasi_identifiers``, ``sensitive_columns``)
+    The class table as above, plus, for each sensitive column, how many records of each class
+    hold each of its values (one ``GROUP BY qis, column`` per column in the database). Only the
+    counts are returned, never a value: l-diversity (metrics.md §7) needs nothing more.
+
 The expectations (:mod:`reident_airflow.gx.expectations`) turn these counts into risk with the
 engine (:func:`~reident_airflow.engine.assessment.assess`,
 :func:`~reident_airflow.engine.direct_match.direct_match_from_counts`), so every execution
@@ -42,6 +47,13 @@ from great_expectations.expectations.metrics.metric_provider import metric_value
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 from great_expectations.validator.metric_configuration import MetricConfiguration
 
+from reident_airflow.engine.aggregates import (
+    ClassAggregates,
+    ValueCounts,
+    aggregate_frame,
+    aggregate_grouped,
+    check_extra_columns,
+)
 from reident_airflow.engine.classes import (
     ClassTable,
     class_table_from_frame,
@@ -49,19 +61,29 @@ from reident_airflow.engine.classes import (
     validate_quasi_identifiers,
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.sql import COUNT_LABEL, grouped_counts, reflect_table
+from reident_airflow.sources.sql import (
+    COUNT_LABEL,
+    grouped_counts,
+    grouped_value_counts,
+    reflect_table,
+)
 
 __all__ = [
     "CLASS_TABLE_METRIC",
     "DIRECT_MATCH_METRIC",
+    "SENSITIVE_COUNTS_METRIC",
     "ClassTableMetric",
     "DirectMatchCountsMetric",
+    "SensitiveValueCountsMetric",
+    "aggregates_from_payload",
+    "aggregates_payload",
     "class_table_from_payload",
     "class_table_payload",
 ]
 
 CLASS_TABLE_METRIC = "reident.class_table"
 DIRECT_MATCH_METRIC = "reident.direct_match_counts"
+SENSITIVE_COUNTS_METRIC = "reident.sensitive_value_counts"
 
 _COLUMN_TYPES = "table.column_types"
 
@@ -446,6 +468,109 @@ class DirectMatchCountsMetric(TableMetricProvider):
             [c for c in original_columns if c not in in_avatar],
             [c for c in avatar_columns if c not in in_original],
         )
+
+    @classmethod
+    def _get_evaluation_dependencies(
+        cls,
+        metric: MetricConfiguration,
+        configuration: Any = None,
+        execution_engine: ExecutionEngine[Any] | None = None,
+        runtime_configuration: dict[str, Any] | None = None,
+    ) -> dict[str, MetricConfiguration]:
+        dependencies: dict[str, MetricConfiguration] = super()._get_evaluation_dependencies(
+            metric=metric,
+            configuration=configuration,
+            execution_engine=execution_engine,
+            runtime_configuration=runtime_configuration,
+        )
+        return _with_dependency_on_column_types(dependencies, metric, execution_engine)
+
+
+# --------------------------------------------------------------- sensitive value counts metric
+def aggregates_payload(aggregates: ClassAggregates) -> dict[str, Any]:
+    """A class table and its sensitive value counts as plain Python types (no value)."""
+    return {
+        **class_table_payload(aggregates.table),
+        "sensitive": {
+            name: {"classes": vc.classes.tolist(), "counts": vc.counts.tolist()}
+            for name, vc in aggregates.sensitive.items()
+        },
+    }
+
+
+def aggregates_from_payload(
+    payload: Mapping[str, Any],
+) -> tuple[ClassTable, dict[str, ValueCounts]]:
+    """The class table and value counts back from :func:`aggregates_payload`."""
+    table = class_table_from_payload(payload)
+    try:
+        sensitive = {
+            str(name): ValueCounts(
+                str(name),
+                np.asarray(item["classes"], dtype=np.int64).reshape(-1),
+                np.asarray(item["counts"], dtype=np.int64).reshape(-1),
+            )
+            for name, item in dict(payload["sensitive"]).items()
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"not a value counts payload ({type(exc).__name__})") from None
+    return table, sensitive
+
+
+def _column_list(value: Any, what: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise InvalidInputError(f"{what} must be a list of column names")
+    return tuple(str(v) for v in value)
+
+
+class SensitiveValueCountsMetric(TableMetricProvider):
+    """``reident.sensitive_value_counts``: classes and per-class counts of sensitive values."""
+
+    metric_name = SENSITIVE_COUNTS_METRIC
+    value_keys = ("quasi_identifiers", "sensitive_columns")
+
+    @metric_value(engine=PandasExecutionEngine)
+    @_reported
+    def _pandas(
+        cls,
+        execution_engine: PandasExecutionEngine,
+        metric_domain_kwargs: dict[str, Any],
+        metric_value_kwargs: dict[str, Any],
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any],
+    ) -> dict[str, Any]:
+        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
+        columns = _column_list(metric_value_kwargs.get("sensitive_columns"), "sensitive_columns")
+        df, _, _ = execution_engine.get_compute_domain(
+            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
+        )
+        return aggregates_payload(aggregate_frame(df, qis, sensitive=columns))
+
+    @metric_value(engine=SqlAlchemyExecutionEngine)
+    @_reported
+    def _sqlalchemy(
+        cls,
+        execution_engine: SqlAlchemyExecutionEngine,
+        metric_domain_kwargs: dict[str, Any],
+        metric_value_kwargs: dict[str, Any],
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any],
+    ) -> dict[str, Any]:
+        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
+        columns = _column_list(metric_value_kwargs.get("sensitive_columns"), "sensitive_columns")
+        types = _column_types(metrics)
+        validate_quasi_identifiers(qis, list(types))
+        _, columns = check_extra_columns(qis, list(types), sensitive=columns)
+        source = _batch_source(
+            execution_engine, metric_domain_kwargs, [*qis, *columns], types, "reident_batch"
+        )
+        with execution_engine.get_connection() as conn:
+            counts = grouped_counts(conn, source, qis)
+            value_counts = {c: grouped_value_counts(conn, source, qis, c) for c in columns}
+        if counts.empty:
+            raise EmptyDatasetError("the table has no records: there is nothing to assess")
+        aggregates = aggregate_grouped(counts, qis, COUNT_LABEL, value_counts=value_counts)
+        return aggregates_payload(aggregates)
 
     @classmethod
     def _get_evaluation_dependencies(

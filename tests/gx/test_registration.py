@@ -54,8 +54,13 @@ def test_register_is_idempotent_and_names_what_it_registered() -> None:
                 "expect_table_reidentification_risk_to_be_below",
                 "expect_table_to_be_k_anonymous",
                 "expect_table_direct_match_protection_to_be_above",
+                "expect_table_to_be_l_diverse",
             ),
-            "metrics": ("reident.class_table", "reident.direct_match_counts"),
+            "metrics": (
+                "reident.class_table",
+                "reident.direct_match_counts",
+                "reident.sensitive_value_counts",
+            ),
             "actions": ("reident_alert",),
         }
     )
