@@ -14,6 +14,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -73,7 +74,7 @@ class PageRun:
     """What loading one page showed."""
 
     requests: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)  # (url, error)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (url, error text)
     console_errors: list[str] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)
     loaded: bool = False
@@ -165,23 +166,23 @@ def load_page(
     with tempfile.TemporaryDirectory(prefix="reident-chromium-") as profile:
         in_r, in_w = os.pipe()  # we write, Chromium reads on fd 3
         out_r, out_w = os.pipe()  # Chromium writes on fd 4, we read
-
-        def child_fds() -> None:  # runs in the child before exec: pipes onto fds 3 and 4
-            a = fcntl.fcntl(in_r, fcntl.F_DUPFD, 10)  # above 4 first, so no dup2 clobbers
-            b = fcntl.fcntl(out_w, fcntl.F_DUPFD, 10)
-            os.dup2(a, 3)  # os.dup2 makes them inheritable
-            os.dup2(b, 4)
-
+        # Chromium's ends, moved above 99 so that mapping them onto 3 and 4 clobbers neither;
+        # bash does the mapping (no preexec_fn: nothing runs in the forked child but exec)
+        child_in = fcntl.fcntl(in_r, fcntl.F_DUPFD, 100)
+        child_out = fcntl.fcntl(out_w, fcntl.F_DUPFD, 100)
+        for fd in (in_r, out_w):
+            os.close(fd)
+        script = f'exec "$0" "$@" 3<&{child_in} 4>&{child_out} {child_in}<&- {child_out}>&-'
         proc = subprocess.Popen(
-            [chromium, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            ["bash", "-c", script, chromium, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            close_fds=False,  # Python's own fds are not inheritable (PEP 446): only 3 and 4
-            preexec_fn=child_fds,
+            pass_fds=(child_in, child_out),
+            start_new_session=True,  # its own process group: ended together if it hangs
         )
-        os.close(in_r)
-        os.close(out_w)
+        os.close(child_in)
+        os.close(child_out)
         pipe = _Pipe(proc, in_w, out_r)
         try:
             _drive(pipe, url, expressions, width, settle, run)
@@ -190,7 +191,7 @@ def load_page(
                 pipe.send("Browser.close")
                 proc.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)  # the group this helper started
                 proc.wait(timeout=10)
             os.close(in_w)
             os.close(out_r)
@@ -244,12 +245,15 @@ def _drive(
         timeout=60.0,
     )
     run.screenshot = base64.b64decode(shot["data"])
+    urls: dict[str, str] = {}
     for event in pipe.events:
         method, params = event["method"], event.get("params", {})
         if method == "Network.requestWillBeSent":
+            urls[params.get("requestId", "")] = params["request"]["url"]
             run.requests.append(params["request"]["url"])
         elif method == "Network.loadingFailed":
-            run.failed.append((params.get("requestId", ""), params.get("errorText", "")))
+            url = urls.get(params.get("requestId", ""), "?")
+            run.failed.append((url, params.get("errorText", "")))
         elif method == "Runtime.exceptionThrown":
             run.exceptions.append(json.dumps(params.get("exceptionDetails", {}))[:500])
         elif method == "Runtime.consoleAPICalled" and params.get("type") == "error":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -137,3 +138,18 @@ def test_empty_report_in_chromium(chromium: str) -> None:
     _assert_self_contained(run, url)
     assert run.evaluated["verdict"] == "INCOMPLETE"
     assert run.evaluated["charts"] == []
+
+
+def test_the_request_check_sees_a_request(chromium: str, tmp_path: Path) -> None:
+    """The harness is not blind: a page that loads an image from elsewhere is caught (the
+    address is this machine's discard port, so nothing leaves it)."""
+    page = tmp_path / "leaky.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/x.png"></body></html>',
+        encoding="utf-8",
+    )
+    run = load_page(chromium, page.as_uri(), expressions={})
+    assert "http://127.0.0.1:9/x.png" in run.requests
+    assert [url for url, _ in run.failed] == ["http://127.0.0.1:9/x.png"]
+    with pytest.raises(AssertionError, match="the page requested"):
+        _assert_self_contained(run, page.as_uri())
