@@ -9,4 +9,7 @@ Each module listed in :data:`COMMAND_MODULES` defines
 
 from __future__ import annotations
 
-COMMAND_MODULES: tuple[str, ...] = ("reident_airflow.commands.datafly",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "reident_airflow.commands.direct_match",
+    "reident_airflow.commands.datafly",
+)

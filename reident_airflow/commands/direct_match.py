@@ -1,0 +1,249 @@
+"""``reident direct-match``: Column Direct Match Protection of a released table (metrics.md §8).
+
+::
+
+    reident direct-match ORIGINAL AVATAR [--sep CHAR] [--key COL] [--target P] [--json PATH]
+                         [--columns COL[,COL...]]
+                         [--original-table NAME] [--avatar-table NAME]
+                         [--schema NAME] [--avatar-schema NAME]
+
+ORIGINAL and AVATAR are each a CSV path (``--sep``, default ``,``), a Parquet path, or a
+SQLAlchemy URL with ``--original-table`` / ``--avatar-table`` (``--schema`` applies to both
+tables, ``--avatar-schema`` overrides it for the avatar table). Every column of both tables is
+read; CSV values are read as text and the engine compares them by value (``1`` equals ``1.0``).
+Rows are aligned by position, or by ``--key`` (a column of both tables, unique in each, not
+scored).
+
+* Both URLs the same database: the counts are computed there (a join on the key; only
+  aggregates are fetched, see :mod:`reident_airflow.sources.direct_match_sql`). A key is
+  required: a database table has no row order to align by.
+* Otherwise (two files, two databases, a file and a table): both tables are read into pandas
+  and compared by the engine; a database table still needs ``--key``.
+
+Exit codes: 0 the protection is at least the target, 1 below it, 2 usage or input error
+(one line on stderr). With ``--json -`` the JSON goes to stdout and nothing else does;
+otherwise a text summary is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any, TextIO
+
+import pandas as pd
+
+from reident_airflow.cli import (
+    EXIT_BREACHED,
+    EXIT_PASSED,
+    _emit_json,
+    _qi_list,
+    _separator,
+)
+from reident_airflow.engine.direct_match import (
+    DEFAULT_TARGET,
+    DirectMatchResult,
+    direct_match_protection,
+)
+from reident_airflow.engine.errors import InvalidInputError
+
+__all__ = [
+    "BREACH_METRIC",
+    "direct_match_report",
+    "direct_match_summary",
+    "read_file_frame",
+    "register",
+]
+
+#: The metric named in ``breaches`` (and in alerts) when the protection is below the target.
+BREACH_METRIC = "direct_match.protection"
+
+
+# ---------------------------------------------------------------------------------- results
+def direct_match_report(result: DirectMatchResult) -> dict[str, Any]:
+    """The ``reident.direct_match/v1`` JSON of the CLI and the operator.
+
+    The engine's :meth:`~DirectMatchResult.to_dict` extended with ``breaches``
+    (``[{"metric": "direct_match.protection", "observed": P, "limit": target}]`` when below the
+    target, else ``[]``), the shape every reident gate reports and breach alerts read.
+    """
+    report = result.to_dict()
+    report["breaches"] = (
+        []
+        if result.passed
+        else [
+            {"metric": BREACH_METRIC, "observed": report["protection"], "limit": report["target"]}
+        ]
+    )
+    return report
+
+
+def _p(value: float) -> str:
+    return f"{value:.4f}"
+
+
+def direct_match_summary(report: dict[str, Any], *, top: int = 10) -> str:
+    """A readable summary of a ``reident.direct_match/v1`` dict (aggregates only)."""
+    verdict = "PASSED" if report["passed"] else "BELOW TARGET"
+    key = report.get("key")
+    aligned = f"aligned by key {key!r}" if key else "aligned by position"
+    columns = report["columns"]
+    lines = [
+        f"Column direct match protection: {verdict}",
+        f"  records    : {report['records']:,} ({aligned})",
+        f"  protection : {_p(report['protection'])} (target {report['target']:g})",
+        f"Columns, least protected first ({min(top, len(columns))} of {len(columns)}):",
+        f"  {'protection':>10}  {'matches':>12}  {'distinct':>12}  column",
+    ]
+    for c in columns[:top]:
+        lines.append(
+            f"  {_p(c['protection']):>10}  {c['matches']:>12,}  "
+            f"{c['distinct_avatar_values']:>12,}  {c['column']}"
+        )
+    below = report["below_target"]
+    lines.append(f"Below target ({len(below)}): {', '.join(below) if below else 'none'}")
+    for side in ("original", "avatar"):
+        only = report.get(f"only_in_{side}") or []
+        if only:
+            lines.append(f"Only in the {side} table, not compared: {', '.join(only)}")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------------- inputs
+def read_file_frame(path: str | Path, *, sep: str = ",") -> pd.DataFrame:
+    """Every column of a CSV (read as text) or Parquet file, as Arrow-backed pandas columns."""
+    from reident_airflow.sources.files import file_columns, read_columns
+
+    table = read_columns(path, file_columns(path, sep=sep), sep=sep, dictionary=False)
+    frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
+    return frame
+
+
+def _is_url(source: str) -> bool:
+    return "://" in source
+
+
+def _same_database(a: str, b: str) -> bool:
+    import sqlalchemy as sa
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return bool(sa.make_url(a) == sa.make_url(b))
+    except (ArgumentError, ValueError):
+        return a == b
+
+
+def _target(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value) or not 0.0 <= value <= 100.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {text}")
+    return value
+
+
+def _frame(source: str, table: str | None, schema: str | None, sep: str) -> pd.DataFrame:
+    if _is_url(source):
+        from reident_airflow.sources.direct_match_sql import read_table_frame
+
+        return read_table_frame(source, table or "", schema)
+    return read_file_frame(source, sep=sep)
+
+
+def compute(args: argparse.Namespace) -> DirectMatchResult:
+    """The result for parsed arguments (input errors raise :class:`InvalidInputError`)."""
+    from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
+
+    sides = (
+        ("ORIGINAL", "--original-table", args.original, args.original_table),
+        ("AVATAR", "--avatar-table", args.avatar, args.avatar_table),
+    )
+    for name, flag, source, table in sides:
+        if _is_url(source) and not table:
+            raise InvalidInputError(f"{name} is a database URL: give {flag} NAME")
+        if not _is_url(source) and table:
+            raise InvalidInputError(f"{flag} applies only when {name} is a database URL")
+    has_db = _is_url(args.original) or _is_url(args.avatar)
+    if not has_db and (args.schema or args.avatar_schema):
+        raise InvalidInputError("--schema and --avatar-schema apply only to database URLs")
+    if has_db and not args.key:
+        raise InvalidInputError(f"{NO_KEY_MESSAGE} (--key COL)")
+    avatar_schema = args.avatar_schema or args.schema
+    if (
+        _is_url(args.original)
+        and _is_url(args.avatar)
+        and _same_database(args.original, args.avatar)
+    ):
+        from reident_airflow.sources.direct_match_sql import direct_match_in_database
+
+        return direct_match_in_database(
+            args.original,
+            args.original_table,
+            args.avatar_table,
+            key=args.key,
+            target=args.target,
+            columns=args.columns,
+            schema=args.schema,
+            avatar_schema=avatar_schema,
+        )
+    original = _frame(args.original, args.original_table, args.schema, args.sep)
+    avatar = _frame(args.avatar, args.avatar_table, avatar_schema, args.sep)
+    return direct_match_protection(
+        original, avatar, key=args.key, target=args.target, columns=args.columns
+    )
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    result = compute(args)
+    report = direct_match_report(result)
+    _emit_json(report, args.json, out)
+    if args.json != "-":
+        out.write(direct_match_summary(report))
+    return EXIT_PASSED if result.passed else EXIT_BREACHED
+
+
+# ----------------------------------------------------------------------------------- parser
+def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "direct-match",
+        parents=parents,
+        help="column direct match protection of a released table against its original",
+        description=(
+            "Column Direct Match Protection (metrics.md §8): for each column, how many released "
+            "values equal the original ones, weighed by the column's distinct values; the "
+            "result is the lowest column's protection, in percent. ORIGINAL and AVATAR are CSV "
+            "or Parquet paths, or SQLAlchemy URLs with --original-table / --avatar-table (two "
+            "tables of one database are compared in the database; they need --key)."
+        ),
+    )
+    p.add_argument("original", metavar="ORIGINAL", help="original table: file or database URL")
+    p.add_argument("avatar", metavar="AVATAR", help="released table: file or database URL")
+    p.add_argument("--sep", type=_separator, default=",", help="CSV separator (default ',')")
+    p.add_argument(
+        "--key",
+        metavar="COL",
+        help="column of both tables identifying each record (rows are aligned on it); "
+        "default: aligned by position",
+    )
+    p.add_argument(
+        "--target",
+        type=_target,
+        default=DEFAULT_TARGET,
+        metavar="P",
+        help=f"lowest acceptable protection, in percent (default {DEFAULT_TARGET:g}: no column "
+        "may expose more individuals than it protects)",
+    )
+    p.add_argument(
+        "--columns",
+        type=_qi_list,
+        metavar="COL[,COL...]",
+        help="score only these columns (default: every column of both tables but the key)",
+    )
+    p.add_argument("--original-table", metavar="NAME", help="table of ORIGINAL (database URL)")
+    p.add_argument("--avatar-table", metavar="NAME", help="table of AVATAR (database URL)")
+    p.add_argument("--schema", metavar="NAME", help="schema of both tables (database URLs)")
+    p.add_argument("--avatar-schema", metavar="NAME", help="schema of the avatar table")
+    p.add_argument("--json", metavar="PATH", help="write the JSON here ('-' = stdout)")
+    p.set_defaults(handler=_run)

@@ -1,0 +1,248 @@
+"""``DirectMatchProtectionOperator``: gate a release on Column Direct Match Protection."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from reident_airflow._compat import BaseOperator, Context
+from reident_airflow.engine.direct_match import DEFAULT_TARGET, DirectMatchResult
+from reident_airflow.engine.errors import ReidentError
+from reident_airflow.operators._common import (
+    ON_BREACH_CHOICES,
+    act_on_breach,
+    as_configuration_error,
+    check_choice,
+    local_file,
+    parse_columns,
+    parse_number,
+    push_report,
+    sqlalchemy_engine,
+)
+from reident_airflow.operators.errors import ReidentConfigurationError
+
+__all__ = ["DirectMatchProtectionOperator"]
+
+
+class DirectMatchProtectionOperator(BaseOperator):
+    """Compare a released ("avatar") table with its original and fail the task when a column
+    was released too close to the original (Column Direct Match Protection, metrics.md §8).
+
+    For each column ``c``: ``P_c = 100 * (1 - m_c * u_c / n^2)`` with ``m_c`` the records whose
+    released value equals the original one and ``u_c`` the distinct released values; the
+    protection is ``min_c P_c`` and the gate passes when it is at least ``target``.
+
+    Each table is either in a database or a file:
+
+    * ``original_table`` on ``conn_id``; ``avatar_table`` on ``avatar_conn_id`` (default: the
+      same ``conn_id``). ``schema`` applies to both tables, ``avatar_schema`` overrides it for
+      the avatar table. A ``key`` is required, since a database table has no row order. When
+      both tables are on the same connection the counting runs in the database (a join on the
+      key, per column ``SUM(CASE WHEN o.c = a.c ...)`` and ``COUNT(DISTINCT a.c)``): only
+      aggregates are fetched. Otherwise both tables are read and compared in pandas.
+    * ``original_path`` / ``avatar_path``: CSV (``sep``, values read as text and compared by
+      value) or Parquet, local or an object-storage URL Airflow supports. Without ``key`` the
+      rows are aligned by position.
+
+    :param key: column of both tables identifying each record, unique in each; not scored.
+    :param target: lowest acceptable protection, in percent. Default 50
+        (:data:`~reident_airflow.engine.direct_match.DEFAULT_TARGET`): ``P_c < 50`` means that
+        more than half of the individuals are expected to be re-identified from that one column,
+        which takes both most values released unchanged and most values distinct, i.e. an
+        identifier or near-identifier left in place. At 50 the gate never fails a
+        low-cardinality column, nor a column that was mostly perturbed; raise it (e.g. 90) for a
+        stricter release.
+    :param columns: score only these columns (list or comma-separated string); default: every
+        column of both tables but the key.
+    :param on_breach: ``"fail"`` (default: :class:`ReidentificationBreach`, no retries, the
+        breach notifier's ``check`` is ``"direct_match"``), ``"skip"`` (the task and its
+        downstream are skipped) or ``"warn"`` (log, succeed).
+
+    Returns the ``reident.direct_match/v1`` JSON (aggregates only: counts, protections, column
+    names; it is what ``reident direct-match --json`` writes) as XCom, and also pushes it under
+    ``reident_report`` before failing on a breach. Bad parameters and bad input (different row
+    counts, a key missing or not unique, no column in common, an empty table) fail now;
+    connection and SQL errors are raised as they are, so Airflow's retries apply.
+    """
+
+    template_fields: Sequence[str] = (
+        "conn_id",
+        "avatar_conn_id",
+        "original_table",
+        "avatar_table",
+        "schema",
+        "avatar_schema",
+        "original_path",
+        "avatar_path",
+        "sep",
+        "key",
+        "target",
+        "columns",
+        "on_breach",
+    )
+    ui_color = "#e4f0ff"
+
+    def __init__(
+        self,
+        *,
+        conn_id: str | None = None,
+        original_table: str | None = None,
+        avatar_table: str | None = None,
+        avatar_conn_id: str | None = None,
+        schema: str | None = None,
+        avatar_schema: str | None = None,
+        original_path: str | None = None,
+        avatar_path: str | None = None,
+        sep: str = ",",
+        key: str | None = None,
+        target: float | str = DEFAULT_TARGET,
+        columns: str | Sequence[str] | None = None,
+        on_breach: str = "fail",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.conn_id = conn_id
+        self.original_table = original_table
+        self.avatar_table = avatar_table
+        self.avatar_conn_id = avatar_conn_id
+        self.schema = schema
+        self.avatar_schema = avatar_schema
+        self.original_path = original_path
+        self.avatar_path = avatar_path
+        self.sep = sep
+        self.key = key
+        self.target = target
+        self.columns = columns
+        self.on_breach = on_breach
+
+    # -- seams -----------------------------------------------------------------------------
+    def get_engine(self, conn_id: str) -> Engine:
+        """The SQLAlchemy engine of an Airflow connection (tests may replace this)."""
+        return sqlalchemy_engine(conn_id)
+
+    # -- work ------------------------------------------------------------------------------
+    def _avatar_conn(self) -> str | None:
+        return self.avatar_conn_id or self.conn_id or None
+
+    def _validated(self) -> dict[str, Any]:
+        check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
+        sides = (
+            ("original", self.original_table, self.original_path, self.conn_id or None),
+            ("avatar", self.avatar_table, self.avatar_path, self._avatar_conn()),
+        )
+        for name, table, path, conn in sides:
+            if bool(table) == bool(path):
+                raise ReidentConfigurationError(
+                    f"give either {name}_table (with a connection) or {name}_path"
+                )
+            if table and not conn:
+                what = "conn_id" if name == "original" else "avatar_conn_id or conn_id"
+                raise ReidentConfigurationError(f"{name}_table needs {what}")
+        if not isinstance(self.sep, str) or len(self.sep) != 1:
+            raise ReidentConfigurationError(f"sep must be a single character, got {self.sep!r}")
+        key = self.key.strip() if isinstance(self.key, str) else self.key
+        if key is not None and not isinstance(key, str):
+            raise ReidentConfigurationError("key must be a column name")
+        key = key or None
+        if key is None and (self.original_table or self.avatar_table):
+            from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
+
+            raise ReidentConfigurationError(f"{NO_KEY_MESSAGE} (key=...)")
+        target = parse_number(self.target, "target")
+        target = DEFAULT_TARGET if target is None else float(target)
+        try:
+            from reident_airflow.engine.direct_match import _check_target
+
+            target = _check_target(target)
+        except ReidentError as exc:
+            raise as_configuration_error(exc) from None
+        columns = None if self.columns in (None, "") else parse_columns(self.columns, "columns")
+        return {"key": key, "target": target, "columns": columns}
+
+    def _frame(self, table: str | None, path: str | None, conn_id: str | None, schema: Any) -> Any:
+        if path:
+            from reident_airflow.commands.direct_match import read_file_frame
+
+            with local_file(path) as local:
+                return read_file_frame(local, sep=self.sep)
+        from reident_airflow.sources.direct_match_sql import read_table_frame
+
+        engine = self.get_engine(conn_id or "")
+        try:
+            return read_table_frame(engine, table or "", schema or None)
+        finally:
+            engine.dispose()
+
+    def _compute(self, params: dict[str, Any]) -> DirectMatchResult:
+        avatar_schema = self.avatar_schema or self.schema or None
+        if (
+            self.original_table
+            and self.avatar_table
+            and (self.avatar_conn_id or self.conn_id) == self.conn_id
+        ):
+            from reident_airflow.sources.direct_match_sql import direct_match_in_database
+
+            engine = self.get_engine(str(self.conn_id))
+            try:
+                return direct_match_in_database(
+                    engine,
+                    self.original_table,
+                    self.avatar_table,
+                    key=params["key"],
+                    target=params["target"],
+                    columns=params["columns"],
+                    schema=self.schema or None,
+                    avatar_schema=avatar_schema,
+                )
+            finally:
+                engine.dispose()
+        from reident_airflow.engine.direct_match import direct_match_protection
+
+        original: pd.DataFrame = self._frame(
+            self.original_table, self.original_path, self.conn_id, self.schema
+        )
+        avatar: pd.DataFrame = self._frame(
+            self.avatar_table, self.avatar_path, self._avatar_conn(), avatar_schema
+        )
+        return direct_match_protection(
+            original,
+            avatar,
+            key=params["key"],
+            target=params["target"],
+            columns=params["columns"],
+        )
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        params = self._validated()
+        try:
+            result = self._compute(params)
+        except ReidentError as exc:
+            raise as_configuration_error(exc) from None
+        from reident_airflow.commands.direct_match import direct_match_report, direct_match_summary
+
+        report = direct_match_report(result)
+        push_report(context, report)
+        self.log.info("%s", direct_match_summary(report))
+        if not result.passed:
+            act_on_breach(
+                on_breach=self.on_breach,
+                check="direct_match",
+                message=self._breach_message(result),
+                breaches=report["breaches"],
+                report=report,
+                logger=self.log,
+            )
+        return report
+
+    def _breach_message(self, result: DirectMatchResult) -> str:
+        where = self.avatar_table or self.avatar_path
+        below = result.below_target
+        shown = ", ".join(below[:10]) + (f" and {len(below) - 10} more" if len(below) > 10 else "")
+        return (
+            f"column direct match protection gate breached for {where!r} ({result.records} "
+            f"records): protection = {result.protection:.4g} (limit: at least "
+            f"{result.target:g}); columns below target: {shown}"
+        )

@@ -1,0 +1,467 @@
+"""Column Direct Match Protection counted by the database (metrics.md §8): rows never travel.
+
+When the original and the released ("avatar") tables live in the same database and share a
+key column, ``n``, ``m_c`` and ``u_c`` are counted where the data is, in four statements::
+
+    SELECT count(*), count(key), count(DISTINCT key) FROM original      -- and FROM avatar
+    SELECT count(*),
+           SUM(CASE WHEN o.c = a.c OR (o.c IS NULL AND a.c IS NULL) THEN 1 ELSE 0 END), ...
+      FROM original AS o JOIN avatar AS a ON o.key = a.key
+    SELECT count(DISTINCT a.c) + MAX(CASE WHEN a.c IS NULL THEN 1 ELSE 0 END), ... FROM avatar
+
+(missing counts as one value, as in the engine). They make the engine's checks: both tables
+have records and the same number of them; the key is in both, has no missing value and is
+unique in each (``count(DISTINCT key)`` is skipped when a primary key or unique constraint on
+the key column guarantees it; on a duplicate, a ``GROUP BY key HAVING count(*) > 1`` counts the
+repeated keys for the message); every key of one table is in the other (the join has ``n``
+rows). The counts go to :func:`~reident_airflow.engine.direct_match.direct_match_from_counts`,
+so the result ranks and passes exactly as
+:func:`~reident_airflow.engine.direct_match.direct_match_protection` does over DataFrames, and
+errors carry the same messages, in the same order. Only aggregates are fetched.
+
+A database table has no row order, so without a key nothing can be aligned: that is an input
+error here (:data:`NO_KEY_MESSAGE`), not a silent ``ORDER BY`` of our choosing.
+
+Identifiers (tables, schemas, columns) are reflected, checked against the reflected columns and
+quoted by SQLAlchemy; nothing a user gives is formatted into SQL text.
+
+Type semantics (the engine compares values, not their text; the database does what it can):
+
+* columns of the same kind (numbers, text, booleans, dates) compare as the database compares
+  them: an integer ``1`` equals a float ``1.0`` or a ``NUMERIC`` ``1.00``;
+* a number (or boolean) against text: on PostgreSQL the text is cast to ``NUMERIC`` where it
+  looks like a number (a regular expression guards the cast, so other text never raises and
+  never matches), as the engine does; on SQLite the column affinities do the same; on other
+  databases (MySQL, MariaDB, ...) both sides are compared as text, so ``1`` equals ``'1'`` but
+  not ``'1.0'``;
+* any other pair of different kinds is compared as text;
+* text is compared and counted by its exact value: by its bytes on MySQL and MariaDB, so
+  ``Male`` and ``male`` (or ``'a'`` and ``'a '``) stay different whatever the collation says;
+  under ``COLLATE "C"`` on PostgreSQL (the same as any deterministic collation, and faster).
+
+Known differences from the DataFrame path, all on unusual data: two *text* columns that both
+hold numbers are compared as text (``'1'`` and ``'1.0'`` differ; the engine parses both and
+finds them equal), and distinct values of a text column are counted by their text; a float
+``NaN`` is a value in the database (equal to ``NaN``, distinct from ``NULL``), while the engine
+treats ``NaN`` as missing.
+
+MariaDB joins unindexed tables with a nested loop unless told otherwise: the join statement runs
+with hash joins enabled for that statement only (``SET STATEMENT join_cache_level = 4 ... FOR``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Unpack
+
+import pandas as pd
+import pyarrow as pa
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.sqltypes import NullType
+
+from reident_airflow.engine.direct_match import (
+    DEFAULT_TARGET,
+    DirectMatchResult,
+    _check_target,  # one validation of the target, shared with the DataFrame path
+    direct_match_from_counts,
+)
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.sources.sql import make_engine, reflect_table
+
+__all__ = [
+    "NO_KEY_MESSAGE",
+    "DirectMatchCounts",
+    "direct_match_counts_sql",
+    "direct_match_in_database",
+    "read_table_frame",
+]
+
+NO_KEY_MESSAGE = (
+    "a database table has no row order: give a key column (present and unique in both tables) "
+    "to align the released records with the original ones"
+)
+
+FETCH_ROWS = 100_000
+
+# Text that PostgreSQL's NUMERIC input accepts (an exponent of at most 3 digits, so that the
+# cast never overflows): what the engine would parse as a number.
+_NUMBER_TEXT = r"^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]{1,3})?\s*$"
+_MYSQL = frozenset({"mysql", "mariadb"})
+
+
+@dataclass(frozen=True)
+class DirectMatchCounts:
+    """What the database counted: ``n``, ``(m_c, u_c)`` per column and the column layout."""
+
+    records: int
+    counts: dict[str, tuple[int, int]]
+    only_in_original: tuple[str, ...]
+    only_in_avatar: tuple[str, ...]
+
+
+# ------------------------------------------------------------------------------ comparisons
+def _kind(sql_type: Any) -> str:
+    if isinstance(sql_type, NullType):
+        return "unknown"
+    if isinstance(sql_type, sa.Boolean):
+        return "boolean"
+    if isinstance(sql_type, sa.Integer | sa.Numeric | sa.Float):  # Float: not a Numeric in 2.1
+        return "number"
+    if isinstance(sql_type, sa.String):  # Text, VARCHAR, CHAR, Enum
+        return "text"
+    if isinstance(sql_type, sa.Date | sa.DateTime):
+        return "datetime"
+    return type(sql_type).__name__
+
+
+def _exact(dialect: str, column: sa.ColumnElement[Any], kind: str) -> sa.ColumnElement[Any]:
+    """Text compared and counted by its exact value, whatever the column's collation.
+
+    MySQL/MariaDB: by its bytes (their collations fold case and trailing spaces). PostgreSQL:
+    under the ``"C"`` collation, which is byte equality like any deterministic collation (so
+    nothing changes for those) but never case-insensitive, and sorts much faster than a
+    linguistic collation for ``COUNT(DISTINCT ...)``.
+    """
+    if kind == "text":
+        if dialect in _MYSQL:
+            return sa.cast(column, sa.LargeBinary)
+        if dialect == "postgresql" and not isinstance(column.type, sa.Enum):
+            return column.collate("C")
+    return column
+
+
+def _as_number(column: sa.ColumnElement[Any], kind: str) -> sa.ColumnElement[Any]:
+    """PostgreSQL: the column as NUMERIC; text only where it looks like a number, else NULL."""
+    if kind == "text":
+        return sa.case((column.regexp_match(_NUMBER_TEXT), sa.cast(column, sa.Numeric)), else_=None)
+    if kind == "boolean":
+        return sa.cast(sa.cast(column, sa.Integer), sa.Numeric)
+    return sa.cast(column, sa.Numeric)
+
+
+def _equal(
+    dialect: str, o: sa.ColumnElement[Any], a: sa.ColumnElement[Any]
+) -> sa.ColumnElement[bool]:
+    """``o = a`` with the type semantics of the module docstring (NULLs are not handled here)."""
+    ko, ka = _kind(o.type), _kind(a.type)
+    if ko == ka or "unknown" in (ko, ka):
+        return _exact(dialect, o, ko) == _exact(dialect, a, ka)
+    kinds = {ko, ka}
+    if kinds == {"number", "boolean"}:
+        o_cmp = sa.cast(o, sa.Integer) if ko == "boolean" else o
+        a_cmp = sa.cast(a, sa.Integer) if ka == "boolean" else a
+        return o_cmp == a_cmp
+    if kinds <= {"number", "boolean", "text"}:
+        if dialect == "postgresql":
+            return _as_number(o, ko) == _as_number(a, ka)
+        if dialect == "sqlite":  # numeric affinity converts the text side
+            return o == a
+    # Different kinds: compare their text.
+    return _exact(dialect, sa.cast(o, sa.String), "text") == _exact(
+        dialect, sa.cast(a, sa.String), "text"
+    )
+
+
+def _same(dialect: str, o: sa.ColumnElement[Any], a: sa.ColumnElement[Any]) -> Any:
+    """Equal values, or missing on both sides."""
+    return sa.or_(_equal(dialect, o, a), sa.and_(o.is_(None), a.is_(None)))
+
+
+# ---------------------------------------------------------------------------------- checks
+def _declared_unique(table: sa.Table, key: str) -> bool:
+    """A primary key, unique constraint or unique index on exactly the key column."""
+    if [c.name for c in table.primary_key.columns] == [key]:
+        return True
+    for constraint in table.constraints:
+        if isinstance(constraint, sa.UniqueConstraint) and [c.name for c in constraint.columns] == [
+            key
+        ]:
+            return True
+    return any(index.unique and [c.name for c in index.columns] == [key] for index in table.indexes)
+
+
+def _selected(
+    original: Sequence[str], avatar: Sequence[str], key: str, columns: Sequence[str] | None
+) -> list[str]:
+    """The columns to score, chosen (and refused) as the engine does."""
+    in_avatar, in_original = set(avatar), set(original)
+    if columns is None:
+        selected = [c for c in original if c in in_avatar and c != key]
+    else:
+        if isinstance(columns, str):
+            raise InvalidInputError("columns must be a sequence of column names, not one string")
+        selected = list(dict.fromkeys(str(c) for c in columns))
+        if key in selected:
+            raise InvalidInputError(f"the key column {key!r} cannot also be scored")
+        for name, present in (("original", in_original), ("avatar", in_avatar)):
+            absent = [c for c in selected if c not in present]
+            if absent:
+                raise InvalidInputError(f"columns missing from the {name} table: {absent}")
+    if not selected:
+        raise InvalidInputError(
+            f"no column to compare: the tables have no column in common besides the key {key!r}"
+        )
+    return selected
+
+
+def _table_counts(conn: Connection, table: sa.Table, key: str) -> tuple[int, int, int]:
+    """Records, non-missing keys and distinct keys of a table, in one scan.
+
+    The distinct keys are only counted when no primary key or unique constraint on the key
+    column guarantees them (then they equal the non-missing keys).
+    """
+    if key not in table.c:
+        total = int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+        return total, total, total
+    k = table.c[key]
+    unique = _declared_unique(table, key)
+    exact = _exact(conn.dialect.name, k, _kind(k.type))
+    row = conn.execute(
+        sa.select(
+            sa.func.count(),
+            sa.func.count(k),
+            sa.func.count(k) if unique else sa.func.count(sa.distinct(exact)),
+        )
+    ).one()
+    total, present, distinct = (int(v) for v in row)
+    return total, present, distinct
+
+
+def _raise_for_key(
+    conn: Connection, table: sa.Table, key: str, name: str, counts: tuple[int, int, int]
+) -> None:
+    """No missing key value, and no key value twice (the engine's messages)."""
+    total, present, distinct = counts
+    if present < total:
+        raise InvalidInputError(
+            f"key column {key!r} has {total - present} missing values in the {name} table"
+        )
+    if distinct == present:
+        return
+    groups = (
+        sa.select(sa.func.count().label("n"))
+        .select_from(table)
+        .group_by(_exact(conn.dialect.name, table.c[key], _kind(table.c[key].type)))
+        .having(sa.func.count() > 1)
+        .subquery()
+    )
+    keys, rows = conn.execute(sa.select(sa.func.count(), sa.func.sum(groups.c.n))).one()
+    raise InvalidInputError(
+        f"key column {key!r} is not unique in the {name} table: {int(keys)} key values occur "
+        f"more than once, on {int(rows)} records"
+    )
+
+
+def direct_match_counts_sql(
+    conn: Connection,
+    original: sa.Table,
+    avatar: sa.Table,
+    *,
+    key: str,
+    columns: Sequence[str] | None = None,
+) -> DirectMatchCounts:
+    """Check the two tables as the engine would, then count ``n`` and ``(m_c, u_c)`` in SQL.
+
+    ``original`` and ``avatar`` are reflected tables of the database ``conn`` is connected to
+    (they may be the same table). Raises :class:`EmptyDatasetError` / :class:`InvalidInputError`
+    with the engine's messages, in the engine's order.
+
+    Statements: one scan per table (records, keys present, distinct keys), one join counting
+    its rows and each column's matches, and one scan of the avatar table counting each column's
+    distinct values (``COUNT(DISTINCT a.c)``, plus one if the column has a missing value).
+    Two statements rather than one join doing both: PostgreSQL runs the join in parallel
+    only without ``DISTINCT`` aggregates, and sorts narrower rows for them without the join.
+    """
+    if not isinstance(key, str) or not key:
+        raise InvalidInputError(NO_KEY_MESSAGE)
+    dialect = conn.dialect.name
+    o, a = original.alias("reident_original"), avatar.alias("reident_avatar")
+    sides = (("original", original), ("avatar", avatar))
+    scanned = {name: _table_counts(conn, table, key) for name, table in sides}
+    for name, _ in sides:
+        if scanned[name][0] == 0:
+            raise EmptyDatasetError(f"the {name} table has no records")
+    n, n_avatar = scanned["original"][0], scanned["avatar"][0]
+    if n != n_avatar:
+        raise InvalidInputError(
+            f"the tables have different numbers of records: the original table has "
+            f"{n}, the avatar table has {n_avatar}"
+        )
+    for name, table in sides:
+        if key not in table.c:
+            raise InvalidInputError(f"key column {key!r} is missing from the {name} table")
+    for name, table in sides:
+        _raise_for_key(conn, table, key, name, scanned[name])
+
+    original_columns = [c.name for c in original.columns]
+    avatar_columns = [c.name for c in avatar.columns]
+    joined = sa.join(o, a, _equal(dialect, o.c[key], a.c[key]))
+    try:
+        selected = _selected(original_columns, avatar_columns, key, columns)
+    except InvalidInputError:
+        # The engine reports a key mismatch first: count the join, then raise.
+        _raise_unmatched(
+            key, n, int(_execute_join(conn, sa.select(sa.func.count()).select_from(joined))[0])
+        )
+        raise
+    matches = [sa.func.sum(sa.case((_same(dialect, o.c[c], a.c[c]), 1), else_=0)) for c in selected]
+    row = _execute_join(conn, sa.select(sa.func.count(), *matches).select_from(joined))
+    _raise_unmatched(key, n, int(row[0]))
+    distinct: list[sa.ColumnElement[Any]] = []
+    for c in selected:
+        column = avatar.c[c]
+        distinct += [
+            sa.func.count(sa.distinct(_exact(dialect, column, _kind(column.type)))),
+            sa.func.max(sa.case((column.is_(None), 1), else_=0)),
+        ]
+    u = conn.execute(sa.select(*distinct).select_from(avatar)).one()
+    counts = {
+        c: (int(row[1 + i] or 0), int(u[2 * i] or 0) + int(u[2 * i + 1] or 0))
+        for i, c in enumerate(selected)
+    }
+    in_avatar, in_original = set(avatar_columns), set(original_columns)
+    return DirectMatchCounts(
+        records=n,
+        counts=counts,
+        only_in_original=tuple(c for c in original_columns if c not in in_avatar),
+        only_in_avatar=tuple(c for c in avatar_columns if c not in in_original),
+    )
+
+
+def _raise_unmatched(key: str, n: int, matched: int) -> None:
+    if matched != n:
+        # Both keys are unique and the tables have n records each: as many avatar keys are
+        # missing from the original table as the other way round.
+        missing = n - matched
+        raise InvalidInputError(
+            f"key column {key!r} does not match between the tables: {missing} key values of "
+            f"the original table are not in the avatar table, and {missing} key values of "
+            f"the avatar table are not in the original table"
+        )
+
+
+# MariaDB joins two unindexed tables with a block nested loop (quadratic) unless hash joins are
+# enabled; they are, for our join statements only (``SET STATEMENT ... FOR``), with buffers
+# large enough to need few passes. MySQL 8 hash-joins by itself.
+_MARIADB_JOIN = (
+    "SET STATEMENT join_cache_level = 4, join_buffer_size = 268435456, "
+    "join_buffer_space_limit = 536870912 FOR "
+)
+
+
+def _execute_join(conn: Connection, stmt: sa.Select[Unpack[tuple[Any, ...]]]) -> sa.Row[Any]:
+    """Run a statement over the join; one row."""
+    if getattr(conn.dialect, "is_mariadb", False):
+        # Only integers are bound (the CASE's 1 and 0); identifiers are quoted by SQLAlchemy.
+        sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+        return conn.exec_driver_sql(_MARIADB_JOIN + sql).one()
+    return conn.execute(stmt).one()
+
+
+def direct_match_in_database(
+    url: str | Engine,
+    original_table: str,
+    avatar_table: str,
+    *,
+    key: str | None,
+    target: float = DEFAULT_TARGET,
+    columns: Sequence[str] | None = None,
+    schema: str | None = None,
+    avatar_schema: str | None = None,
+) -> DirectMatchResult:
+    """Column Direct Match Protection of two tables of one database, counted by the database.
+
+    ``avatar_schema`` defaults to ``schema``. A ``key`` is required (a table has no row order).
+    """
+    target_value = _check_target(target)
+    if key is None or key == "":
+        raise InvalidInputError(NO_KEY_MESSAGE)
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        original = _reflect(conn, original_table, schema)
+        avatar = _reflect(conn, avatar_table, avatar_schema if avatar_schema else schema)
+        counted = direct_match_counts_sql(conn, original, avatar, key=key, columns=columns)
+    return direct_match_from_counts(
+        counted.records,
+        counted.counts,
+        target=target_value,
+        key=key,
+        only_in_original=counted.only_in_original,
+        only_in_avatar=counted.only_in_avatar,
+    )
+
+
+def _reflect(conn: Connection, table: str, schema: str | None) -> sa.Table:
+    """:func:`reflect_table`, with an unknown schema an input error on every database."""
+    if schema and schema not in sa.inspect(conn).get_schema_names():
+        raise InvalidInputError(f"schema {schema!r} does not exist")
+    return reflect_table(conn, table, schema)
+
+
+# ------------------------------------------------------------------------- whole-table reads
+def _arrow_type(sql_type: Any) -> pa.DataType | None:
+    kind = _kind(sql_type)
+    if kind == "boolean":
+        return pa.bool_()
+    if isinstance(sql_type, sa.Integer):
+        return pa.int64()
+    if isinstance(sql_type, sa.Float):
+        return pa.float64()
+    if kind == "text":
+        return pa.string()
+    return None  # decimals, dates, ...: inferred
+
+
+def _column_array(values: Sequence[Any], arrow_type: pa.DataType | None) -> pa.Array:
+    """The fetched values of one column; a driver's unexpected Python type falls back to
+    Arrow's inference (then the reflected type, if the values cast to it)."""
+    if arrow_type is not None:
+        try:
+            return pa.array(values, type=arrow_type, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            pass
+    inferred = pa.array(values, from_pandas=True)
+    if arrow_type is not None:
+        try:
+            return inferred.cast(arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return inferred
+
+
+def read_table_frame(url: str | Engine, table: str, schema: str | None = None) -> pd.DataFrame:
+    """A whole table as a DataFrame (Arrow-backed columns), for the engine's DataFrame path.
+
+    Used when the two tables are not in one database (or one side is a file). Rows are fetched
+    in chunks and typed from the reflected column types.
+    """
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        source = _reflect(conn, table, schema)
+        names = [c.name for c in source.columns]
+        types = [_arrow_type(c.type) for c in source.columns]
+        result = conn.execution_options(stream_results=True).execute(sa.select(source))
+        chunks: list[pa.Table] = []
+        while True:
+            rows = result.fetchmany(FETCH_ROWS)
+            if not rows:
+                break
+            values = list(zip(*rows, strict=True))
+            chunks.append(
+                pa.table(
+                    [_column_array(v, t) for v, t in zip(values, types, strict=True)],
+                    names=names,
+                )
+            )
+    if not chunks:
+        empty = pa.table(
+            [pa.array([], type=t or pa.null()) for t in types],
+            names=names,
+        )
+        frame: pd.DataFrame = empty.to_pandas(types_mapper=pd.ArrowDtype)
+        return frame
+    arrow = pa.concat_tables(chunks, promote_options="permissive")
+    frame = arrow.to_pandas(types_mapper=pd.ArrowDtype)
+    return frame
