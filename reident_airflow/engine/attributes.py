@@ -138,9 +138,8 @@ def _top_down(table: ClassTable, cards: list[int]) -> list[tuple[tuple[int, ...]
     key = np.zeros(table.classes, dtype=np.int64)
     for c in full:
         key += table.codes[:, c] * rad[c]
-    sizes = table.sizes.astype(np.int64)
-    order = np.argsort(key, kind="stable")
-    level: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {full: (key[order], sizes[order])}
+    sizes = table.sizes.astype(np.int64, copy=False)
+    level: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {full: (key, sizes)}
     out = [(full, table.classes, int((sizes * (sizes - 1) // 2).sum()))]
     for size in range(m - 1, 0, -1):
         nxt: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {}
