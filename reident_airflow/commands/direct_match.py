@@ -199,6 +199,10 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     result = compute(args)
     report = direct_match_report(result)
     _emit_json(report, args.json, out)
+    if args.report:
+        from reident_airflow.report.runs import cli_report
+
+        cli_report(args, report, kind="direct_match")
     if args.json != "-":
         out.write(direct_match_summary(report))
     return EXIT_PASSED if result.passed else EXIT_BREACHED
@@ -246,4 +250,5 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--schema", metavar="NAME", help="schema of both tables (database URLs)")
     p.add_argument("--avatar-schema", metavar="NAME", help="schema of the avatar table")
     p.add_argument("--json", metavar="PATH", help="write the JSON here ('-' = stdout)")
+    p.add_argument("--report", metavar="PATH.html", help="write a self-contained HTML report here")
     p.set_defaults(handler=_run)

@@ -57,6 +57,8 @@ class DirectMatchProtectionOperator(BaseOperator):
         stricter release.
     :param columns: score only these columns (list or comma-separated string); default: every
         column of both tables but the key.
+    :param report_path: where to write the HTML report of the run (templated; a local path or
+        an object-storage URL); its location is pushed to XCom under ``reident_report_path``.
     :param on_breach: ``"fail"`` (default: :class:`ReidentificationBreach`, no retries, the
         breach notifier's ``check`` is ``"direct_match"``), ``"skip"`` (the task and its
         downstream are skipped) or ``"warn"`` (log, succeed).
@@ -82,6 +84,7 @@ class DirectMatchProtectionOperator(BaseOperator):
         "target",
         "columns",
         "on_breach",
+        "report_path",
     )
     ui_color = "#e4f0ff"
 
@@ -101,9 +104,11 @@ class DirectMatchProtectionOperator(BaseOperator):
         target: float | str = DEFAULT_TARGET,
         columns: str | Sequence[str] | None = None,
         on_breach: str = "fail",
+        report_path: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.report_path = report_path
         self.conn_id = conn_id
         self.original_table = original_table
         self.avatar_table = avatar_table
@@ -226,6 +231,17 @@ class DirectMatchProtectionOperator(BaseOperator):
         report = direct_match_report(result)
         push_report(context, report)
         self.log.info("%s", direct_match_summary(report))
+        if self.report_path:  # written before acting on a breach: the evidence of the run
+            from reident_airflow.report.runs import operator_report
+
+            operator_report(
+                self.report_path,
+                report,
+                kind="direct_match",
+                context=context,
+                source=str(self.avatar_table or self.avatar_path),
+                logger=self.log,
+            )
         if not result.passed:
             act_on_breach(
                 on_breach=self.on_breach,

@@ -572,3 +572,22 @@ def test_hostile_identifiers_fail_clearly_and_execute_nothing(
             )
     finally:
         engine.dispose()
+
+
+def test_report_is_written(tmp_path: Path) -> None:
+    """`--report` writes the HTML report of the comparison (aggregates only)."""
+    original = tmp_path / "o.csv"
+    avatar = tmp_path / "a.csv"
+    original.write_text("id,secret\n1,alpha\n2,beta\n3,gamma\n4,delta\n", encoding="utf-8")
+    avatar.write_text("id,secret\n1,alpha\n2,beta\n3,zeta\n4,eta\n", encoding="utf-8")
+    report = tmp_path / "dm.html"
+    code = main(
+        ["direct-match", str(original), str(avatar), "--report", str(report)],
+        out=io.StringIO(),
+        err=io.StringIO(),
+    )
+    assert code == 1  # id leaks: protection 0 < 50
+    html = report.read_text(encoding="utf-8")
+    assert "Direct" in html and "BREACHED" in html
+    for value in ("alpha", "beta", "zeta"):
+        assert value not in html

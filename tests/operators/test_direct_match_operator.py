@@ -327,3 +327,17 @@ def test_templates_render_then_run_on_an_airflow_connection(
     report = op.execute(_context())
     assert [c["column"] for c in report["columns"]] == ["race", "sex", "age"]  # ranked
     assert report["passed"] is True and report["target"] == 0.0
+
+
+def test_report_path_writes_the_html_report_and_pushes_its_location(tmp_path: Path) -> None:
+    o, a = tmp_path / "o.csv", tmp_path / "a.csv"
+    o.write_text("v,w\n1,k\n2,k\n3,k\n4,k\n", encoding="utf-8")
+    a.write_text("v,w\n1,k\n2,k\n3,k\n9,k\n", encoding="utf-8")
+    target = tmp_path / "reports" / "dm.html"
+    ti = _TI()
+    report = _operator(
+        original_path=str(o), avatar_path=str(a), on_breach="warn", report_path=str(target)
+    ).execute(_context(ti))
+    assert report["protection"] == 25.0  # hand-computed in test_on_breach_skip_and_warn
+    assert ti.pushed["reident_report_path"] == str(target)
+    assert "BREACHED" in target.read_text(encoding="utf-8")
