@@ -9,8 +9,12 @@ MariaDB, ...): the risk is computed there with a ``GROUP BY``, rows never leave 
 
 Shape::
 
-    stage >> assess >> choose >> publish                       (passed, or not anonymizing)
-                              >> anonymize >> reassess >> publish_anonymized   (breached)
+    stage >> assess >> choose >> publish                  (passed, or not anonymizing)
+                              >> anonymize >> reassess >> released_original
+                                 >> direct_match >> publish_anonymized    (breached)
+
+(every task of the second path also depends on ``choose`` directly: the branch skips them, or
+a failed ``assess`` fails them, in one scheduling pass).
 
 Parameters (``airflow dags test release_gate -c '{"generalize_age": false}'``):
 - ``staged_table`` / ``published_table``: where the release is staged and published;
@@ -21,13 +25,17 @@ Parameters (``airflow dags test release_gate -c '{"generalize_age": false}'``):
   through Datafly (``anonymize``: ``k``, ``suppression_limit``, ARX's Adult hierarchies bundled
   in ``reident_airflow/data/hierarchies``, ``hierarchy_overrides`` to replace some, e.g.
   ``{"age": {"type": "interval", "widths": [5, 10, 20]}}``) into ``anonymized_table``; that
-  table is assessed again with the same gate (``reassess``, failing on a breach) and published
+  table is assessed again with the same gate (``reassess``, failing on a breach), compared
+  column by column with the staged records it released (``released_original``: the staged
+  rows whose ``record_id`` survived suppression; ``direct_match``: Column Direct Match
+  Protection, at least ``direct_match_target`` percent, failing below) and published
   (``publish_anonymized``). ``on_breach`` does not apply to the first assessment then.
 
 A breach fails ``assess`` without retries (``retries=2`` applies to infrastructure errors only)
 and ``publish`` does not run; so does a table Datafly cannot bring to ``k`` within the
-suppression limit (``anonymize`` fails) or that still breaches the gate afterwards
-(``reassess`` fails). Every publish is atomic (readers never see a half-written table). If the
+suppression limit (``anonymize`` fails), that still breaches the gate afterwards
+(``reassess`` fails) or that releases columns too close to the originals (``direct_match``
+fails). Every publish is atomic (readers never see a half-written table). If the
 connection ``reident_alerts`` (an HTTP webhook) exists, a breach is posted to it;
 ``REIDENT_ALERT_EMAIL`` adds an e-mail through ``smtp_default``.
 """
@@ -45,15 +53,29 @@ import pendulum
 from reident_airflow._compat import AIRFLOW_V3
 from reident_airflow.operators._common import sqlalchemy_engine
 from reident_airflow.operators.datafly import DataflyOperator
+from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 
 if AIRFLOW_V3:
-    from airflow.sdk import DAG, task
+    from airflow.sdk import DAG, chain, task
 else:  # pragma: no cover
     from airflow import DAG
-    from airflow.decorators import task
+    from airflow.decorators import task  # type: ignore[attr-defined,no-redef]
+    from airflow.models.baseoperator import chain  # type: ignore[no-redef]
 
 STAGING_CONN = "reident_staging"
+#: The row key ``stage`` adds; Datafly passes it through, the direct-match check aligns on it.
+KEY = "record_id"
+#: Suffix of the table of released originals the direct-match check compares with.
+ORIGINAL_SUFFIX = "__original"
+#: The tasks `choose` follows when a breach is to be anonymized, in order.
+ANONYMIZE_PATH = (
+    "anonymize",
+    "reassess",
+    "released_original",
+    "direct_match",
+    "publish_anonymized",
+)
 
 _HIERARCHY_DIR = files("reident_airflow").joinpath("data/hierarchies")
 #: ARX's hierarchies of the Adult columns (reident_airflow/data/hierarchies).
@@ -85,8 +107,8 @@ def release_hierarchies(params: dict[str, Any]) -> str:
     return json.dumps(chosen)
 
 
-def _failure_callbacks() -> list:
-    callbacks = []
+def _failure_callbacks() -> list[Any]:
+    callbacks: list[Any] = []
     try:
         from reident_airflow.notifiers import ReidentBreachNotifier
     except ImportError:  # pragma: no cover - notifier not installed
@@ -127,11 +149,12 @@ with DAG(
         "k": 5,
         "suppression_limit": 0.01,
         "hierarchy_overrides": {},
+        "direct_match_target": 50,
     },
 ) as dag:
 
     @task
-    def stage(params: dict | None = None) -> int:
+    def stage(params: dict[str, Any] | None = None) -> int:
         """Seed the staged table from the bundled sample (the embedded default's load step)."""
         import pandas as pd
 
@@ -143,7 +166,7 @@ with DAG(
             age = frame["age"].astype(int) // 10 * 10
             frame["age"] = age.astype(str) + "-" + (age + 9).astype(str)
         # a row key that survives anonymization (non-QI columns are untouched)
-        frame.insert(0, "record_id", range(1, len(frame) + 1))
+        frame.insert(0, KEY, range(1, len(frame) + 1))
         engine = sqlalchemy_engine(STAGING_CONN)
         try:
             frame.to_sql(
@@ -170,13 +193,13 @@ with DAG(
     )
 
     @task.branch
-    def choose(params: dict | None = None, ti: Any = None) -> str:
+    def choose(params: dict[str, Any] | None = None, ti: Any = None) -> list[str]:
         """Publish as staged, or anonymize first (breach with ``anonymize_on_breach``)."""
         p = params or {}
         report = ti.xcom_pull(task_ids="assess") if ti is not None else None
         if p.get("anonymize_on_breach") and report is not None and not report["passed"]:
-            return "anonymize"
-        return "publish"
+            return list(ANONYMIZE_PATH)
+        return ["publish"]
 
     anonymize = DataflyOperator(
         task_id="anonymize",
@@ -202,7 +225,7 @@ with DAG(
     )
 
     @task
-    def publish(params: dict | None = None) -> int:
+    def publish(params: dict[str, Any] | None = None) -> int:
         """Publish the staged table atomically (readers never see a half-written table)."""
         from reident_airflow.sources.sql import copy_table_atomic
 
@@ -214,7 +237,49 @@ with DAG(
             engine.dispose()
 
     @task
-    def publish_anonymized(params: dict | None = None) -> int:
+    def released_original(params: dict[str, Any] | None = None) -> int:
+        """The staged records Datafly released (suppressed ones left out), row for row with the
+        anonymized table: what the direct-match check compares it with."""
+        import sqlalchemy as sa
+
+        p = params or {}
+        engine = sqlalchemy_engine(STAGING_CONN)
+        try:
+            with engine.begin() as conn:
+                staged = sa.Table(p["staged_table"], sa.MetaData(), autoload_with=conn)
+                anonymized = sa.Table(p["anonymized_table"], sa.MetaData(), autoload_with=conn)
+                target = sa.Table(
+                    f"{p['anonymized_table']}{ORIGINAL_SUFFIX}",
+                    sa.MetaData(),
+                    *(sa.Column(c.name, c.type) for c in staged.columns),
+                )
+                target.drop(conn, checkfirst=True)
+                target.create(conn)
+                released = sa.select(anonymized.c[KEY])
+                conn.execute(
+                    sa.insert(target).from_select(
+                        [c.name for c in staged.columns],
+                        sa.select(*staged.columns).where(staged.c[KEY].in_(released)),
+                    )
+                )
+                count = conn.execute(sa.select(sa.func.count()).select_from(target))
+                return int(count.scalar_one())
+        finally:
+            engine.dispose()
+
+    direct_match = DirectMatchProtectionOperator(
+        task_id="direct_match",
+        conn_id=STAGING_CONN,
+        original_table="{{ params.anonymized_table }}" + ORIGINAL_SUFFIX,
+        avatar_table="{{ params.anonymized_table }}",
+        key=KEY,
+        target="{{ params.direct_match_target }}",
+        on_breach="fail",
+        on_failure_callback=_failure_callbacks(),
+    )
+
+    @task
+    def publish_anonymized(params: dict[str, Any] | None = None) -> int:
         """Publish the anonymized table atomically, once it passed the gate."""
         from reident_airflow.sources.sql import copy_table_atomic
 
@@ -228,4 +293,8 @@ with DAG(
     branch = choose()
     stage() >> assess >> branch
     branch >> publish()
-    branch >> anonymize >> reassess >> publish_anonymized()
+    path = [anonymize, reassess, released_original(), direct_match, publish_anonymized()]
+    chain(*path)
+    # Every task of the path also hangs on `choose` itself, so that the branch's skip, or a
+    # failed `assess`, reaches all of them at once instead of one scheduling pass per task.
+    branch >> path

@@ -92,7 +92,12 @@ def _conf(**extra: Any) -> dict[str, Any]:
 def _cleanup(url: str, conf: dict[str, Any]) -> None:
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        for name in (conf["staged_table"], conf["published_table"], conf["anonymized_table"]):
+        for name in (
+            conf["staged_table"],
+            conf["published_table"],
+            conf["anonymized_table"],
+            conf["anonymized_table"] + "__original",
+        ):
             sa.Table(name, sa.MetaData()).drop(conn, checkfirst=True)
     engine.dispose()
 
@@ -168,7 +173,8 @@ def test_warn_logs_and_publishes(sqlite_staging: str) -> None:
 
 
 def test_breach_is_anonymized_reassessed_and_published(staging: str) -> None:
-    """anonymize_on_breach: assess breaches -> Datafly -> the re-assessment passes -> publish."""
+    """anonymize_on_breach: assess breaches -> Datafly -> the re-assessment passes -> the
+    direct-match check against the released originals passes -> publish."""
     dag = load_dag("release_gate")
     conf = _conf(generalize_age=False, anonymize_on_breach=True)
     try:
@@ -176,7 +182,14 @@ def test_breach_is_anonymized_reassessed_and_published(staging: str) -> None:
         got = states(run)
         assert run.state == "success", got
         assert got["assess"] == ("success", 1) and got["publish"][0] == "skipped", got
-        for task_id in ("choose", "anonymize", "reassess", "publish_anonymized"):
+        for task_id in (
+            "choose",
+            "anonymize",
+            "reassess",
+            "released_original",
+            "direct_match",
+            "publish_anonymized",
+        ):
             assert got[task_id] == ("success", 1), got
         assert _xcom(run, "assess")["passed"] is False  # the breach was reported, not raised
         datafly = _xcom(run, "anonymize")
@@ -187,6 +200,12 @@ def test_breach_is_anonymized_reassessed_and_published(staging: str) -> None:
         reassessed = _xcom(run, "reassess")
         assert reassessed["passed"] is True and reassessed["k"] >= 5
         assert reassessed["records"] == 30125
+        matched = _xcom(run, "direct_match")
+        assert matched["schema"] == "reident.direct_match/v1" and matched["passed"] is True
+        assert matched["records"] == 30125  # aligned on record_id, suppressed records left out
+        protection = {c["column"]: c["protection"] for c in matched["columns"]}
+        assert protection["age"] == 100.0  # no age released as it was: all in 5-year bands
+        assert "record_id" not in protection  # the key is not scored
         published = _read(staging, conf["published_table"])
         assert len(published) == 30125
         assert published.groupby(["sex", "age", "race"]).size().min() >= 5
@@ -213,6 +232,7 @@ def test_still_failing_after_datafly_fails_the_dag(sqlite_staging: str) -> None:
     assert run.state == "failed"
     assert got["anonymize"] == ("failed", 1), got  # a data-policy failure: not retried
     assert got["reassess"][0] == "upstream_failed"
+    assert got["direct_match"][0] == "upstream_failed"
     assert got["publish_anonymized"][0] == "upstream_failed"
     assert got["publish"][0] == "skipped"
     assert conf["published_table"] not in _table_names(sqlite_staging)
@@ -228,6 +248,19 @@ def test_still_breaching_after_datafly_fails_at_reassess(sqlite_staging: str) ->
     assert run.state == "failed"
     assert got["anonymize"] == ("success", 1), got
     assert got["reassess"] == ("failed", 1), got
+    assert got["publish_anonymized"][0] == "upstream_failed"
+    assert conf["published_table"] not in _table_names(sqlite_staging)
+
+
+def test_direct_match_breach_after_datafly_blocks_publish(sqlite_staging: str) -> None:
+    """A target no released column can meet (sex is released as it was): `direct_match`
+    fails without retries and nothing is published."""
+    dag = load_dag("release_gate")
+    conf = _conf(generalize_age=False, anonymize_on_breach=True, direct_match_target=99.999)
+    run = dag.test(run_conf=conf)
+    got = states(run)
+    assert run.state == "failed"
+    assert got["reassess"] == ("success", 1) and got["direct_match"] == ("failed", 1), got
     assert got["publish_anonymized"][0] == "upstream_failed"
     assert conf["published_table"] not in _table_names(sqlite_staging)
 
