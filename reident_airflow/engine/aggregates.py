@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.classes import (
     ClassTable,
     EncodedColumns,
@@ -40,6 +41,7 @@ from reident_airflow.engine.classes import (
     encode_frame,
     encode_series,
     group_codes,
+    validate_quasi_identifiers,
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
@@ -198,6 +200,8 @@ def weights_from_values(values: Any, column: str) -> FloatArray:
             f"weight column {column!r} has {missing} missing value(s): every record needs a "
             "sampling weight"
         )
+    if arr.size and float(arr.min()) > 0 and float(arr.max()) < np.inf:
+        return arr  # every weight a finite number > 0 (NaN would fail the comparisons)
     finite = np.isfinite(arr)
     if not finite.all():
         raise InvalidInputError(
@@ -230,10 +234,23 @@ def check_weight_sums(sizes: IntArray, weights: ClassWeights) -> None:
 
 # ------------------------------------------------------------------------------- grouping
 def _mixed_radix(codes: Sequence[IntArray], cards: Sequence[int], dtype: Any) -> NDArray[Any]:
-    key: NDArray[Any] = np.asarray(codes[0]).astype(dtype, copy=True)
-    for col, card in zip(codes[1:], cards[1:], strict=True):
-        key *= dtype(card)
-        key += np.asarray(col).astype(dtype, copy=False)
+    """``(((c0 * card1) + c1) * card2 + c2) ...`` in ``dtype`` (the caller checks the range).
+
+    Computed in int64 over blocks of rows that stay in the CPU cache: one pass over each code
+    column, one write of the key.
+    """
+    n = codes[0].shape[0]
+    rows = 1 << 18
+    key: NDArray[Any] = np.empty(n, dtype=dtype)
+    block = np.empty(min(n, rows), dtype=np.int64)
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        part = block[: stop - start]
+        np.copyto(part, codes[0][start:stop], casting="unsafe")
+        for col, card in zip(codes[1:], cards[1:], strict=True):
+            part *= card
+            np.add(part, col[start:stop], out=part, casting="unsafe")
+        np.copyto(key[start:stop], part, casting="unsafe")
     return key
 
 
@@ -246,30 +263,96 @@ def _runs(sorted_keys: NDArray[Any]) -> IntArray:
     return np.flatnonzero(starts)
 
 
+def _class_index(class_keys: NDArray[Any]) -> IntArray:
+    """0, 1, 2, ... for a sorted array of class keys (equal keys, equal index)."""
+    index = np.zeros(class_keys.shape[0], dtype=np.int64)
+    np.not_equal(class_keys[1:], class_keys[:-1], out=index[1:], casting="unsafe")
+    np.cumsum(index, out=index)
+    return index
+
+
+def _pair_keys(
+    key: NDArray[Any], space: int, codes: IntArray, card: int
+) -> tuple[NDArray[Any], IntArray]:
+    """``(class key, count)`` of every (class, value) pair, ascending by class key.
+
+    ``key`` are the rows' mixed-radix class keys (``< space``). The pair key
+    ``key * card + code`` is counted by a bincount when small, else by one sort; no
+    permutation of the rows is needed.
+    """
+    card = max(int(card), 1)
+    n = key.shape[0]
+    pair_space = space * card
+    if pair_space <= max(_BINCOUNT_LIMIT, 2 * n):
+        pair = key.astype(np.int64, copy=True)
+        pair *= card
+        pair += codes
+        counts = np.bincount(pair, minlength=pair_space)
+        present = np.flatnonzero(counts)
+        return present // card, counts[present].astype(np.int64)
+    dtype = np.uint32 if pair_space <= 1 << 32 else np.uint64
+    pair = key.astype(dtype, copy=True)
+    pair *= dtype(card)
+    pair += codes.astype(dtype, copy=False)
+    pair.sort()
+    first = _runs(pair)
+    counts_ = np.diff(first, append=n).astype(np.int64)
+    return pair[first] // dtype(card), counts_
+
+
+def _pairs_from_key(
+    key: NDArray[Any], space: int, codes: IntArray, card: int
+) -> tuple[IntArray, IntArray]:
+    """``(class, count)`` of every (class, value) pair (ascending class keys are ascending
+    class indices)."""
+    class_keys, counts = _pair_keys(key, space, codes, card)
+    return _class_index(class_keys), counts
+
+
+def _classes_from_pairs(
+    class_keys: NDArray[Any], counts: IntArray
+) -> tuple[NDArray[Any], IntArray, tuple[IntArray, IntArray]]:
+    """Classes (their keys and sizes) read off the (class, value) pairs of one column."""
+    starts = _runs(class_keys)
+    sizes = np.add.reduceat(counts, starts).astype(np.int64)
+    return class_keys[starts], sizes, (_class_index(class_keys), counts)
+
+
 @dataclass(frozen=True, eq=False)
 class _Grouping:
-    """How rows map to classes: by ``inverse`` (row -> class) or by a sort permutation.
+    """How rows map to classes.
 
-    With a permutation, ``perm`` lists the rows class by class, ``sorted_class[i]`` is the
-    class of row ``perm[i]`` and ``first`` the position of each class's first row.
+    ``key`` (when the class key fits 64 bits): each row's mixed-radix class key, ascending
+    keys being ascending class indices, ``space`` its range; ``inverse``: each row's class;
+    ``perm`` / ``first``: the rows listed class by class and where each class starts.
     """
 
     classes: int
+    key: NDArray[Any] | None = None
+    space: int = 0
+    present: IntArray | None = None
+    class_keys: NDArray[Any] | None = None
     inverse: IntArray | None = None
     perm: IntArray | None = None
     sorted_class: IntArray | None = None
     first: IntArray | None = None
 
     def sums(self, values: FloatArray) -> FloatArray:
-        if self.inverse is not None:
+        if self.present is not None:  # small key space: one weighted bincount
+            assert self.key is not None
+            summed = np.bincount(self.key, weights=values, minlength=self.space)[self.present]
+        elif self.inverse is not None:
             summed = np.bincount(self.inverse, weights=values, minlength=self.classes)
-            return summed.astype(np.float64, copy=False)
-        assert self.perm is not None and self.first is not None
-        out: FloatArray = np.add.reduceat(values[self.perm], self.first)
+        else:
+            assert self.perm is not None and self.first is not None
+            summed = np.add.reduceat(values[self.perm], self.first)
+        out: FloatArray = summed.astype(np.float64, copy=False)
         return out
 
     def pairs(self, codes: IntArray, card: int) -> tuple[IntArray, IntArray]:
         """``(class, count)`` of every (class, value) pair, ordered by class."""
+        if self.key is not None and self.space * max(int(card), 1) < 1 << 63:
+            return _pairs_from_key(self.key, self.space, codes, card)
         card = max(int(card), 1)
         if self.inverse is not None:
             pair = self.inverse * card + codes
@@ -289,14 +372,52 @@ class _Grouping:
     def row_classes(self, rows: int) -> IntArray:
         if self.inverse is not None:
             return self.inverse
+        if self.present is not None:
+            assert self.key is not None
+            lookup = np.zeros(self.space, dtype=np.int64)
+            lookup[self.present] = np.arange(self.present.shape[0], dtype=np.int64)
+            out: IntArray = lookup[self.key]
+            return out
+        if self.class_keys is not None:
+            assert self.key is not None
+            found: IntArray = np.searchsorted(self.class_keys, self.key).astype(np.int64)
+            return found
         assert self.perm is not None and self.sorted_class is not None
         out = np.empty(rows, dtype=np.int64)
         out[self.perm] = self.sorted_class
         return out
 
 
-def _group(encoded: EncodedColumns) -> tuple[IntArray, IntArray, _Grouping]:
-    """Classes of the rows (``class_codes``, ``sizes``) and how to reach each class's rows."""
+def _unravel(keys: NDArray[Any], cards: Sequence[int]) -> IntArray:
+    """The ``(u, m)`` code table of mixed-radix class keys (each QI's codes contiguous)."""
+    m = len(cards)
+    columns = np.empty((m, keys.shape[0]), dtype=np.int64)
+    rest = keys.astype(np.int64, copy=True)
+    quotient = np.empty_like(rest)
+    for i in range(m - 1, 0, -1):
+        np.floor_divide(rest, cards[i], out=quotient)
+        np.multiply(quotient, cards[i], out=columns[i])
+        np.subtract(rest, columns[i], out=columns[i])
+        rest, quotient = quotient, rest
+    columns[0] = rest
+    class_codes: IntArray = columns.T
+    return class_codes
+
+
+def _group(
+    encoded: EncodedColumns,
+    *,
+    weighted: bool,
+    lead: tuple[IntArray, int] | None = None,
+    weights: FloatArray | None = None,
+) -> tuple[IntArray, IntArray, _Grouping, tuple[IntArray, IntArray] | None, FloatArray | None]:
+    """Classes of the rows (``class_codes``, ``sizes``) and how to reach each class's rows.
+
+    With ``lead`` (codes and cardinality of a sensitive column), the classes are read off the
+    (class, value) pairs of that column when those are counted by the same pass, and the
+    pairs are returned too: the rows are grouped once, not twice. With ``weights`` and a small
+    key space, their sums per class are computed alongside (last item; else ``None``).
+    """
     codes = encoded.codes
     n = encoded.records
     cards = [max(int(c), 1) for c in encoded.cardinalities]
@@ -305,37 +426,63 @@ def _group(encoded: EncodedColumns) -> tuple[IntArray, IntArray, _Grouping]:
         product *= c
     if product <= max(_BINCOUNT_LIMIT, 2 * n):
         key = _mixed_radix(codes, cards, np.int64)
-        counts = np.bincount(key, minlength=product)
-        present = np.flatnonzero(counts)
-        lookup = np.zeros(product, dtype=np.int64)
-        lookup[present] = np.arange(present.shape[0], dtype=np.int64)
-        class_codes = np.stack(np.unravel_index(present, cards), axis=1).astype(np.int64)
-        grouping = _Grouping(classes=int(present.shape[0]), inverse=lookup[key])
-        return class_codes, counts[present].astype(np.int64), grouping
-    if product <= 1 << 32 and n < 1 << 32:
+        submit = submitter(n)
+        summing = None
+        if weights is not None:  # alongside the grouping: numpy releases the GIL
+            summing = submit(np.bincount, key, weights=weights, minlength=product)
+        lead_pairs = None
+        if lead is not None:
+            present, sizes, lead_pairs = _classes_from_pairs(*_pair_keys(key, product, *lead))
+        else:
+            counts = np.bincount(key, minlength=product)
+            present = np.flatnonzero(counts)
+            sizes = counts[present].astype(np.int64)
+        grouping = _Grouping(classes=int(present.shape[0]), key=key, space=product, present=present)
+        sums = None if summing is None else summing.result()[present].astype(np.float64)
+        return _unravel(present, cards), sizes, grouping, lead_pairs, sums
+    if product <= 1 << 32 and n < 1 << 32 and weighted:
         # one 64-bit word per row: the class key above, the row number below. One sort gives
-        # the classes (runs of equal keys) and the permutation that lists rows class by class.
-        packed = _mixed_radix(codes, cards, np.uint64)
+        # the classes (runs of equal keys) and the permutation that lists rows class by class
+        # (to sum the weights of each class).
+        key32 = _mixed_radix(codes, cards, np.uint32)
+        packed = key32.astype(np.uint64)
         packed <<= np.uint64(32)
         packed |= np.arange(n, dtype=np.uint64)
         packed.sort()
         perm = (packed & _MASK32).astype(np.int64)
         packed >>= np.uint64(32)
         first = _runs(packed)
-        sorted_class = np.zeros(n, dtype=np.int64)
-        sorted_class[first[1:]] = 1
-        np.cumsum(sorted_class, out=sorted_class)
+        sorted_class = _class_index(packed)
         sizes = np.diff(first, append=n).astype(np.int64)
-        keys = packed[first].astype(np.int64)
+        keys = packed[first]
         del packed
-        class_codes = np.stack(np.unravel_index(keys, cards), axis=1).astype(np.int64)
         grouping = _Grouping(
-            classes=int(first.shape[0]), perm=perm, sorted_class=sorted_class, first=first
+            classes=int(first.shape[0]),
+            key=key32,
+            space=product,
+            perm=perm,
+            sorted_class=sorted_class,
+            first=first,
         )
-        return class_codes, sizes, grouping
+        return _unravel(keys, cards), sizes, grouping, None, None
+    if product < 1 << 62 and not weighted:
+        dtype = np.uint32 if product <= 1 << 32 else np.uint64
+        key = _mixed_radix(codes, cards, dtype)
+        lead_pairs = None
+        if lead is not None and product * max(int(lead[1]), 1) < 1 << 63:
+            keys, sizes, lead_pairs = _classes_from_pairs(*_pair_keys(key, product, *lead))
+        else:
+            ordered = np.sort(key)
+            first = _runs(ordered)
+            sizes = np.diff(first, append=n).astype(np.int64)
+            keys = ordered[first]
+            del ordered
+        grouping = _Grouping(classes=int(keys.shape[0]), key=key, space=product, class_keys=keys)
+        return _unravel(keys.astype(np.int64), cards), sizes, grouping, lead_pairs, None
     class_codes, sizes, inverse = group_codes(codes, cards, return_inverse=True)
     assert inverse is not None
-    return class_codes, sizes, _Grouping(classes=int(sizes.shape[0]), inverse=inverse)
+    grouping = _Grouping(classes=int(sizes.shape[0]), inverse=inverse)
+    return class_codes, sizes, grouping, None, None
 
 
 def aggregate_codes(
@@ -359,9 +506,21 @@ def aggregate_codes(
         raise EmptyDatasetError("the table has no records: there is nothing to assess")
     if weights is not None and weights.shape[0] != n:
         raise InvalidInputError(f"{weights.shape[0]} weights for {n} records")
-    class_codes, sizes, grouping = _group(encoded)
-    sums = None if weights is None else grouping.sums(weights)
-    pairs = {name: grouping.pairs(codes, card) for name, codes, card in sensitive}
+    lead = (sensitive[0][1], sensitive[0][2]) if sensitive else None
+    class_codes, sizes, grouping, lead_pairs, sums = _group(
+        encoded, weighted=weights is not None, lead=lead, weights=weights
+    )
+    submit = submitter(n)
+    jobs = {
+        name: submit(grouping.pairs, codes, card)
+        for i, (name, codes, card) in enumerate(sensitive)
+        if not (i == 0 and lead_pairs is not None)
+    }
+    if weights is not None and sums is None:
+        sums = grouping.sums(weights)
+    pairs = {}
+    for i, (name, _, _) in enumerate(sensitive):
+        pairs[name] = lead_pairs if i == 0 and lead_pairs is not None else jobs[name].result()
     inverse = grouping.row_classes(n) if return_inverse else None
     return _finish(
         encoded,
@@ -465,15 +624,19 @@ def aggregate_arrow(
     return_inverse: bool = False,
 ) -> ClassAggregates:
     """:func:`aggregate_codes` on an Arrow table (a CSV or Parquet file read by Arrow)."""
-    encoded = encode_arrow(table, qis)
     weight, names = check_extra_columns(
-        encoded.names, table.column_names, weight=weight, sensitive=sensitive
+        validate_quasi_identifiers(qis, table.column_names),
+        table.column_names,
+        weight=weight,
+        sensitive=sensitive,
     )
-    weights = None if weight is None else weights_from_values(table.column(weight), weight)
-    extra = []
-    for name in names:
-        codes, card, _ = encode_arrow_column(table.column(name))
-        extra.append((name, codes, card))
+    # the weight and sensitive columns are read while the QIs are encoded (on large tables)
+    submit = submitter(table.num_rows)
+    weighing = None if weight is None else submit(weights_from_values, table.column(weight), weight)
+    encoding = [(name, submit(encode_arrow_column, table.column(name))) for name in names]
+    encoded = encode_arrow(table, qis)
+    weights = None if weighing is None else weighing.result()
+    extra = [(name, *job.result()[:2]) for name, job in encoding]
     return aggregate_codes(
         encoded,
         weights=weights,

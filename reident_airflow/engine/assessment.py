@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.aggregates import ClassWeights, ValueCounts
 from reident_airflow.engine.attributes import AttributeRisk, attribute_risks
 from reident_airflow.engine.classes import ClassTable
@@ -304,15 +305,20 @@ def assess(
         n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
     )
     population = None if big_n is None else population_uniqueness(sizes, counts, big_n)
-    individual = None
+    # the measures of weights and sensitive columns are independent of the QI ranking: on a
+    # large table they run on worker threads meanwhile (numpy releases the GIL)
+    submit = submitter(table.classes)
+    individual_job = None
     if weights is not None:
-        individual = individual_risk(table.sizes, weights, record_threshold=record_threshold)
-    diversity = None
-    if sensitive is not None:
-        diversity = tuple(l_diversity(v, table.sizes, c=c) for v in sensitive.values())
+        individual_job = submit(
+            individual_risk, table.sizes, weights, record_threshold=record_threshold
+        )
+    diversity_jobs = [submit(l_diversity, v, table.sizes, c=c) for v in (sensitive or {}).values()]
     special = suda2(table, max_msu_size=suda_max_msu_size) if suda else None
     k = int(sizes[0])
     ranking = attribute_risks(table, max_subset_size) if attributes else ()
+    individual = None if individual_job is None else individual_job.result()
+    diversity = None if sensitive is None else tuple(job.result() for job in diversity_jobs)
     return Assessment(
         quasi_identifiers=table.quasi_identifiers,
         records=n,

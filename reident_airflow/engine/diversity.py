@@ -85,6 +85,53 @@ class LDiversity:
         }
 
 
+def _segment_sums(values: IntArray, first: IntArray, last: IntArray) -> IntArray:
+    """Sums of integer ``values`` over the segments ``first[j] .. last[j]`` (one cumsum)."""
+    running = np.cumsum(values)
+    before = np.zeros(first.shape[0], dtype=np.int64)
+    before[1:] = running[first[1:] - 1]
+    out: IntArray = running[last] - before
+    return out
+
+
+def _recursive(
+    cls: IntArray, cnt: IntArray, first: IntArray, distinct: IntArray, f: IntArray, c: float
+) -> IntArray:
+    """Recursive (c, l) of every class from its value counts (pairs grouped by class).
+
+    With a class's counts ascending ``a_0 <= ... <= a_{m-1} = r_1``, the tail
+    ``r_l + ... + r_m`` of the definition is the sum of the ``m - l + 1`` smallest counts, so
+    ``l = m - T`` with ``T`` the number of prefixes ``a_0 + ... + a_t`` (``t <= m - 2``) with
+    ``c * prefix <= r_1``, i.e. ``prefix <= floor(r_1 / c)``.
+    """
+    u = int(f.shape[0])
+    last = first + distinct - 1
+    bits = int(cnt.max()).bit_length()
+    if (u << bits) < 1 << 63:  # ascending by class, then count: one key holding both
+        dtype: Any = np.uint32 if (u << bits) < 1 << 32 else np.uint64
+        key = cls.astype(dtype)
+        key <<= dtype(bits)
+        key |= cnt.astype(dtype)
+        key.sort()
+        key &= dtype((1 << bits) - 1)
+        ordered = key.astype(np.int64)
+    else:  # pragma: no cover - more than 2**63 / max count classes
+        ordered = cnt[np.lexsort((cnt, cls))]
+    largest = ordered[last]
+    bound = np.floor(largest / c).astype(np.int64)
+    bound[c * bound > largest] -= 1  # floating rounding of r_1 / c: the true floor
+    # h = prefix - (bound + 1), restarting at each class: a prefix counts when h < 0
+    step = ordered
+    shift = bound + 1
+    shift[1:] += f[:-1] - bound[:-1] - 1  # h ends a class at f - (bound + 1)
+    step[first] -= shift
+    h = np.cumsum(step)
+    below = _segment_sums((h < 0).astype(np.int64), first, last)
+    below = np.minimum(below, distinct - 1)
+    out: IntArray = distinct - below
+    return out
+
+
 def l_diversity(
     counts: ValueCounts, sizes: IntArray, *, c: float = DEFAULT_RECURSIVE_C
 ) -> LDiversity:
@@ -102,37 +149,34 @@ def l_diversity(
         raise InvalidInputError(f"value counts of {counts.column!r}: misaligned arrays")
     if u == 0:
         raise InvalidInputError("l-diversity of an empty class table")
-    if cls.size and (cls.min() < 0 or cls.max() >= u or (cnt <= 0).any()):
+    if cls.size and (cls[0] < 0 or cls[-1] >= u or (cnt <= 0).any()):
         raise InvalidInputError(f"value counts of {counts.column!r} do not fit the class table")
-    if not np.array_equal(np.bincount(cls, weights=cnt, minlength=u).astype(np.int64), f):
+    if cls.size > 1 and not bool((cls[1:] >= cls[:-1]).all()):  # group the pairs by class
+        order = np.argsort(cls, kind="stable")
+        cls, cnt = cls[order], cnt[order]
+        if cls[0] < 0 or cls[-1] >= u:
+            raise InvalidInputError(f"value counts of {counts.column!r} do not fit the class table")
+    distinct = np.bincount(cls, minlength=u).astype(np.int64)
+    first = np.cumsum(distinct) - distinct
+    if not distinct.all() or not np.array_equal(_segment_sums(cnt, first, first + distinct - 1), f):
         raise InvalidInputError(
             f"value counts of {counts.column!r} do not add up to the class sizes"
         )
-    # order the pairs by class, then by count descending: one sort of a combined key, from
-    # which both are read back (no permutation needed)
-    top = int(cnt.max()) + 1
-    if u * top < 1 << 62:
-        key = cls * top + (top - 1 - cnt)
-        key.sort()
-        cls, rest = np.divmod(key, top)
-        cnt = top - 1 - rest
-    else:  # pragma: no cover - more than 2**62 / n classes
-        order = np.lexsort((-cnt, cls))
-        cls, cnt = cls[order], cnt[order]
-    distinct = np.bincount(cls, minlength=u).astype(np.int64)
-    # entropy l: exp(-sum p ln p), p = r / f
-    p = cnt / f[cls].astype(np.float64)
-    entropy = np.exp(-np.bincount(cls, weights=p * np.log(p), minlength=u))
-    # recursive (c, l): within a class (counts descending, 0-based position j), l - 1 is the
-    # number of positions j >= 1 with r_0 < c * (r_j + ... + r_last); the tail sums fall with
-    # j, so those positions are 1..l-1.
-    first = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]])
-    start = np.repeat(first, distinct[distinct > 0])
-    running = np.cumsum(cnt)
-    before = running - cnt  # sum of the pairs before this one (all classes)
-    tail = f[cls] - (before - (running[start] - cnt[start]))  # this pair and the rest
-    qualifies = (np.arange(cls.shape[0]) > start) & (cnt[start] < c * tail)
-    recursive = 1 + np.bincount(cls, weights=qualifies, minlength=u).astype(np.int64)
+    # entropy l: exp(-sum p ln p) with p = r / f, i.e. exp(ln f - (sum r ln r) / f); r ln r
+    # is looked up in a table of the counts (small integers: the largest is at most n)
+    top = int(cnt.max())
+    if top <= 4 * cnt.shape[0] + 1024:
+        r = np.arange(top + 1, dtype=np.float64)
+        r[0] = 1.0
+        r_log_r = r * np.log(r)
+        s_r = np.bincount(cls, weights=r_log_r[cnt], minlength=u)
+    else:  # pragma: no cover - a few very large counts
+        s_r = np.bincount(cls, weights=cnt * np.log(cnt), minlength=u)
+    ff = f.astype(np.float64)
+    entropy = np.exp(np.log(ff) - s_r / ff)
+    single = distinct == 1
+    entropy[single] = 1.0  # exactly: one value, no uncertainty
+    recursive = _recursive(cls, cnt, first, distinct, f, c)
     n = int(f.sum())
     return LDiversity(
         column=counts.column,
@@ -141,7 +185,7 @@ def l_diversity(
         distinct=int(distinct.min()),
         entropy=float(entropy.min()),
         recursive=int(recursive.min()),
-        homogeneous_records=int(f[distinct == 1].sum()) / n,
+        homogeneous_records=int(f[single].sum()) / n,
         per_class_distinct=distinct,
         per_class_entropy=entropy,
         per_class_recursive=recursive,

@@ -59,16 +59,22 @@ def benedetti_franconi(sizes: IntArray, weight_sums: FloatArray) -> FloatArray:
         raise InvalidInputError("class sizes must be positive")
     check_weight_sums(f, ClassWeights("weight", big_f))
     ff = f.astype(np.float64)
-    whole = ff == big_f  # the class is its whole population (p = 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pk = ff / big_f
-        odds = pk / (1.0 - pk)
-        log_inv = np.log(1.0 / pk)
-        risk = np.where(
-            f > 2,
-            pk / (ff - (1.0 - pk)),
-            np.where(f == 2, odds - (odds * odds) * log_inv, odds * log_inv),
-        )
+    pk = ff / big_f
+    risk = np.empty_like(pk)
+    # each class takes the formula of its size, computed only where it applies
+    for size_is, formula in ((f == 1, 1), (f == 2, 2), (f > 2, 3)):
+        idx = np.flatnonzero(size_is)
+        if not idx.shape[0]:
+            continue
+        p = pk[idx]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if formula == 3:
+                risk[idx] = p / (ff[idx] - (1.0 - p))
+            else:
+                odds = p / (1.0 - p)
+                log_inv = np.log(1.0 / p)
+                risk[idx] = odds * log_inv if formula == 1 else odds - (odds * odds) * log_inv
+    whole = np.flatnonzero(ff == big_f)  # the class is its whole population (p = 1)
     risk[whole] = 1.0 / ff[whole]
     out: FloatArray = risk.astype(np.float64, copy=False)
     return out
@@ -140,7 +146,7 @@ def individual_risk(
     per_class = f * risk
     per_class.sort()
     expected = float(per_class.sum())
-    population = np.sort(weights.sums)
+    population = np.sort(weights.sums)  # likewise
     highest = float(risk.max())
     return IndividualRisk(
         weight=weights.column,

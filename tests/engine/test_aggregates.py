@@ -78,15 +78,26 @@ def test_every_grouping_path_gives_the_same_aggregates(
     got = _by_tuple(frame, qis, weight="w", sensitive=["s", "t"])
     want = _expected(frame, qis)
     pd.testing.assert_frame_equal(got[want.columns], want, check_dtype=False, rtol=1e-12)
+    # without weights (a sort of the class key instead of a permutation or a hash table)
+    unweighted = _by_tuple(frame, qis, sensitive=["s", "t"])
+    columns = [c for c in want.columns if c != "sum"]
+    pd.testing.assert_frame_equal(unweighted[columns], want[columns], check_dtype=False)
     # the same classes as the plain class table
     plain = class_table_from_frame(frame, qis)
     assert sorted(plain.sizes.tolist()) == sorted(got["size"].tolist())
-    # row -> class mapping
+    # row -> class mapping, with and without weights or sensitive columns
     agg = aggregate_frame(frame, qis, weight="w", return_inverse=True)
-    assert agg.inverse is not None
+    assert agg.inverse is not None and agg.weights is not None
     np.testing.assert_allclose(
         np.bincount(agg.inverse, weights=frame["w"].to_numpy()), agg.weights.sums, rtol=1e-12
     )
+    for kwargs in ({}, {"sensitive": ["s"]}):
+        bare = aggregate_frame(frame, qis, return_inverse=True, **kwargs)  # type: ignore[arg-type]
+        assert bare.inverse is not None
+        np.testing.assert_array_equal(np.bincount(bare.inverse), bare.table.sizes)
+        codes = encode_frame(frame, qis).codes
+        for i, column in enumerate(codes):
+            np.testing.assert_array_equal(bare.table.codes[bare.inverse, i], column)
     product = int(np.prod(encode_frame(frame, qis).cardinalities, dtype=np.float64))
     limit = max(agg_mod._BINCOUNT_LIMIT, 2 * n)
     taken = "bincount" if product <= limit else "sort" if product <= 1 << 32 else "hash"
@@ -166,3 +177,22 @@ def test_empty_and_misaligned_input() -> None:
     enc = encode_frame(pd.DataFrame({"q": ["a", "b"]}), ["q"])
     with pytest.raises(InvalidInputError, match="3 weights for 2 records"):
         aggregate_codes(enc, weights=np.ones(3))
+
+
+def test_threaded_path_gives_the_same_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large inputs run parts on worker threads: forced here on a small one."""
+    from reident_airflow.engine import _parallel
+    from reident_airflow.engine.assessment import assess
+
+    frame = _frame(4000, [12, 9], seed=5)
+    qis = ["q0", "q1"]
+    inline = aggregate_arrow(pa.Table.from_pandas(frame), qis, weight="w", sensitive=["s", "t"])
+    expected = assess(inline.table, weights=inline.weights, sensitive=inline.sensitive).to_dict()
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_WORK", 0)
+    threaded = aggregate_arrow(pa.Table.from_pandas(frame), qis, weight="w", sensitive=["s", "t"])
+    got = assess(threaded.table, weights=threaded.weights, sensitive=threaded.sensitive)
+    assert got.to_dict() == expected
+    # an error on a worker thread reaches the caller as it is
+    bad = frame.assign(w=-1.0)
+    with pytest.raises(InvalidInputError, match="zero or negative"):
+        aggregate_arrow(pa.Table.from_pandas(bad), qis, weight="w")

@@ -154,3 +154,31 @@ def test_bad_input() -> None:
     for bad in (0, 1.5, True):
         with pytest.raises(InvalidInputError, match="min_l"):
             Thresholds(min_l=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_equals_the_definitions_on_random_tables(seed: int) -> None:
+    """Every class checked against the definitions of metrics.md §7, computed directly."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n = int(rng.integers(1, 80))
+        frame = pd.DataFrame(
+            {
+                "q": rng.integers(0, int(rng.integers(1, 7)), n),
+                "s": rng.integers(0, int(rng.integers(1, 7)), n),
+            }
+        )
+        c = float(rng.choice([0.5, 1.0, 1.5, 2.0, 3.0]))
+        agg = aggregate_frame(frame, ["q"], sensitive=["s"], return_inverse=True)
+        assert agg.inverse is not None
+        ld = l_diversity(agg.sensitive["s"], agg.table.sizes, c=c)
+        for j in range(agg.table.classes):
+            counts = np.sort(frame["s"][agg.inverse == j].value_counts().to_numpy())[::-1]
+            m, f = len(counts), int(counts.sum())
+            recursive = max(
+                [1] + [ell for ell in range(2, m + 1) if counts[0] < c * counts[ell - 1 :].sum()]
+            )
+            entropy = math.exp(-sum(r / f * math.log(r / f) for r in counts))
+            assert ld.per_class_distinct[j] == m
+            assert ld.per_class_recursive[j] == recursive, (counts, c)
+            assert math.isclose(ld.per_class_entropy[j], entropy, rel_tol=1e-12)
