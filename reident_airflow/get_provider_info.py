@@ -23,7 +23,11 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": "Re-identification risk",
-                "python-modules": ["reident_airflow.operators.risk"],
+                "python-modules": [
+                    "reident_airflow.operators.risk",
+                    "reident_airflow.operators.direct_match",
+                    "reident_airflow.operators.datafly",
+                ],
             }
         ],
         "notifications": ["reident_airflow.notifiers.breach.ReidentBreachNotifier"],

@@ -174,6 +174,10 @@ def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]
     Integer columns with a small range are coded by offset (no hashing); everything else by
     :func:`pandas.factorize`, where all missing values share one code.
     """
+    if isinstance(values, pd.Series) and not pd.api.types.is_integer_dtype(values.dtype):
+        # not integers: hash; no NumPy copy (an Arrow string column would become objects)
+        codes_, uniques = pd.factorize(values, use_na_sentinel=False)
+        return codes_.astype(np.int64, copy=False), len(uniques), uniques
     arr = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
     n = arr.shape[0]
     if arr.dtype.kind in "iu" and n:
