@@ -314,8 +314,13 @@ def _classes_from_pairs(
 ) -> tuple[NDArray[Any], IntArray, tuple[IntArray, IntArray]]:
     """Classes (their keys and sizes) read off the (class, value) pairs of one column."""
     starts = _runs(class_keys)
-    sizes = np.add.reduceat(counts, starts).astype(np.int64)
-    return class_keys[starts], sizes, (_class_index(class_keys), counts)
+    running = np.cumsum(counts)  # class sizes as differences of one running sum
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:] - 1
+    ends[-1:] = counts.shape[0] - 1
+    sizes = running[ends]
+    sizes[1:] -= running[ends[:-1]]
+    return class_keys[starts], sizes.astype(np.int64), (_class_index(class_keys), counts)
 
 
 @dataclass(frozen=True, eq=False)
