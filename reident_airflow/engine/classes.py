@@ -176,8 +176,7 @@ def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]
     """
     if isinstance(values, pd.Series) and not pd.api.types.is_integer_dtype(values.dtype):
         # not integers: hash; no NumPy copy (an Arrow string column would become objects)
-        codes_, uniques = pd.factorize(values, use_na_sentinel=False)
-        return codes_.astype(np.int64, copy=False), len(uniques), uniques
+        return _factorized(values)
     arr = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
     n = arr.shape[0]
     if arr.dtype.kind in "iu" and n:
@@ -192,8 +191,13 @@ def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]
             # keep codes dense so that cardinalities stay tight
             remap = np.cumsum(present) - 1
             return remap[codes].astype(np.int64), int(present.sum()), np.flatnonzero(present) + lo
-    codes_, uniques = pd.factorize(values, use_na_sentinel=False)
-    return codes_.astype(np.int64, copy=False), len(uniques), uniques
+    return _factorized(arr)
+
+
+def _factorized(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]:
+    """Codes by hashing; every missing value (None, NaN, NA) shares one code."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), len(uniques), uniques
 
 
 def encode_frame(frame: pd.DataFrame, qis: Sequence[str]) -> EncodedColumns:

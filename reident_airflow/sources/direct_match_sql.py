@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Unpack
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -351,7 +351,7 @@ _MARIADB_JOIN = (
 )
 
 
-def _execute_join(conn: Connection, stmt: sa.Select[Unpack[tuple[Any, ...]]]) -> sa.Row[Any]:
+def _execute_join(conn: Connection, stmt: Any) -> sa.Row[Any]:
     """Run a statement over the join; one row."""
     if getattr(conn.dialect, "is_mariadb", False):
         # Only integers are bound (the CASE's 1 and 0); identifiers are quoted by SQLAlchemy.
