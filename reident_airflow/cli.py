@@ -306,16 +306,31 @@ def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
         suda_max_msu_size=args.suda_max_size,
     )
     payload = result.to_dict()
+    from reident_airflow.summary import assessment_summary
+
+    emit_outputs(
+        args, payload, kind="assessment", out=out, summary=lambda: assessment_summary(payload)
+    )
+    return EXIT_PASSED if result.passed else EXIT_BREACHED
+
+
+def emit_outputs(
+    args: argparse.Namespace,
+    payload: dict[str, Any],
+    *,
+    kind: str,
+    out: TextIO,
+    summary: Callable[[], str] | None = None,
+) -> None:
+    """What every command leaves behind: ``--json``, ``--report``, then the text summary
+    (unless the JSON went to stdout)."""
     _emit_json(payload, args.json, out)
-    if args.report:
+    if getattr(args, "report", None):
         from reident_airflow.report.runs import cli_report
 
-        cli_report(args, payload, kind="assessment")
-    if args.json != "-":
-        from reident_airflow.summary import assessment_summary
-
-        out.write(assessment_summary(payload))
-    return EXIT_PASSED if result.passed else EXIT_BREACHED
+        cli_report(args, payload, kind=kind)
+    if summary is not None and args.json != "-":
+        out.write(summary())
 
 
 def _emit_json(payload: dict[str, Any], dest: str | None, out: TextIO) -> None:

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from reident_airflow.cli import _qi_list, _separator
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = ["parse_suppression_limit", "register"]
@@ -62,21 +63,6 @@ def _hierarchy_arg(text: str) -> tuple[str, str]:
     if not sep or not column.strip() or not path.strip():
         raise argparse.ArgumentTypeError(f"must be COL=PATH.csv, got {text!r}")
     return column.strip(), path.strip()
-
-
-def _separator(text: str) -> str:
-    if text in {"\\t", "tab", "TAB"}:
-        return "\t"
-    if len(text) != 1:
-        raise argparse.ArgumentTypeError(f"must be a single character, got {text!r}")
-    return text
-
-
-def _qi_list(text: str) -> list[str]:
-    names = [part.strip() for part in text.split(",")]
-    if not text.strip() or any(not n for n in names):
-        raise argparse.ArgumentTypeError("needs one or more column names separated by commas")
-    return names
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -255,15 +241,8 @@ def _summary(report: dict[str, Any], output: Path) -> str:
     )
 
 
-def _write_html_report(args: argparse.Namespace, report: dict[str, Any]) -> None:
-    if args.report:
-        from reident_airflow.report.runs import cli_report
-
-        cli_report(args, report, kind="datafly")
-
-
 def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
-    from reident_airflow.cli import EXIT_BREACHED, EXIT_PASSED, _emit_json
+    from reident_airflow.cli import EXIT_BREACHED, EXIT_PASSED, emit_outputs
     from reident_airflow.engine.datafly import datafly
     from reident_airflow.engine.errors import AnonymizationInfeasibleError
     from reident_airflow.sources.writers import file_format, write_file_atomic
@@ -277,8 +256,7 @@ def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
         result = datafly(frame, args.qi, hierarchies, args.k, args.suppression_limit, progress)
     except AnonymizationInfeasibleError as exc:
         report = infeasible_report(exc, len(frame), args.k)
-        _emit_json(report, args.json, out)
-        _write_html_report(args, report)
+        emit_outputs(args, report, kind="datafly", out=out)
         sys.stderr.write(f"reident: datafly: {exc}; nothing was written\n")
         return EXIT_BREACHED
     progress(
@@ -290,8 +268,5 @@ def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
     report = result.to_dict()
     report["passed"] = True
     report["output"] = {"path": str(output), "format": file_format(output), "records": written}
-    _emit_json(report, args.json, out)
-    _write_html_report(args, report)
-    if args.json != "-":
-        out.write(_summary(report, output))
+    emit_outputs(args, report, kind="datafly", out=out, summary=lambda: _summary(report, output))
     return EXIT_PASSED

@@ -37,9 +37,9 @@ import pandas as pd
 from reident_airflow.cli import (
     EXIT_BREACHED,
     EXIT_PASSED,
-    _emit_json,
     _qi_list,
     _separator,
+    emit_outputs,
 )
 from reident_airflow.engine.direct_match import (
     DEFAULT_TARGET,
@@ -198,13 +198,9 @@ def compute(args: argparse.Namespace) -> DirectMatchResult:
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     result = compute(args)
     report = direct_match_report(result)
-    _emit_json(report, args.json, out)
-    if args.report:
-        from reident_airflow.report.runs import cli_report
-
-        cli_report(args, report, kind="direct_match")
-    if args.json != "-":
-        out.write(direct_match_summary(report))
+    emit_outputs(
+        args, report, kind="direct_match", out=out, summary=lambda: direct_match_summary(report)
+    )
     return EXIT_PASSED if result.passed else EXIT_BREACHED
 
 
