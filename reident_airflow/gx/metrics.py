@@ -61,6 +61,7 @@ from reident_airflow.engine.classes import (
     validate_quasi_identifiers,
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.sources.direct_match_sql import direct_match_counts_sql
 from reident_airflow.sources.sql import (
     COUNT_LABEL,
     grouped_counts,
@@ -178,23 +179,76 @@ def _batch_source(
     return sa.select(*cols).select_from(selectable).subquery(name)
 
 
-def _with_dependency_on_column_types(
-    dependencies: dict[str, MetricConfiguration],
-    metric: MetricConfiguration,
-    execution_engine: ExecutionEngine[Any] | None,
-) -> dict[str, MetricConfiguration]:
-    if isinstance(execution_engine, SqlAlchemyExecutionEngine):
-        table_domain = {k: v for k, v in metric.metric_domain_kwargs.items() if k != "column"}
-        dependencies[_COLUMN_TYPES] = MetricConfiguration(
-            metric_name=_COLUMN_TYPES,
-            metric_domain_kwargs=table_domain,
-            metric_value_kwargs={"include_nested": True},
+class _ReidentTableMetric(TableMetricProvider):
+    """A table metric that, on SQLAlchemy, also depends on ``table.column_types``.
+
+    No ``metric_name``: GE registers nothing for this base, only for its subclasses.
+    """
+
+    @classmethod
+    def _get_evaluation_dependencies(
+        cls,
+        metric: MetricConfiguration,
+        configuration: Any = None,
+        execution_engine: ExecutionEngine[Any] | None = None,
+        runtime_configuration: dict[str, Any] | None = None,
+    ) -> dict[str, MetricConfiguration]:
+        dependencies: dict[str, MetricConfiguration] = super()._get_evaluation_dependencies(
+            metric=metric,
+            configuration=configuration,
+            execution_engine=execution_engine,
+            runtime_configuration=runtime_configuration,
         )
-    return dependencies
+        if isinstance(execution_engine, SqlAlchemyExecutionEngine):
+            table_domain = {k: v for k, v in metric.metric_domain_kwargs.items() if k != "column"}
+            dependencies[_COLUMN_TYPES] = MetricConfiguration(
+                metric_name=_COLUMN_TYPES,
+                metric_domain_kwargs=table_domain,
+                metric_value_kwargs={"include_nested": True},
+            )
+        return dependencies
+
+
+def _pandas_frame(
+    execution_engine: PandasExecutionEngine, metric_domain_kwargs: dict[str, Any]
+) -> pd.DataFrame:
+    """The batch as a DataFrame."""
+    df, _, _ = execution_engine.get_compute_domain(
+        metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
+    )
+    frame: pd.DataFrame = df
+    return frame
+
+
+def _sql_class_counts(
+    execution_engine: SqlAlchemyExecutionEngine,
+    metric_domain_kwargs: dict[str, Any],
+    metrics: Mapping[str, Any],
+    qis: Sequence[str],
+    sensitive: Sequence[str] = (),
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """One ``GROUP BY qis`` (and one ``GROUP BY qis, column`` per sensitive column) in SQL.
+
+    The QIs and sensitive columns are checked against the batch's columns first; an empty
+    batch is an :class:`EmptyDatasetError`.
+    """
+    types = _column_types(metrics)
+    validate_quasi_identifiers(qis, list(types))
+    if sensitive:
+        _, sensitive = check_extra_columns(qis, list(types), sensitive=sensitive)
+    source = _batch_source(
+        execution_engine, metric_domain_kwargs, [*qis, *sensitive], types, "reident_batch"
+    )
+    with execution_engine.get_connection() as conn:
+        grouped = grouped_counts(conn, source, qis)
+        value_counts = {c: grouped_value_counts(conn, source, qis, c) for c in sensitive}
+    if grouped.empty:
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    return grouped, value_counts
 
 
 # --------------------------------------------------------------------------- class table metric
-class ClassTableMetric(TableMetricProvider):
+class ClassTableMetric(_ReidentTableMetric):
     """``reident.class_table``: the batch's equivalence classes on ``quasi_identifiers``."""
 
     metric_name = CLASS_TABLE_METRIC
@@ -211,9 +265,7 @@ class ClassTableMetric(TableMetricProvider):
         runtime_configuration: dict[str, Any],
     ) -> dict[str, Any]:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        df, _, _ = execution_engine.get_compute_domain(
-            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
-        )
+        df = _pandas_frame(execution_engine, metric_domain_kwargs)
         return class_table_payload(class_table_from_frame(df, qis))
 
     @metric_value(engine=SqlAlchemyExecutionEngine)
@@ -227,30 +279,8 @@ class ClassTableMetric(TableMetricProvider):
         runtime_configuration: dict[str, Any],
     ) -> dict[str, Any]:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        types = _column_types(metrics)
-        validate_quasi_identifiers(qis, list(types))
-        source = _batch_source(execution_engine, metric_domain_kwargs, qis, types, "reident_batch")
-        with execution_engine.get_connection() as conn:
-            grouped = grouped_counts(conn, source, qis)
-        if grouped.empty:
-            raise EmptyDatasetError("the table has no records: there is nothing to assess")
+        grouped, _ = _sql_class_counts(execution_engine, metric_domain_kwargs, metrics, qis)
         return class_table_payload(class_table_from_grouped(grouped, qis, COUNT_LABEL))
-
-    @classmethod
-    def _get_evaluation_dependencies(
-        cls,
-        metric: MetricConfiguration,
-        configuration: Any = None,
-        execution_engine: ExecutionEngine[Any] | None = None,
-        runtime_configuration: dict[str, Any] | None = None,
-    ) -> dict[str, MetricConfiguration]:
-        dependencies: dict[str, MetricConfiguration] = super()._get_evaluation_dependencies(
-            metric=metric,
-            configuration=configuration,
-            execution_engine=execution_engine,
-            runtime_configuration=runtime_configuration,
-        )
-        return _with_dependency_on_column_types(dependencies, metric, execution_engine)
 
 
 # ------------------------------------------------------------------------ direct match metric
@@ -280,114 +310,7 @@ def _counts_payload(
     }
 
 
-def _selected_columns(
-    original: Sequence[str], avatar: Sequence[str], key: str | None, columns: Any
-) -> list[str]:
-    """The columns to score, as :func:`direct_match_protection` selects them."""
-    in_avatar = set(avatar)
-    in_original = set(original)
-    if columns is None:
-        selected = [c for c in original if c in in_avatar and c != key]
-    else:
-        if isinstance(columns, str):
-            raise InvalidInputError("columns must be a sequence of column names, not one string")
-        selected = list(dict.fromkeys(str(c) for c in columns))
-        if key is not None and key in selected:
-            raise InvalidInputError(f"the key column {key!r} cannot also be scored")
-        for name, present in (("original", in_original), ("avatar", in_avatar)):
-            absent = [c for c in selected if c not in present]
-            if absent:
-                raise InvalidInputError(f"columns missing from the {name} table: {absent}")
-    if not selected:
-        raise InvalidInputError(
-            "no column to compare: the tables have no column in common"
-            + ("" if key is None else f" besides the key {key!r}")
-        )
-    return selected
-
-
-def _same_kind(a: Any, b: Any) -> bool:
-    """Whether two SQL types compare as they are (both text, both numbers, ...)."""
-    if a is None or b is None:
-        return True
-
-    def kind(t: Any) -> str:
-        if isinstance(t, sa.String):
-            return "text"
-        if isinstance(t, sa.Integer | sa.Numeric | sa.Float):
-            return "number"
-        if isinstance(t, sa.Boolean):
-            return "boolean"
-        return type(t).__name__
-
-    return kind(a) == kind(b)
-
-
-def _sql_direct_match_counts(
-    conn: sa.Connection,
-    avatar: sa.Subquery,
-    original: sa.Table,
-    key: str,
-    selected: Sequence[str],
-) -> tuple[int, dict[str, tuple[int, int]]]:
-    """``n`` and ``(m_c, u_c)`` per column, counted by the database (aggregates only)."""
-    sources = (("original", original), ("avatar", avatar))
-    n: dict[str, int] = {}
-    for name, source in sources:
-        k = source.c[key]
-        row = conn.execute(
-            sa.select(sa.func.count(), sa.func.count(k), sa.func.count(sa.distinct(k)))
-        ).one()
-        total, present, distinct = (int(v) for v in row)
-        if total == 0:
-            raise EmptyDatasetError(f"the {name} table has no records")
-        if present < total:
-            raise InvalidInputError(
-                f"key column {key!r} has {total - present} missing values in the {name} table"
-            )
-        if distinct < total:
-            raise InvalidInputError(
-                f"key column {key!r} is not unique in the {name} table: {distinct} distinct key "
-                f"values on {total} records"
-            )
-        n[name] = total
-    if n["original"] != n["avatar"]:
-        raise InvalidInputError(
-            f"the tables have different numbers of records: the original table has "
-            f"{n['original']}, the avatar table has {n['avatar']}"
-        )
-    records = n["original"]
-    joined = sa.join(avatar, original, avatar.c[key] == original.c[key])
-    matched = int(conn.execute(sa.select(sa.func.count()).select_from(joined)).scalar_one())
-    if matched != records:
-        missing = records - matched
-        raise InvalidInputError(
-            f"key column {key!r} does not match between the tables: {missing} key values of "
-            f"the original table are not in the avatar table, and {missing} key values of "
-            f"the avatar table are not in the original table"
-        )
-    match_exprs: list[sa.ColumnElement[Any]] = []
-    distinct_exprs: list[sa.ColumnElement[Any]] = []
-    for c in selected:
-        a: sa.ColumnElement[Any] = avatar.c[c]
-        o: sa.ColumnElement[Any] = original.c[c]
-        a_cmp, o_cmp = a, o
-        if not _same_kind(a.type, o.type):  # compare by value text when the types differ
-            a_cmp, o_cmp = sa.cast(a, sa.String), sa.cast(o, sa.String)
-        same = sa.or_(a_cmp == o_cmp, sa.and_(a.is_(None), o.is_(None)))
-        match_exprs.append(sa.func.sum(sa.case((same, 1), else_=0)))
-        distinct_exprs.append(sa.func.count(sa.distinct(a)))
-        distinct_exprs.append(sa.func.max(sa.case((a.is_(None), 1), else_=0)))
-    match_row = tuple(conn.execute(sa.select(*match_exprs).select_from(joined)).one())
-    distinct_row = tuple(conn.execute(sa.select(*distinct_exprs).select_from(avatar)).one())
-    counts: dict[str, tuple[int, int]] = {}
-    for i, c in enumerate(selected):
-        u = int(distinct_row[2 * i] or 0) + int(distinct_row[2 * i + 1] or 0)
-        counts[c] = (int(match_row[i] or 0), u)
-    return records, counts
-
-
-class DirectMatchCountsMetric(TableMetricProvider):
+class DirectMatchCountsMetric(_ReidentTableMetric):
     """``reident.direct_match_counts``: ``(m_c, u_c)`` of the batch against its original."""
 
     metric_name = DIRECT_MATCH_METRIC
@@ -405,9 +328,7 @@ class DirectMatchCountsMetric(TableMetricProvider):
     ) -> dict[str, Any]:
         from reident_airflow.engine.direct_match import direct_match_protection
 
-        avatar, _, _ = execution_engine.get_compute_domain(
-            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
-        )
+        avatar = _pandas_frame(execution_engine, metric_domain_kwargs)
         path = metric_value_kwargs.get("original_table")
         if not path:
             raise InvalidInputError("original_table is required")
@@ -442,48 +363,21 @@ class DirectMatchCountsMetric(TableMetricProvider):
                 "that identifies each record, to align the released rows with the original ones"
             )
         types = _column_types(metrics)
-        avatar_columns = list(types)
         with execution_engine.get_connection() as conn:
             original = reflect_table(conn, str(name), metric_value_kwargs.get("original_schema"))
-            original_columns = [c.name for c in original.columns]
-            for side, cols in (("original", original_columns), ("avatar", avatar_columns)):
-                if key not in cols:
-                    raise InvalidInputError(f"key column {key!r} is missing from the {side} table")
-            selected = _selected_columns(
-                original_columns, avatar_columns, key, metric_value_kwargs.get("columns")
-            )
             avatar = _batch_source(
-                execution_engine,
-                metric_domain_kwargs,
-                [key, *selected],
-                types,
-                "reident_avatar",
+                execution_engine, metric_domain_kwargs, list(types), types, "reident_batch"
             )
-            records, counts = _sql_direct_match_counts(conn, avatar, original, key, selected)
-        in_avatar, in_original = set(avatar_columns), set(original_columns)
+            counted = direct_match_counts_sql(
+                conn, original, avatar, key=str(key), columns=metric_value_kwargs.get("columns")
+            )
         return _counts_payload(
-            records,
-            counts,
+            counted.records,
+            counted.counts,
             key,
-            [c for c in original_columns if c not in in_avatar],
-            [c for c in avatar_columns if c not in in_original],
+            counted.only_in_original,
+            counted.only_in_avatar,
         )
-
-    @classmethod
-    def _get_evaluation_dependencies(
-        cls,
-        metric: MetricConfiguration,
-        configuration: Any = None,
-        execution_engine: ExecutionEngine[Any] | None = None,
-        runtime_configuration: dict[str, Any] | None = None,
-    ) -> dict[str, MetricConfiguration]:
-        dependencies: dict[str, MetricConfiguration] = super()._get_evaluation_dependencies(
-            metric=metric,
-            configuration=configuration,
-            execution_engine=execution_engine,
-            runtime_configuration=runtime_configuration,
-        )
-        return _with_dependency_on_column_types(dependencies, metric, execution_engine)
 
 
 # --------------------------------------------------------------- sensitive value counts metric
@@ -523,7 +417,7 @@ def _column_list(value: Any, what: str) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
-class SensitiveValueCountsMetric(TableMetricProvider):
+class SensitiveValueCountsMetric(_ReidentTableMetric):
     """``reident.sensitive_value_counts``: classes and per-class counts of sensitive values."""
 
     metric_name = SENSITIVE_COUNTS_METRIC
@@ -541,9 +435,7 @@ class SensitiveValueCountsMetric(TableMetricProvider):
     ) -> dict[str, Any]:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
         columns = _column_list(metric_value_kwargs.get("sensitive_columns"), "sensitive_columns")
-        df, _, _ = execution_engine.get_compute_domain(
-            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
-        )
+        df = _pandas_frame(execution_engine, metric_domain_kwargs)
         return aggregates_payload(aggregate_frame(df, qis, sensitive=columns))
 
     @metric_value(engine=SqlAlchemyExecutionEngine)
@@ -558,32 +450,8 @@ class SensitiveValueCountsMetric(TableMetricProvider):
     ) -> dict[str, Any]:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
         columns = _column_list(metric_value_kwargs.get("sensitive_columns"), "sensitive_columns")
-        types = _column_types(metrics)
-        validate_quasi_identifiers(qis, list(types))
-        _, columns = check_extra_columns(qis, list(types), sensitive=columns)
-        source = _batch_source(
-            execution_engine, metric_domain_kwargs, [*qis, *columns], types, "reident_batch"
+        counts, value_counts = _sql_class_counts(
+            execution_engine, metric_domain_kwargs, metrics, qis, sensitive=columns
         )
-        with execution_engine.get_connection() as conn:
-            counts = grouped_counts(conn, source, qis)
-            value_counts = {c: grouped_value_counts(conn, source, qis, c) for c in columns}
-        if counts.empty:
-            raise EmptyDatasetError("the table has no records: there is nothing to assess")
         aggregates = aggregate_grouped(counts, qis, COUNT_LABEL, value_counts=value_counts)
         return aggregates_payload(aggregates)
-
-    @classmethod
-    def _get_evaluation_dependencies(
-        cls,
-        metric: MetricConfiguration,
-        configuration: Any = None,
-        execution_engine: ExecutionEngine[Any] | None = None,
-        runtime_configuration: dict[str, Any] | None = None,
-    ) -> dict[str, MetricConfiguration]:
-        dependencies: dict[str, MetricConfiguration] = super()._get_evaluation_dependencies(
-            metric=metric,
-            configuration=configuration,
-            execution_engine=execution_engine,
-            runtime_configuration=runtime_configuration,
-        )
-        return _with_dependency_on_column_types(dependencies, metric, execution_engine)

@@ -170,8 +170,13 @@ def _same(dialect: str, o: sa.ColumnElement[Any], a: sa.ColumnElement[Any]) -> A
 
 
 # ---------------------------------------------------------------------------------- checks
-def _declared_unique(table: sa.Table, key: str) -> bool:
-    """A primary key, unique constraint or unique index on exactly the key column."""
+def _declared_unique(table: sa.FromClause, key: str) -> bool:
+    """A primary key, unique constraint or unique index on exactly the key column.
+
+    Only a reflected table declares any: a query (a Great Expectations batch) checks its keys.
+    """
+    if not isinstance(table, sa.Table):
+        return False
     if [c.name for c in table.primary_key.columns] == [key]:
         return True
     for constraint in table.constraints:
@@ -206,7 +211,7 @@ def _selected(
     return selected
 
 
-def _table_counts(conn: Connection, table: sa.Table, key: str) -> tuple[int, int, int]:
+def _table_counts(conn: Connection, table: sa.FromClause, key: str) -> tuple[int, int, int]:
     """Records, non-missing keys and distinct keys of a table, in one scan.
 
     The distinct keys are only counted when no primary key or unique constraint on the key
@@ -230,7 +235,7 @@ def _table_counts(conn: Connection, table: sa.Table, key: str) -> tuple[int, int
 
 
 def _raise_for_key(
-    conn: Connection, table: sa.Table, key: str, name: str, counts: tuple[int, int, int]
+    conn: Connection, table: sa.FromClause, key: str, name: str, counts: tuple[int, int, int]
 ) -> None:
     """No missing key value, and no key value twice (the engine's messages)."""
     total, present, distinct = counts
@@ -256,8 +261,8 @@ def _raise_for_key(
 
 def direct_match_counts_sql(
     conn: Connection,
-    original: sa.Table,
-    avatar: sa.Table,
+    original: sa.FromClause,
+    avatar: sa.FromClause,
     *,
     key: str,
     columns: Sequence[str] | None = None,
@@ -265,8 +270,9 @@ def direct_match_counts_sql(
     """Check the two tables as the engine would, then count ``n`` and ``(m_c, u_c)`` in SQL.
 
     ``original`` and ``avatar`` are reflected tables of the database ``conn`` is connected to
-    (they may be the same table). Raises :class:`EmptyDatasetError` / :class:`InvalidInputError`
-    with the engine's messages, in the engine's order.
+    (they may be the same table), or subqueries with typed columns (a Great Expectations batch,
+    :mod:`reident_airflow.gx.metrics`). Raises :class:`EmptyDatasetError` /
+    :class:`InvalidInputError` with the engine's messages, in the engine's order.
 
     Statements: one scan per table (records, keys present, distinct keys), one join counting
     its rows and each column's matches, and one scan of the avatar table counting each column's
