@@ -253,6 +253,21 @@ def _lookup(document: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     return float(node)
 
 
+def _qis_field(cls: Any, value: Any) -> list[str]:
+    return _check_qis(value)
+
+
+def _max_subset_size_field(cls: Any, value: Any) -> Any:
+    return None if value is None else _check_whole(value, "max_subset_size", 1)
+
+
+# The validators of fields several expectations share (pydantic reuses one function).
+_QIS_VALIDATOR = pydantic.validator("quasi_identifiers", pre=True, allow_reuse=True)(_qis_field)
+_MAX_SUBSET_SIZE_VALIDATOR = pydantic.validator("max_subset_size", pre=True, allow_reuse=True)(
+    _max_subset_size_field
+)
+
+
 # ------------------------------------------------------------------------------- rendering
 def _qi_template(qis: Any, params: dict[str, Any]) -> str:
     if not isinstance(qis, list | tuple) or not qis:
@@ -322,6 +337,27 @@ def _kwargs_of(configuration: Any) -> dict[str, Any]:
     return dict(kwargs or {})
 
 
+def _schema_extra(
+    schema: dict[str, Any], model: type[BatchExpectation], short_description: str
+) -> None:
+    """GE's JSON schema of an expectation, with its Data Docs metadata."""
+    BatchExpectation.Config.schema_extra(schema, model)
+    schema["properties"]["metadata"]["properties"].update(
+        {
+            "short_description": {
+                "title": "Short Description",
+                "type": "string",
+                "const": short_description,
+            },
+            "supported_data_sources": {
+                "title": "Supported Data Sources",
+                "type": "array",
+                "const": _SUPPORTED_DATA_SOURCES,
+            },
+        }
+    )
+
+
 class _ReidentExpectation(BatchExpectation):
     """Shared plumbing: renderers that read naturally; subclasses supply the sentence."""
 
@@ -340,6 +376,16 @@ class _ReidentExpectation(BatchExpectation):
 
     def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _validate(
+        self,
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any] | None = None,
+        execution_engine: Any = None,
+    ) -> dict[str, Any]:
+        """The outcome of the expectation's one metric (its ``metric_dependencies``)."""
+        (metric,) = self.metric_dependencies
+        return self._outcome(metrics[metric])
 
     def _outcome(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """Evaluate the metric's payload; an input error becomes a failed result, not a crash.
@@ -486,25 +532,11 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
             schema: dict[str, Any],
             model: type[ExpectTableReidentificationRiskToBeBelow],
         ) -> None:
-            BatchExpectation.Config.schema_extra(schema, model)
-            schema["properties"]["metadata"]["properties"].update(
-                {
-                    "short_description": {
-                        "title": "Short Description",
-                        "type": "string",
-                        "const": "Expect a re-identification risk measure to be at most a limit.",
-                    },
-                    "supported_data_sources": {
-                        "title": "Supported Data Sources",
-                        "type": "array",
-                        "const": _SUPPORTED_DATA_SOURCES,
-                    },
-                }
+            _schema_extra(
+                schema, model, "Expect a re-identification risk measure to be at most a limit."
             )
 
-    @pydantic.validator("quasi_identifiers", pre=True)
-    def _validate_qis(cls, value: Any) -> list[str]:
-        return _check_qis(value)
+    _validate_qis = _QIS_VALIDATOR
 
     @pydantic.validator("measure", pre=True)
     def _validate_measure(cls, value: Any) -> str:
@@ -530,9 +562,7 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
             return value
         return validate_threshold(value, "sampling_fraction")
 
-    @pydantic.validator("max_subset_size", pre=True)
-    def _validate_max_subset_size(cls, value: Any) -> Any:
-        return None if value is None else _check_whole(value, "max_subset_size", 1)
+    _validate_max_subset_size = _MAX_SUBSET_SIZE_VALIDATOR
 
     @pydantic.root_validator(skip_on_failure=True)
     def _validate_together(cls, values: dict[str, Any]) -> dict[str, Any]:
@@ -576,14 +606,6 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
                 params[key] = kwargs[key]
                 template += f", assuming {words}"
         return template + ".", params
-
-    def _validate(
-        self,
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any] | None = None,
-        execution_engine: Any = None,
-    ) -> dict[str, Any]:
-        return self._outcome(metrics[CLASS_TABLE_METRIC])
 
     def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         measure = MEASURES[self.measure]
@@ -652,33 +674,17 @@ class ExpectTableToBeKAnonymous(_ReidentExpectation):
             schema: dict[str, Any],
             model: type[ExpectTableToBeKAnonymous],
         ) -> None:
-            BatchExpectation.Config.schema_extra(schema, model)
-            schema["properties"]["metadata"]["properties"].update(
-                {
-                    "short_description": {
-                        "title": "Short Description",
-                        "type": "string",
-                        "const": "Expect every quasi-identifier combination to occur k times.",
-                    },
-                    "supported_data_sources": {
-                        "title": "Supported Data Sources",
-                        "type": "array",
-                        "const": _SUPPORTED_DATA_SOURCES,
-                    },
-                }
+            _schema_extra(
+                schema, model, "Expect every quasi-identifier combination to occur k times."
             )
 
-    @pydantic.validator("quasi_identifiers", pre=True)
-    def _validate_qis(cls, value: Any) -> list[str]:
-        return _check_qis(value)
+    _validate_qis = _QIS_VALIDATOR
 
     @pydantic.validator("k", pre=True)
     def _validate_k(cls, value: Any) -> Any:
         return value if _is_parameter(value) else _check_whole(value, "k", 1)
 
-    @pydantic.validator("max_subset_size", pre=True)
-    def _validate_max_subset_size(cls, value: Any) -> Any:
-        return None if value is None else _check_whole(value, "max_subset_size", 1)
+    _validate_max_subset_size = _MAX_SUBSET_SIZE_VALIDATOR
 
     @classmethod
     def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -689,14 +695,6 @@ class ExpectTableToBeKAnonymous(_ReidentExpectation):
             "their values must be shared by at least $k records."
         )
         return template, params
-
-    def _validate(
-        self,
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any] | None = None,
-        execution_engine: Any = None,
-    ) -> dict[str, Any]:
-        return self._outcome(metrics[CLASS_TABLE_METRIC])
 
     def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         k = _check_whole(self.k, "k", 1)
@@ -809,25 +807,11 @@ class ExpectTableToBeLDiverse(_ReidentExpectation):
             schema: dict[str, Any],
             model: type[ExpectTableToBeLDiverse],
         ) -> None:
-            BatchExpectation.Config.schema_extra(schema, model)
-            schema["properties"]["metadata"]["properties"].update(
-                {
-                    "short_description": {
-                        "title": "Short Description",
-                        "type": "string",
-                        "const": "Expect every group to hold l values of each sensitive column.",
-                    },
-                    "supported_data_sources": {
-                        "title": "Supported Data Sources",
-                        "type": "array",
-                        "const": _SUPPORTED_DATA_SOURCES,
-                    },
-                }
+            _schema_extra(
+                schema, model, "Expect every group to hold l values of each sensitive column."
             )
 
-    @pydantic.validator("quasi_identifiers", pre=True)
-    def _validate_qis(cls, value: Any) -> list[str]:
-        return _check_qis(value)
+    _validate_qis = _QIS_VALIDATOR
 
     @pydantic.validator("sensitive_columns", pre=True)
     def _validate_sensitive(cls, value: Any, values: dict[str, Any]) -> list[str]:
@@ -846,9 +830,7 @@ class ExpectTableToBeLDiverse(_ReidentExpectation):
     def _validate_c(cls, value: Any) -> Any:
         return value if _is_parameter(value) else validate_recursive_c(value)
 
-    @pydantic.validator("max_subset_size", pre=True)
-    def _validate_max_subset_size(cls, value: Any) -> Any:
-        return None if value is None else _check_whole(value, "max_subset_size", 1)
+    _validate_max_subset_size = _MAX_SUBSET_SIZE_VALIDATOR
 
     @pydantic.root_validator(skip_on_failure=True)
     def _validate_together(cls, values: dict[str, Any]) -> dict[str, Any]:
@@ -879,14 +861,6 @@ class ExpectTableToBeLDiverse(_ReidentExpectation):
             f"Every group of records sharing quasi-identifiers {qis} {what} in each of {sensitive}."
         )
         return template, params
-
-    def _validate(
-        self,
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any] | None = None,
-        execution_engine: Any = None,
-    ) -> dict[str, Any]:
-        return self._outcome(metrics[SENSITIVE_COUNTS_METRIC])
 
     def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         limit = _check_l(self.l, self.measure)
@@ -974,20 +948,8 @@ class ExpectTableDirectMatchProtectionToBeAbove(_ReidentExpectation):
             schema: dict[str, Any],
             model: type[ExpectTableDirectMatchProtectionToBeAbove],
         ) -> None:
-            BatchExpectation.Config.schema_extra(schema, model)
-            schema["properties"]["metadata"]["properties"].update(
-                {
-                    "short_description": {
-                        "title": "Short Description",
-                        "type": "string",
-                        "const": "Expect column direct match protection to be at least a target.",
-                    },
-                    "supported_data_sources": {
-                        "title": "Supported Data Sources",
-                        "type": "array",
-                        "const": _SUPPORTED_DATA_SOURCES,
-                    },
-                }
+            _schema_extra(
+                schema, model, "Expect column direct match protection to be at least a target."
             )
 
     @pydantic.validator("original_table", pre=True)
@@ -1029,14 +991,6 @@ class ExpectTableDirectMatchProtectionToBeAbove(_ReidentExpectation):
             params["key"] = kwargs["key"]
             template += " (records matched on $key)"
         return template + ".", params
-
-    def _validate(
-        self,
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any] | None = None,
-        execution_engine: Any = None,
-    ) -> dict[str, Any]:
-        return self._outcome(metrics[DIRECT_MATCH_METRIC])
 
     def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         from reident_airflow.engine.direct_match import direct_match_from_counts
