@@ -43,6 +43,7 @@ from reident_airflow.engine.classes import (
     group_codes,
     validate_quasi_identifiers,
 )
+from reident_airflow.engine.classes import _mixed_radix as mixed_radix
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
@@ -233,27 +234,6 @@ def check_weight_sums(sizes: IntArray, weights: ClassWeights) -> None:
 
 
 # ------------------------------------------------------------------------------- grouping
-def _mixed_radix(codes: Sequence[IntArray], cards: Sequence[int], dtype: Any) -> NDArray[Any]:
-    """``(((c0 * card1) + c1) * card2 + c2) ...`` in ``dtype`` (the caller checks the range).
-
-    Computed in int64 over blocks of rows that stay in the CPU cache: one pass over each code
-    column, one write of the key.
-    """
-    n = codes[0].shape[0]
-    rows = 1 << 18
-    key: NDArray[Any] = np.empty(n, dtype=dtype)
-    block = np.empty(min(n, rows), dtype=np.int64)
-    for start in range(0, n, rows):
-        stop = min(start + rows, n)
-        part = block[: stop - start]
-        np.copyto(part, codes[0][start:stop], casting="unsafe")
-        for col, card in zip(codes[1:], cards[1:], strict=True):
-            part *= card
-            np.add(part, col[start:stop], out=part, casting="unsafe")
-        np.copyto(key[start:stop], part, casting="unsafe")
-    return key
-
-
 def _runs(sorted_keys: NDArray[Any]) -> IntArray:
     """Positions where a new run of equal values starts in a sorted array."""
     n = sorted_keys.shape[0]
@@ -430,7 +410,7 @@ def _group(
     for c in cards:
         product *= c
     if product <= max(_BINCOUNT_LIMIT, 2 * n):
-        key = _mixed_radix(codes, cards, np.int64)
+        key = mixed_radix(codes, cards, dtype=np.int64)
         submit = submitter(n)
         summing = None
         if weights is not None:  # alongside the grouping: numpy releases the GIL
@@ -449,7 +429,7 @@ def _group(
         # one 64-bit word per row: the class key above, the row number below. One sort gives
         # the classes (runs of equal keys) and the permutation that lists rows class by class
         # (to sum the weights of each class).
-        key32 = _mixed_radix(codes, cards, np.uint32)
+        key32 = mixed_radix(codes, cards, dtype=np.uint32)
         packed = key32.astype(np.uint64)
         packed <<= np.uint64(32)
         packed |= np.arange(n, dtype=np.uint64)
@@ -472,7 +452,7 @@ def _group(
         return _unravel(keys, cards), sizes, grouping, None, None
     if product < 1 << 62 and not weighted:
         dtype = np.uint32 if product <= 1 << 32 else np.uint64
-        key = _mixed_radix(codes, cards, dtype)
+        key = mixed_radix(codes, cards, dtype=dtype)
         lead_pairs = None
         if lead is not None and product * max(int(lead[1]), 1) < 1 << 63:
             keys, sizes, lead_pairs = _classes_from_pairs(*_pair_keys(key, product, *lead))
