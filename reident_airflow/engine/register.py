@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.sample import validate_threshold
+from reident_airflow.engine.sample import risk_measures_dict, validate_threshold
 
 __all__ = ["RegisterRisk", "class_values", "match_register", "register_risk"]
 
@@ -107,12 +107,7 @@ class RegisterRisk:
 
     def journalist_dict(self) -> dict[str, Any]:
         return {
-            "highest_risk": self.highest_risk,
-            "lowest_risk": self.lowest_risk,
-            "average_risk": self.average_risk,
-            "records_at_risk": self.records_at_risk,
-            "record_threshold": self.record_threshold,
-            "records_affected_by_highest_risk": self.records_affected_by_highest_risk,
+            **risk_measures_dict(self),
             "success_rate": self.success_rate,
             "basis": "population_table",
         }

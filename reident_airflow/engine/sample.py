@@ -20,10 +20,12 @@ from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 __all__ = [
     "DEFAULT_RECORD_THRESHOLD",
     "RISK_BANDS",
+    "RISK_MEASURE_KEYS",
     "RiskBand",
     "SampleRisk",
     "records_at_risk",
     "risk_distribution",
+    "risk_measures_dict",
     "sample_risk",
     "validate_threshold",
 ]
@@ -79,14 +81,23 @@ class SampleRisk:
     sample_uniques: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "highest_risk": self.highest_risk,
-            "lowest_risk": self.lowest_risk,
-            "average_risk": self.average_risk,
-            "records_at_risk": self.records_at_risk,
-            "record_threshold": self.record_threshold,
-            "records_affected_by_highest_risk": self.records_affected_by_highest_risk,
-        }
+        return risk_measures_dict(self)
+
+
+#: The keys of one attacker model's measures in the assessment JSON (contract.md).
+RISK_MEASURE_KEYS = (
+    "highest_risk",
+    "lowest_risk",
+    "average_risk",
+    "records_at_risk",
+    "record_threshold",
+    "records_affected_by_highest_risk",
+)
+
+
+def risk_measures_dict(measures: Any) -> dict[str, Any]:
+    """The JSON of an attacker model's measures (prosecutor, or journalist on a register)."""
+    return {key: getattr(measures, key) for key in RISK_MEASURE_KEYS}
 
 
 def _check_histogram(sizes: IntArray, counts: IntArray) -> tuple[int, int]:
