@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -94,6 +95,7 @@ class ClassTable:
     dictionaries: tuple[Any, ...] | None = None
     excluded_records: int = 0
     _histogram: list[tuple[IntArray, IntArray]] = field(default_factory=list, repr=False)
+    _keys: list[IntArray] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if self.sizes.ndim != 1 or self.codes.ndim != 2:
@@ -125,9 +127,35 @@ class ClassTable:
         Computed once and cached.
         """
         if not self._histogram:
-            sizes, counts = np.unique(self.sizes, return_counts=True)
+            top = int(self.sizes.max())
+            if top <= 4 * self.sizes.shape[0] + 1024:  # class sizes are small integers: count
+                tally = np.bincount(self.sizes, minlength=top + 1)
+                sizes = np.flatnonzero(tally)
+                counts = tally[sizes]
+            else:
+                sizes, counts = np.unique(self.sizes, return_counts=True)
             self._histogram.append((sizes.astype(np.int64), counts.astype(np.int64)))
         return self._histogram[0]
+
+    def radix_keys(self) -> IntArray | None:
+        """Each class's mixed-radix key over its codes, the first QI most significant.
+
+        ``key = ((c_0 * card_1 + c_1) * card_2 + c_2) ...``: distinct classes, distinct keys.
+        ``None`` when the product of the cardinalities does not fit 63 bits. Computed once
+        and cached (the grouping that built the table usually hands it over for free).
+        """
+        if not self._keys:
+            cards = [max(int(c), 1) for c in self.cardinalities]
+            if prod(cards) > _KEY_LIMIT:
+                return None
+            key = np.zeros(self.classes, dtype=np.int64)
+            column = np.empty_like(key)
+            for i, card in enumerate(cards):
+                key *= card
+                np.copyto(column, self.codes[:, i], casting="unsafe")
+                key += column
+            self._keys.append(key)
+        return self._keys[0]
 
 
 def validate_quasi_identifiers(qis: Sequence[str], available: Sequence[str]) -> tuple[str, ...]:
@@ -320,6 +348,20 @@ def group_codes(
     most keys are distinct; otherwise hashing, re-densifying before the key would overflow.
     With the first two, classes come out in ascending lexicographic order of their codes.
     """
+    class_codes, sizes, inverse, _ = _grouped(
+        codes, cardinalities, weights=weights, return_inverse=return_inverse
+    )
+    return class_codes, sizes, inverse
+
+
+def _grouped(
+    codes: Sequence[IntArray],
+    cardinalities: Sequence[int],
+    *,
+    weights: IntArray | None = None,
+    return_inverse: bool = False,
+) -> tuple[IntArray, IntArray, IntArray | None, IntArray | None]:
+    """:func:`group_codes`, plus each class's mixed-radix key when a path computed it."""
     m = len(codes)
     if m == 0:
         raise InvalidInputError("no quasi-identifiers given: name at least one column")
@@ -333,13 +375,14 @@ def group_codes(
         counts = np.bincount(key, weights=weights, minlength=product)
         present = np.flatnonzero(counts)
         sizes = counts[present].astype(np.int64)
-        class_codes = np.stack(np.unravel_index(present, cards), axis=1).astype(np.int64)
+        # (m, u) with each QI's codes contiguous; its transpose is the (u, m) class table
+        class_codes = np.stack(np.unravel_index(present, cards), axis=0).astype(np.int64).T
         inverse = None
         if return_inverse:
             lookup = np.zeros(product, dtype=np.int64)
             lookup[present] = np.arange(present.shape[0], dtype=np.int64)
             inverse = lookup[key]
-        return class_codes, sizes, inverse
+        return class_codes, sizes, inverse, present.astype(np.int64, copy=False)
     if weights is None and not return_inverse and product <= _KEY_LIMIT:
         key = _mixed_radix(codes, cards, dtype=np.uint32 if product <= 1 << 32 else np.int64)
         key.sort()  # our own temporary: sorted in place
@@ -351,6 +394,7 @@ def group_codes(
         sizes = np.diff(first, append=n).astype(np.int64, copy=False)
         unique_keys = key[first]
         del key, first
+        class_keys = unique_keys.astype(np.int64)  # a copy: the loop below reuses the buffer
         # unravel the keys column by column into contiguous rows of an (m, u) array; its
         # transpose is the (u, m) class table, with each QI's codes contiguous
         columns = np.empty((m, unique_keys.shape[0]), dtype=np.int64)
@@ -361,7 +405,7 @@ def group_codes(
             unique_keys, quotient = quotient, unique_keys
         np.copyto(columns[0], unique_keys, casting="unsafe")
         class_codes = columns.T
-        return class_codes, sizes, None
+        return class_codes, sizes, None, class_keys
     # Large product: combine column by column, re-densifying by hash before overflow.
     key = codes[0].astype(np.int64, copy=True)
     span = cards[0]
@@ -377,7 +421,7 @@ def group_codes(
     for i, col in enumerate(codes):
         # every row of a class carries the same code, so any write order gives the same result
         class_codes[inverse_ids, i] = col
-    return class_codes, sizes, (inverse_ids if return_inverse else None)
+    return class_codes, sizes, (inverse_ids if return_inverse else None), None
 
 
 def _mixed_radix(
@@ -407,11 +451,13 @@ def class_table_from_codes(encoded: EncodedColumns) -> ClassTable:
     """Count the classes of row-level codes, excluding fully suppressed records."""
     if encoded.records == 0:
         raise EmptyDatasetError("the table has no records: there is nothing to assess")
-    class_codes, sizes, _ = group_codes(encoded.codes, encoded.cardinalities)
-    return _finish(encoded, class_codes, sizes)
+    class_codes, sizes, _, keys = _grouped(encoded.codes, encoded.cardinalities)
+    return _finish(encoded, class_codes, sizes, keys)
 
 
-def _finish(encoded: EncodedColumns, class_codes: IntArray, sizes: IntArray) -> ClassTable:
+def _finish(
+    encoded: EncodedColumns, class_codes: IntArray, sizes: IntArray, keys: IntArray | None = None
+) -> ClassTable:
     excluded = 0
     if all(mc is not None for mc in encoded.marker_codes):
         marker = np.array(encoded.marker_codes, dtype=np.int64)
@@ -420,6 +466,7 @@ def _finish(encoded: EncodedColumns, class_codes: IntArray, sizes: IntArray) -> 
             excluded = int(sizes[suppressed].sum())
             class_codes = class_codes[~suppressed]
             sizes = sizes[~suppressed]
+            keys = None if keys is None else keys[~suppressed]
     if sizes.shape[0] == 0:
         raise EmptyDatasetError(
             f"every record ({excluded}) is fully suppressed ('*' in every quasi-identifier): "
@@ -432,6 +479,7 @@ def _finish(encoded: EncodedColumns, class_codes: IntArray, sizes: IntArray) -> 
         cardinalities=encoded.cardinalities,
         dictionaries=encoded.dictionaries,
         excluded_records=excluded,
+        _keys=[] if keys is None else [keys],
     )
 
 
@@ -463,6 +511,6 @@ def class_table_from_grouped(
         raise EmptyDatasetError("the table has no records: there is nothing to assess")
     if (counts < 0).any():
         raise InvalidInputError("grouped result has a negative count")
-    class_codes, sizes, _ = group_codes(encoded.codes, encoded.cardinalities, weights=counts)
+    class_codes, sizes, _, keys = _grouped(encoded.codes, encoded.cardinalities, weights=counts)
     keep = sizes > 0
-    return _finish(encoded, class_codes[keep], sizes[keep])
+    return _finish(encoded, class_codes[keep], sizes[keep], None if keys is None else keys[keep])

@@ -126,3 +126,70 @@ def test_class_histogram_matches_arx(ref: object) -> None:
     assert [[int(s), int(c)] for s, c in zip(sizes, counts, strict=True)] == data[
         "class_size_histogram"
     ]
+
+
+@pytest.mark.parametrize(
+    "cards",
+    [
+        [7, 5, 3],  # direct count (bincount)
+        [60_000, 50_000, 3],  # sort of the key (product above the bincount limit)
+    ],
+)
+def test_radix_keys_handed_over_equal_recomputed(cards: list[int]) -> None:
+    """The key a grouping path hands to the table is the key computed from the codes."""
+    from reident_airflow.engine.classes import ClassTable, class_table_from_codes, encode_frame
+
+    rng = np.random.default_rng(11)
+    n = 20_000
+    df = pd.DataFrame({f"q{i}": rng.integers(0, c, n) for i, c in enumerate(cards)})
+    built = class_table_from_codes(encode_frame(df, list(df.columns)))
+    handed = built.radix_keys()
+    fresh = ClassTable(
+        quasi_identifiers=built.quasi_identifiers,
+        sizes=built.sizes,
+        codes=np.ascontiguousarray(built.codes),
+        cardinalities=built.cardinalities,
+    ).radix_keys()
+    assert handed is not None and fresh is not None
+    assert np.array_equal(handed, fresh)
+    # by hand: the first QI is the most significant digit
+    c = built.codes
+    by_hand = (c[:, 0] * built.cardinalities[1] + c[:, 1]) * built.cardinalities[2] + c[:, 2]
+    assert np.array_equal(fresh, by_hand)
+
+
+def test_radix_keys_follow_excluded_classes() -> None:
+    """Fully suppressed classes leave the table; their keys leave with them."""
+    df = pd.DataFrame({"a": ["*", "x", "y", "*"], "b": ["*", "1", "2", "3"]})
+    t = class_table_from_frame(df, ["a", "b"])
+    keys = t.radix_keys()
+    assert keys is not None and keys.shape == (t.classes,)
+    expected = t.codes[:, 0] * t.cardinalities[1] + t.codes[:, 1]
+    assert np.array_equal(keys, expected)
+
+
+def test_radix_keys_none_beyond_63_bits() -> None:
+    from reident_airflow.engine.classes import ClassTable
+
+    t = ClassTable(
+        quasi_identifiers=("a", "b", "c"),
+        sizes=np.array([1, 2], dtype=np.int64),
+        codes=np.array([[0, 0, 0], [1, 1, 1]], dtype=np.int64),
+        cardinalities=(1 << 31, 1 << 31, 4),
+    )
+    assert t.radix_keys() is None
+
+
+@pytest.mark.parametrize("largest", [9, 10**9])  # counted by bincount / by np.unique
+def test_histogram_both_ways(largest: int) -> None:
+    from reident_airflow.engine.classes import ClassTable
+
+    sizes = np.array([3, 1, largest, 1, 3, 1], dtype=np.int64)
+    t = ClassTable(
+        quasi_identifiers=("a",),
+        sizes=sizes,
+        codes=np.arange(6, dtype=np.int64).reshape(6, 1),
+        cardinalities=(6,),
+    )
+    values, counts = t.histogram()
+    assert values.tolist() == [1, 3, largest] and counts.tolist() == [3, 2, 1]
