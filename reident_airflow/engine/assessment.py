@@ -304,19 +304,21 @@ def assess(
     big_n = resolve_population_size(
         n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
     )
-    population = None if big_n is None else population_uniqueness(sizes, counts, big_n)
-    # the measures of weights and sensitive columns are independent of the QI ranking: on a
-    # large table they run on worker threads meanwhile (numpy releases the GIL)
+    # The inputs are checked. On a large table the QI ranking and the measures of weights and
+    # sensitive columns (long array passes, during which numpy releases the GIL) now run on
+    # worker threads, while the population models (many small steps) run here.
     submit = submitter(table.classes)
+    ranking_job = submit(attribute_risks, table, max_subset_size) if attributes else None
     individual_job = None
     if weights is not None:
         individual_job = submit(
             individual_risk, table.sizes, weights, record_threshold=record_threshold
         )
     diversity_jobs = [submit(l_diversity, v, table.sizes, c=c) for v in (sensitive or {}).values()]
+    population = None if big_n is None else population_uniqueness(sizes, counts, big_n)
     special = suda2(table, max_msu_size=suda_max_msu_size) if suda else None
     k = int(sizes[0])
-    ranking = attribute_risks(table, max_subset_size) if attributes else ()
+    ranking = () if ranking_job is None else ranking_job.result()
     individual = None if individual_job is None else individual_job.result()
     diversity = None if sensitive is None else tuple(job.result() for job in diversity_jobs)
     return Assessment(

@@ -6,9 +6,13 @@ For a subset S of the QIs, with ``F_j`` the sizes of the classes formed on S alo
 - separation = share of record pairs that differ on S = ``1 - sum_j C(F_j, 2) / C(n, 2)``.
 
 Both are computed from the class table, never from rows: the classes on S are the classes
-of the full table merged on S, weighted by their sizes. Subsets are visited depth first
-(each one regroups its parent's class ids with one more column), so that at most ``m``
-intermediate groupings are alive at once and each step costs O(number of classes).
+of the full table merged on S, weighted by their sizes. When every subset is ranked, they are
+computed top down, each subset merged from a superset one column larger (dropping one digit
+of a mixed-radix key, or summing a dense array of counts along one axis when the subset has
+few code combinations: then a whole level costs a few passes over small arrays). When only
+small subsets are ranked (many QIs), they are visited depth first instead (each one regroups
+its parent's class ids with one more column), so that at most ``m`` intermediate groupings
+are alive at once and each step costs O(number of classes).
 """
 
 from __future__ import annotations
@@ -34,8 +38,12 @@ IntArray = NDArray[np.int64]
 #: by default (2^m subsets grow fast); up to it, every subset is.
 ALL_SUBSETS_UP_TO = 10
 DEFAULT_MAX_SUBSET_SIZE = 3
-# Radix product up to which a regrouping uses a dense bincount instead of hashing.
-_DENSE_LIMIT = 1 << 22
+# Code combinations up to which a regrouping (or a subset's marginal) may be dense whatever
+# the number of classes; above it, only when at most 4 combinations per class merged.
+_DENSE_LIMIT = 1 << 16
+# Radix product up to which a depth-first regrouping marks present pairs in a dense array
+# instead of hashing them.
+_REGROUP_DENSE_LIMIT = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ def _regroup(
     card = max(card, 1)
     key = parent * card + codes
     span = parent_count * card
-    if span <= max(_DENSE_LIMIT, 4 * key.shape[0]):
+    if span <= max(_REGROUP_DENSE_LIMIT, 4 * key.shape[0]):
         present = np.zeros(span, dtype=np.bool_)
         present[key] = True
         lookup = np.cumsum(present, dtype=np.int64) - 1
@@ -108,10 +116,6 @@ def _radices(cols: tuple[int, ...], cards: list[int]) -> dict[int, int]:
 
 def _group_sum(key: IntArray, weights: IntArray, span: int) -> tuple[IntArray, IntArray]:
     """Distinct keys and the summed weights of each (keys ascending)."""
-    if span <= max(_DENSE_LIMIT, 2 * key.shape[0]):
-        summed = np.bincount(key, weights=weights, minlength=span)
-        present = np.flatnonzero(summed)
-        return present.astype(np.int64), summed[present].astype(np.int64)
     shift = int(weights.max()).bit_length()
     if span.bit_length() + shift <= 63:
         # one sort of (key, weight) packed into int64, then run sums: no argsort needed
@@ -125,38 +129,121 @@ def _group_sum(key: IntArray, weights: IntArray, span: int) -> tuple[IntArray, I
     return np.asarray(uniques, dtype=np.int64), np.bincount(ids, weights=weights).astype(np.int64)
 
 
+@dataclass(frozen=True, eq=False)
+class _Marginal:
+    """The classes of one QI subset: a dense array of counts over every code combination
+    (shape = the subset's cardinalities), or the sparse ascending keys and their counts."""
+
+    cols: tuple[int, ...]
+    dense: NDArray[Any] | None = None
+    keys: IntArray | None = None
+    sums: IntArray | None = None
+
+    @property
+    def cost(self) -> int:
+        """Rough work to merge this marginal once (a dense cell is far cheaper than a key)."""
+        if self.dense is not None:
+            return int(self.dense.size)
+        assert self.keys is not None
+        return 16 * int(self.keys.shape[0])
+
+
+def _stats(marginal: _Marginal, n: int) -> tuple[int, int]:
+    """``(classes, same-value pairs)`` of a marginal: nonzero cells, ``sum C(F, 2)``."""
+    if marginal.dense is not None:
+        counts = marginal.dense.ravel()
+        classes = int(np.count_nonzero(counts))
+        if n * n < 1 << 53:  # every partial sum of squares is an exact float64 integer
+            as_float = counts.astype(np.float64)
+            squares = int(as_float @ as_float)
+        elif n * n < 1 << 63:  # exact in int64
+            wide = counts.astype(np.int64)
+            squares = int(wide @ wide)
+        else:  # pragma: no cover - beyond 3 billion records: Python integers
+            squares = sum(int(f) * int(f) for f in counts[counts > 0].tolist())
+        return classes, (squares - n) // 2
+    assert marginal.sums is not None
+    sums = marginal.sums
+    return int(sums.shape[0]), int((sums * (sums - 1) // 2).sum())
+
+
+def _dense_limit(entries: int) -> int:
+    """Cells up to which the merge of ``entries`` classes is held dense: a few per class, so
+    that a dense array never costs much more than the keys it replaces."""
+    return max(_DENSE_LIMIT, 4 * entries)
+
+
+def _merge(
+    parent: _Marginal,
+    cols: tuple[int, ...],
+    cards: list[int],
+    codes: IntArray | None = None,
+) -> _Marginal:
+    """The marginal of ``cols`` from a superset one column larger.
+
+    ``codes``: the class table's code columns, when ``parent`` is the full table (its
+    classes in the same order as ``parent.keys``): the subset's key is then built from the
+    codes, which is cheaper than dividing the parent's key.
+    """
+    (dropped,) = set(parent.cols) - set(cols)
+    if parent.dense is not None:
+        count_type = parent.dense.dtype
+        merged = parent.dense.sum(axis=parent.cols.index(dropped), dtype=count_type)
+        return _Marginal(cols, dense=merged)
+    assert parent.keys is not None and parent.sums is not None
+    if codes is not None:
+        sub_key = np.zeros(parent.keys.shape[0], dtype=np.int64)
+        column = np.empty_like(sub_key)
+        for c in cols:
+            sub_key *= cards[c]
+            np.copyto(column, codes[:, c], casting="unsafe")
+            sub_key += column
+    else:
+        low = _radices(parent.cols, cards)[dropped]
+        high = low * cards[dropped]
+        sub_key = (parent.keys // high) * low + parent.keys % low
+    span = prod(cards[c] for c in cols)
+    if span <= _dense_limit(sub_key.shape[0]):
+        summed = np.bincount(sub_key, weights=parent.sums, minlength=span)
+        shape = tuple(cards[c] for c in cols)
+        return _Marginal(cols, dense=summed.astype(np.int64).reshape(shape))
+    keys, sums = _group_sum(sub_key, parent.sums, span)
+    return _Marginal(cols, keys=keys, sums=sums)
+
+
 def _top_down(table: ClassTable, cards: list[int]) -> list[tuple[tuple[int, ...], int, int]]:
     """``(columns, classes, same-value pairs)`` of every subset, each from a superset.
 
-    Each subset's classes are merged from those of its smallest already-computed superset one
-    column larger (dropping that column's digit from the superset's mixed-radix key), so the
-    small subsets never touch the full class table. Only one level is kept at a time.
+    Each subset's classes are merged from those of its cheapest already-computed superset
+    one column larger, so the small subsets never touch the full class table; only one level
+    of subsets is kept at a time. A subset whose code combinations are few (at most
+    :func:`_dense_limit`) is held as a dense array of counts, and its own subsets are then
+    sums along one axis; the others as sorted keys with their counts.
     """
     m = len(cards)
+    n = table.records
     full = tuple(range(m))
-    rad = _radices(full, cards)
-    key = np.zeros(table.classes, dtype=np.int64)
-    for c in full:
-        key += table.codes[:, c] * rad[c]
+    key = table.radix_keys()
+    assert key is not None  # the caller checked that the product of cardinalities fits
     sizes = table.sizes.astype(np.int64, copy=False)
-    level: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {full: (key, sizes)}
+    span = prod(cards)
+    if span <= _dense_limit(table.classes):
+        cube = np.zeros(span, dtype=np.int32 if n < 1 << 31 else np.int64)
+        cube[key] = sizes  # keys are distinct: one cell per class
+        top = _Marginal(full, dense=cube.reshape(cards))
+    else:
+        top = _Marginal(full, keys=key, sums=sizes)
+    level = {full: top}
     out = [(full, table.classes, int((sizes * (sizes - 1) // 2).sum()))]
     for size in range(m - 1, 0, -1):
-        nxt: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {}
+        nxt: dict[tuple[int, ...], _Marginal] = {}
         for cols in combinations(range(m), size):
-            parents = [tuple(sorted((*cols, j))) for j in range(m) if j not in cols]
-            parent = min(parents, key=lambda t: level[t][0].shape[0])
-            (dropped,) = set(parent) - set(cols)
-            pkey, psizes = level[parent]
-            low = _radices(parent, cards)[dropped]
-            high = low * cards[dropped]
-            sub_key = (pkey // high) * low + pkey % low
-            span = 1
-            for c in cols:
-                span *= cards[c]
-            keys, merged = _group_sum(sub_key, psizes, span)
-            nxt[cols] = (keys, merged)
-            out.append((cols, int(keys.shape[0]), int((merged * (merged - 1) // 2).sum())))
+            parents = [level[tuple(sorted((*cols, j)))] for j in range(m) if j not in cols]
+            parent = min(parents, key=lambda p: p.cost)
+            from_rows = table.codes if parent is top else None
+            merged = _merge(parent, cols, cards, from_rows)
+            nxt[cols] = merged
+            out.append((cols, *_stats(merged, n)))
         level = nxt
     return out
 
@@ -177,7 +264,7 @@ def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[Att
     n = table.records
     found: list[tuple[tuple[int, ...], float, float]] = []
     cards = [max(int(c), 1) for c in table.cardinalities]
-    if max_size == m and prod(cards) < 1 << 62:
+    if max_size == m and table.radix_keys() is not None:
         all_pairs = n * (n - 1) // 2
         for cols, count, same_pairs in _top_down(table, cards):
             separation = 1.0 - same_pairs / all_pairs if all_pairs else 0.0

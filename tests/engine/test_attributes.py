@@ -76,3 +76,33 @@ def test_top_down_equals_bottom_up(monkeypatch: pytest.MonkeyPatch, dense_limit:
     for cols, r in bottom_up.items():
         assert top_down[cols].distinction == r.distinction, cols
         assert top_down[cols].separation == pytest.approx(r.separation, rel=1e-15), cols
+
+
+def test_dense_cube_with_counts_beyond_int32() -> None:
+    """More than 2^31 records: the dense counts are int64 and the pair sums exact integers.
+
+    Hand-computed: classes (a, b) = (0, 0): 2^31, (0, 1): 3, (1, 1): 1; n = 2^31 + 4.
+    Subset {a}: F = 2^31 + 3 and 1; subset {b}: F = 2^31 and 4.
+    """
+    import numpy as np
+
+    from reident_airflow.engine.classes import ClassTable
+
+    big = 1 << 31
+    t = ClassTable(
+        quasi_identifiers=("a", "b"),
+        sizes=np.array([big, 3, 1], dtype=np.int64),
+        codes=np.array([[0, 0], [0, 1], [1, 1]], dtype=np.int64),
+        cardinalities=(2, 2),
+    )
+    n = big + 4
+    pairs = n * (n - 1) // 2
+
+    def sep(*sizes: int) -> float:
+        return 1.0 - sum(f * (f - 1) // 2 for f in sizes) / pairs
+
+    got = {r.columns: r for r in attribute_risks(t)}
+    assert got[("a", "b")].separation == sep(big, 3, 1)
+    assert got[("a",)].separation == sep(big + 3, 1)
+    assert got[("b",)].separation == sep(big, 4)
+    assert got[("a",)].distinction == 2 / n and got[("b",)].distinction == 2 / n
