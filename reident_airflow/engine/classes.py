@@ -45,6 +45,7 @@ __all__ = [
     "encode_arrow",
     "encode_frame",
     "group_codes",
+    "unravel_keys",
     "validate_quasi_identifiers",
 ]
 
@@ -375,8 +376,7 @@ def _grouped(
         counts = np.bincount(key, weights=weights, minlength=product)
         present = np.flatnonzero(counts)
         sizes = counts[present].astype(np.int64)
-        # (m, u) with each QI's codes contiguous; its transpose is the (u, m) class table
-        class_codes = np.stack(np.unravel_index(present, cards), axis=0).astype(np.int64).T
+        class_codes = unravel_keys(present, cards)
         inverse = None
         if return_inverse:
             lookup = np.zeros(product, dtype=np.int64)
@@ -392,20 +392,9 @@ def _grouped(
         first = np.flatnonzero(starts)
         del starts
         sizes = np.diff(first, append=n).astype(np.int64, copy=False)
-        unique_keys = key[first]
+        class_keys = key[first].astype(np.int64, copy=False)
         del key, first
-        class_keys = unique_keys.astype(np.int64)  # a copy: the loop below reuses the buffer
-        # unravel the keys column by column into contiguous rows of an (m, u) array; its
-        # transpose is the (u, m) class table, with each QI's codes contiguous
-        columns = np.empty((m, unique_keys.shape[0]), dtype=np.int64)
-        quotient = np.empty_like(unique_keys)
-        for i in range(m - 1, 0, -1):
-            np.floor_divide(unique_keys, cards[i], out=quotient)
-            np.subtract(unique_keys, quotient * cards[i], out=columns[i], casting="unsafe")
-            unique_keys, quotient = quotient, unique_keys
-        np.copyto(columns[0], unique_keys, casting="unsafe")
-        class_codes = columns.T
-        return class_codes, sizes, None, class_keys
+        return unravel_keys(class_keys, cards), sizes, None, class_keys
     # Large product: combine column by column, re-densifying by hash before overflow.
     key = codes[0].astype(np.int64, copy=True)
     span = cards[0]
@@ -422,6 +411,28 @@ def _grouped(
         # every row of a class carries the same code, so any write order gives the same result
         class_codes[inverse_ids, i] = col
     return class_codes, sizes, (inverse_ids if return_inverse else None), None
+
+
+def unravel_keys(keys: NDArray[Any], cards: Sequence[int]) -> IntArray:
+    """The ``(u, m)`` code table of mixed-radix keys (first QI most significant).
+
+    Unravelled column by column into the contiguous rows of an ``(m, u)`` array, whose
+    transpose is returned: each QI's codes stay contiguous (what every measure reads).
+    ``keys`` is left unchanged.
+    """
+    m = len(cards)
+    columns = np.empty((m, keys.shape[0]), dtype=np.int64)
+    rest = keys.astype(np.int64, copy=True)
+    quotient = np.empty_like(rest)
+    for i in range(m - 1, 0, -1):
+        np.floor_divide(rest, cards[i], out=quotient)
+        np.multiply(quotient, cards[i], out=columns[i])
+        np.subtract(rest, columns[i], out=columns[i])
+        rest, quotient = quotient, rest
+    if m:
+        columns[0] = rest
+    class_codes: IntArray = columns.T
+    return class_codes
 
 
 def _mixed_radix(
