@@ -85,50 +85,75 @@ class LDiversity:
         }
 
 
-def _segment_sums(values: IntArray, first: IntArray, last: IntArray) -> IntArray:
-    """Sums of integer ``values`` over the segments ``first[j] .. last[j]`` (one cumsum)."""
-    running = np.cumsum(values)
-    before = np.zeros(first.shape[0], dtype=np.int64)
-    before[1:] = running[first[1:] - 1]
-    out: IntArray = running[last] - before
-    return out
+def _class_starts(cls: IntArray) -> IntArray:
+    """Where each class's run of pairs starts (pairs grouped by class)."""
+    starts = np.empty(cls.shape[0], dtype=np.bool_)
+    starts[:1] = True
+    np.not_equal(cls[1:], cls[:-1], out=starts[1:])
+    return np.flatnonzero(starts)
+
+
+def _running_counts(cls: IntArray, cnt: IntArray, classes: int, top: int, total: int) -> Any:
+    """Running sum of the counts, each class's counts taken in ascending order.
+
+    Class j's counts ascending are the differences of the result over ``first[j] ..
+    last[j]``. The pairs are ordered by one sort of a key holding the class above the count
+    (32 bits when they fit); the running sum is taken in place in that key when the total
+    fits it.
+    """
+    bits = top.bit_length()
+    if (classes << bits) >= 1 << 63:  # pragma: no cover - more than 2**63 / max count classes
+        return np.cumsum(cnt[np.lexsort((cnt, cls))])
+    dtype: Any = np.uint32 if (classes << bits) < 1 << 32 else np.uint64
+    key = cls.astype(dtype)
+    key <<= dtype(bits)
+    np.bitwise_or(
+        key, cnt.view(np.uint64) if dtype is np.uint64 else cnt, out=key, casting="unsafe"
+    )
+    key.sort()
+    key &= dtype((1 << bits) - 1)
+    if total < np.iinfo(dtype).max:
+        return np.cumsum(key, out=key)
+    return np.cumsum(key, dtype=np.int64)
 
 
 def _recursive(
-    cls: IntArray, cnt: IntArray, first: IntArray, distinct: IntArray, f: IntArray, c: float
+    running: Any,
+    first: IntArray,
+    last: IntArray,
+    distinct: IntArray,
+    f: IntArray,
+    multi: IntArray,
+    c: float,
 ) -> IntArray:
-    """Recursive (c, l) of every class from its value counts (pairs grouped by class).
+    """Recursive (c, l) of every class from the running sum of its ascending counts.
 
     With a class's counts ascending ``a_0 <= ... <= a_{m-1} = r_1``, the tail
     ``r_l + ... + r_m`` of the definition is the sum of the ``m - l + 1`` smallest counts, so
     ``l = m - T`` with ``T`` the number of prefixes ``a_0 + ... + a_t`` (``t <= m - 2``) with
-    ``c * prefix <= r_1``, i.e. ``prefix <= floor(r_1 / c)``.
+    ``c * prefix <= r_1``, i.e. ``prefix <= floor(r_1 / c)``. One value: ``l = 1``; two:
+    ``T`` is whether ``a_0 <= floor(r_1 / c)``; more: the prefixes increase, so ``T`` is found
+    by a binary search in the running sum.
     """
-    u = int(f.shape[0])
-    last = first + distinct - 1
-    bits = int(cnt.max()).bit_length()
-    if (u << bits) < 1 << 63:  # ascending by class, then count: one key holding both
-        dtype: Any = np.uint32 if (u << bits) < 1 << 32 else np.uint64
-        key = cls.astype(dtype)
-        key <<= dtype(bits)
-        key |= cnt.astype(dtype)
-        key.sort()
-        key &= dtype((1 << bits) - 1)
-        ordered = key.astype(np.int64)
-    else:  # pragma: no cover - more than 2**63 / max count classes
-        ordered = cnt[np.lexsort((cnt, cls))]
-    largest = ordered[last]
+    out = np.ones(f.shape[0], dtype=np.int64)
+    if not multi.shape[0]:
+        return out
+    end = last[multi]
+    ends = running[end].astype(np.int64)
+    largest = ends - running[end - 1]
     bound = np.floor(largest / c).astype(np.int64)
     bound[c * bound > largest] -= 1  # floating rounding of r_1 / c: the true floor
-    # h = prefix - (bound + 1), restarting at each class: a prefix counts when h < 0
-    step = ordered
-    shift = bound + 1
-    shift[1:] += f[:-1] - bound[:-1] - 1  # h ends a class at f - (bound + 1)
-    step[first] -= shift
-    h = np.cumsum(step)
-    below = _segment_sums((h < 0).astype(np.int64), first, last)
-    below = np.minimum(below, distinct - 1)
-    out: IntArray = distinct - below
+    m = distinct[multi]
+    size = f[multi]
+    below = (size - largest <= bound).astype(np.int64)  # two values: a_0 = f - r_1
+    more = np.flatnonzero(m >= 3)
+    if more.shape[0]:
+        start = first[multi[more]]
+        # prefixes of class j are running[first_j + t] - before_j, and running increases
+        threshold = np.minimum(ends[more] - size[more] + bound[more], ends[more])
+        found = np.searchsorted(running, threshold.astype(running.dtype), side="right")
+        below[more] = np.minimum(found - start, m[more] - 1)
+    out[multi] = m - below
     return out
 
 
@@ -149,35 +174,45 @@ def l_diversity(
         raise InvalidInputError(f"value counts of {counts.column!r}: misaligned arrays")
     if u == 0:
         raise InvalidInputError("l-diversity of an empty class table")
-    if cls.size and (cls[0] < 0 or cls[-1] >= u or (cnt <= 0).any()):
-        raise InvalidInputError(f"value counts of {counts.column!r} do not fit the class table")
+    misfit = InvalidInputError(f"value counts of {counts.column!r} do not fit the class table")
+    unequal = InvalidInputError(
+        f"value counts of {counts.column!r} do not add up to the class sizes"
+    )
+    if not cls.size:
+        raise unequal
+    if cls[0] < 0 or cls[-1] >= u or int(cnt.min()) <= 0:
+        raise misfit
     if cls.size > 1 and not bool((cls[1:] >= cls[:-1]).all()):  # group the pairs by class
         order = np.argsort(cls, kind="stable")
         cls, cnt = cls[order], cnt[order]
         if cls[0] < 0 or cls[-1] >= u:
-            raise InvalidInputError(f"value counts of {counts.column!r} do not fit the class table")
-    distinct = np.bincount(cls, minlength=u).astype(np.int64)
-    first = np.cumsum(distinct) - distinct
-    if not distinct.all() or not np.array_equal(_segment_sums(cnt, first, first + distinct - 1), f):
-        raise InvalidInputError(
-            f"value counts of {counts.column!r} do not add up to the class sizes"
-        )
+            raise misfit
+    top = int(cnt.max())
+    total = int(cnt.sum())
+    first = _class_starts(cls)
+    if first.shape[0] != u or total != int(f.sum()):  # a class without values, or wrong total
+        raise unequal
+    distinct = np.diff(first, append=cls.shape[0])
+    last = first + distinct - 1
+    running = _running_counts(cls, cnt, u, top, total)
+    ends = running[last].astype(np.int64)  # class j's records: ends[j] - ends[j - 1]
+    if ends[0] != f[0] or not np.array_equal(np.diff(ends), f[1:]):
+        raise unequal
     # entropy l: exp(-sum p ln p) with p = r / f, i.e. exp(ln f - (sum r ln r) / f); r ln r
     # is looked up in a table of the counts (small integers: the largest is at most n)
-    top = int(cnt.max())
     if top <= 4 * cnt.shape[0] + 1024:
         r = np.arange(top + 1, dtype=np.float64)
         r[0] = 1.0
         r_log_r = r * np.log(r)
         s_r = np.bincount(cls, weights=r_log_r[cnt], minlength=u)
-    else:  # pragma: no cover - a few very large counts
+    else:  # a few very large counts
         s_r = np.bincount(cls, weights=cnt * np.log(cnt), minlength=u)
-    ff = f.astype(np.float64)
-    entropy = np.exp(np.log(ff) - s_r / ff)
-    single = distinct == 1
-    entropy[single] = 1.0  # exactly: one value, no uncertainty
-    recursive = _recursive(cls, cnt, first, distinct, f, c)
-    n = int(f.sum())
+    multi = np.flatnonzero(distinct > 1)  # one value: entropy l exactly 1, recursive l 1
+    entropy = np.ones(u, dtype=np.float64)
+    ff = f[multi].astype(np.float64)
+    entropy[multi] = np.exp(np.log(ff) - s_r[multi] / ff)
+    recursive = _recursive(running, first, last, distinct, f, multi, c)
+    n = total
     return LDiversity(
         column=counts.column,
         c=c,
@@ -185,7 +220,7 @@ def l_diversity(
         distinct=int(distinct.min()),
         entropy=float(entropy.min()),
         recursive=int(recursive.min()),
-        homogeneous_records=int(f[single].sum()) / n,
+        homogeneous_records=(n - int(f[multi].sum())) / n,
         per_class_distinct=distinct,
         per_class_entropy=entropy,
         per_class_recursive=recursive,

@@ -182,3 +182,58 @@ def test_equals_the_definitions_on_random_tables(seed: int) -> None:
             assert ld.per_class_distinct[j] == m
             assert ld.per_class_recursive[j] == recursive, (counts, c)
             assert math.isclose(ld.per_class_entropy[j], entropy, rel_tol=1e-12)
+
+
+def _by_definition(values: list[int], c: float) -> tuple[int, float, int]:
+    """Distinct, entropy and recursive (c, l) of one class's value counts, as defined."""
+    counts = sorted(values, reverse=True)
+    m, f = len(counts), sum(counts)
+    recursive = max(
+        [1] + [ell for ell in range(2, m + 1) if counts[0] < c * sum(counts[ell - 1 :])]
+    )
+    entropy = math.exp(-sum(r / f * math.log(r / f) for r in counts))
+    return m, entropy, recursive
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("scale", [1, 1 << 20, 1 << 30])
+def test_value_counts_against_the_definitions(seed: int, scale: int) -> None:
+    """Classes of 1, 2, 3 and many values (closed forms for 1 and 2, a search beyond), small
+    and huge counts (32- and 64-bit keys, running sums past 2**32), pairs in any order."""
+    rng = np.random.default_rng(seed)
+    classes = [[int(x) for x in rng.integers(1, 6, size=m) * scale] for m in (1, 2, 3, 1, 2, 3)]
+    classes += [[int(x) for x in rng.integers(1, 10**6, size=m)] for m in (2, 3, 7)]
+    classes += [[5, 5], [4, 2, 2], [4, 1, 1, 1, 1], [9, 1, 1, 1], [7], [1] * 40, [40, *[1] * 39]]
+    classes.append([1 << 24] * 300)  # more than 2**32 records
+    for _ in range(60):
+        m = int(rng.choice([1, 2, 3, 4, int(rng.integers(5, 60))]))
+        classes.append([int(x) for x in rng.integers(1, int(rng.choice([3, 30, 500])), size=m)])
+    cls = np.repeat(np.arange(len(classes)), [len(v) for v in classes])
+    cnt = np.concatenate([np.array(v, dtype=np.int64) for v in classes])
+    sizes = np.array([sum(v) for v in classes], dtype=np.int64)
+    order = rng.permutation(cls.shape[0]) if seed % 2 else np.arange(cls.shape[0])
+    counts = ValueCounts("s", cls[order], cnt[order])
+    for c in (0.1, 0.3, 0.5, 0.7, 1.0, 1.1, 2.0, 3.0, 7.5, 1e6):
+        ld = l_diversity(counts, sizes, c=c)
+        for j, values in enumerate(classes):
+            m, entropy, recursive = _by_definition(values, c)
+            assert ld.per_class_distinct[j] == m
+            assert ld.per_class_recursive[j] == recursive, (values, c)
+            assert math.isclose(ld.per_class_entropy[j], entropy, rel_tol=1e-12)
+        assert ld.recursive == int(ld.per_class_recursive.min())
+        single = sum(sum(v) for v in classes if len(v) == 1)
+        assert ld.homogeneous_records == single / int(sizes.sum())
+
+
+def test_value_counts_that_do_not_fit() -> None:
+    sizes = np.array([3, 2], dtype=np.int64)
+    for cls, cnt, message in (
+        ([0, 1], [3, 3], "do not add up"),  # class 1 has 3 values counted, 2 records
+        ([0, 0], [1, 2], "do not add up"),  # class 1 has no value
+        ([0, 2], [3, 2], "do not fit"),  # class 2 does not exist
+        ([0, 1], [3, 0], "do not fit"),  # a count of 0
+        ([], [], "do not add up"),
+    ):
+        counts = ValueCounts("s", np.array(cls, dtype=np.int64), np.array(cnt, dtype=np.int64))
+        with pytest.raises(InvalidInputError, match=message):
+            l_diversity(counts, sizes)
