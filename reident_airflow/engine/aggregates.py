@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,7 @@ from reident_airflow.engine.classes import (
     encode_frame,
     encode_series,
     group_codes,
+    unravel_keys,
     validate_quasi_identifiers,
 )
 from reident_airflow.engine.classes import _mixed_radix as mixed_radix
@@ -373,35 +374,34 @@ class _Grouping:
         return out
 
 
-def _unravel(keys: NDArray[Any], cards: Sequence[int]) -> IntArray:
-    """The ``(u, m)`` code table of mixed-radix class keys (each QI's codes contiguous)."""
-    m = len(cards)
-    columns = np.empty((m, keys.shape[0]), dtype=np.int64)
-    rest = keys.astype(np.int64, copy=True)
-    quotient = np.empty_like(rest)
-    for i in range(m - 1, 0, -1):
-        np.floor_divide(rest, cards[i], out=quotient)
-        np.multiply(quotient, cards[i], out=columns[i])
-        np.subtract(rest, columns[i], out=columns[i])
-        rest, quotient = quotient, rest
-    columns[0] = rest
-    class_codes: IntArray = columns.T
-    return class_codes
+class _Grouped(NamedTuple):
+    """What :func:`_group` finds: the classes, their mixed-radix keys (``None`` when the key
+    did not fit 64 bits), how to reach their rows, the (class, value) pairs it counted by
+    sensitive column index, and the weight sums if it computed them."""
+
+    codes: IntArray
+    sizes: IntArray
+    keys: IntArray | None
+    grouping: _Grouping
+    pairs: dict[int, tuple[IntArray, IntArray]]
+    sums: FloatArray | None
 
 
 def _group(
     encoded: EncodedColumns,
     *,
     weighted: bool,
-    lead: tuple[IntArray, int] | None = None,
+    sensitive: Sequence[tuple[IntArray, int]] = (),
     weights: FloatArray | None = None,
-) -> tuple[IntArray, IntArray, _Grouping, tuple[IntArray, IntArray] | None, FloatArray | None]:
-    """Classes of the rows (``class_codes``, ``sizes``) and how to reach each class's rows.
+) -> _Grouped:
+    """Classes of the rows (codes, sizes, keys) and how to reach each class's rows.
 
-    With ``lead`` (codes and cardinality of a sensitive column), the classes are read off the
-    (class, value) pairs of that column when those are counted by the same pass, and the
-    pairs are returned too: the rows are grouped once, not twice. With ``weights`` and a small
-    key space, their sums per class are computed alongside (last item; else ``None``).
+    ``sensitive`` holds the codes and cardinality of each sensitive column. The (class, value)
+    pairs of those this pass counts come back by column index (the others are left to
+    :meth:`_Grouping.pairs`): with a small key space, all of them, each by its own sort on a
+    worker thread while the classes are counted here; on the unweighted sort path, the first
+    one, whose pairs then give the classes (the rows are sorted once, not twice). With
+    ``weights`` and a small key space, their sums per class are computed here too.
     """
     codes = encoded.codes
     n = encoded.records
@@ -412,19 +412,24 @@ def _group(
     if product <= max(_BINCOUNT_LIMIT, 2 * n):
         key = mixed_radix(codes, cards, dtype=np.int64)
         submit = submitter(n)
-        summing = None
-        if weights is not None:  # alongside the grouping: numpy releases the GIL
-            summing = submit(np.bincount, key, weights=weights, minlength=product)
-        lead_pairs = None
-        if lead is not None:
-            present, sizes, lead_pairs = _classes_from_pairs(*_pair_keys(key, product, *lead))
-        else:
-            counts = np.bincount(key, minlength=product)
-            present = np.flatnonzero(counts)
-            sizes = counts[present].astype(np.int64)
+        # numpy releases the GIL in its sorts: the pairs are sorted meanwhile
+        pairing = {
+            i: submit(_pairs_from_key, key, product, values, card)
+            for i, (values, card) in enumerate(sensitive)
+            if product * max(int(card), 1) < 1 << 63
+        }
+        counts = np.bincount(key, minlength=product)
+        present = np.flatnonzero(counts)
+        sizes = counts[present].astype(np.int64)
+        del counts
+        sums: FloatArray | None = None
+        if weights is not None:
+            summed = np.bincount(key, weights=weights, minlength=product)
+            sums = summed[present].astype(np.float64, copy=False)
         grouping = _Grouping(classes=int(present.shape[0]), key=key, space=product, present=present)
-        sums = None if summing is None else summing.result()[present].astype(np.float64)
-        return _unravel(present, cards), sizes, grouping, lead_pairs, sums
+        class_codes = unravel_keys(present, cards)
+        counted = {i: job.result() for i, job in pairing.items()}
+        return _Grouped(class_codes, sizes, present, grouping, counted, sums)
     if product <= 1 << 32 and n < 1 << 32 and weighted:
         # one 64-bit word per row: the class key above, the row number below. One sort gives
         # the classes (runs of equal keys) and the permutation that lists rows class by class
@@ -439,7 +444,7 @@ def _group(
         first = _runs(packed)
         sorted_class = _class_index(packed)
         sizes = np.diff(first, append=n).astype(np.int64)
-        keys = packed[first]
+        keys = packed[first].astype(np.int64)
         del packed
         grouping = _Grouping(
             classes=int(first.shape[0]),
@@ -449,13 +454,14 @@ def _group(
             sorted_class=sorted_class,
             first=first,
         )
-        return _unravel(keys, cards), sizes, grouping, None, None
+        return _Grouped(unravel_keys(keys, cards), sizes, keys, grouping, {}, None)
     if product < 1 << 62 and not weighted:
         dtype = np.uint32 if product <= 1 << 32 else np.uint64
         key = mixed_radix(codes, cards, dtype=dtype)
-        lead_pairs = None
-        if lead is not None and product * max(int(lead[1]), 1) < 1 << 63:
-            keys, sizes, lead_pairs = _classes_from_pairs(*_pair_keys(key, product, *lead))
+        lead_pairs: dict[int, tuple[IntArray, IntArray]] = {}
+        if sensitive and product * max(int(sensitive[0][1]), 1) < 1 << 63:
+            pair_keys = _pair_keys(key, product, *sensitive[0])
+            keys, sizes, lead_pairs[0] = _classes_from_pairs(*pair_keys)
         else:
             ordered = np.sort(key)
             first = _runs(ordered)
@@ -463,11 +469,12 @@ def _group(
             keys = ordered[first]
             del ordered
         grouping = _Grouping(classes=int(keys.shape[0]), key=key, space=product, class_keys=keys)
-        return _unravel(keys.astype(np.int64), cards), sizes, grouping, lead_pairs, None
+        keys64 = keys.astype(np.int64, copy=False)
+        return _Grouped(unravel_keys(keys64, cards), sizes, keys64, grouping, lead_pairs, None)
     class_codes, sizes, inverse = group_codes(codes, cards, return_inverse=True)
     assert inverse is not None
     grouping = _Grouping(classes=int(sizes.shape[0]), inverse=inverse)
-    return class_codes, sizes, grouping, None, None
+    return _Grouped(class_codes, sizes, None, grouping, {}, None)
 
 
 def aggregate_codes(
@@ -491,26 +498,31 @@ def aggregate_codes(
         raise EmptyDatasetError("the table has no records: there is nothing to assess")
     if weights is not None and weights.shape[0] != n:
         raise InvalidInputError(f"{weights.shape[0]} weights for {n} records")
-    lead = (sensitive[0][1], sensitive[0][2]) if sensitive else None
-    class_codes, sizes, grouping, lead_pairs, sums = _group(
-        encoded, weighted=weights is not None, lead=lead, weights=weights
+    grouped = _group(
+        encoded,
+        weighted=weights is not None,
+        sensitive=[(codes, card) for _, codes, card in sensitive],
+        weights=weights,
     )
+    grouping, counted, sums = grouped.grouping, grouped.pairs, grouped.sums
     submit = submitter(n)
     jobs = {
-        name: submit(grouping.pairs, codes, card)
-        for i, (name, codes, card) in enumerate(sensitive)
-        if not (i == 0 and lead_pairs is not None)
+        i: submit(grouping.pairs, codes, card)
+        for i, (_, codes, card) in enumerate(sensitive)
+        if i not in counted
     }
     if weights is not None and sums is None:
         sums = grouping.sums(weights)
-    pairs = {}
-    for i, (name, _, _) in enumerate(sensitive):
-        pairs[name] = lead_pairs if i == 0 and lead_pairs is not None else jobs[name].result()
+    pairs = {
+        name: counted[i] if i in counted else jobs[i].result()
+        for i, (name, _, _) in enumerate(sensitive)
+    }
     inverse = grouping.row_classes(n) if return_inverse else None
     return _finish(
         encoded,
-        class_codes,
-        sizes,
+        grouped.codes,
+        grouped.sizes,
+        keys=grouped.keys,
         sums=sums,
         weight_column=weight_column,
         pairs=pairs,
@@ -523,6 +535,7 @@ def _finish(
     class_codes: IntArray,
     sizes: IntArray,
     *,
+    keys: IntArray | None = None,
     sums: FloatArray | None,
     weight_column: str | None,
     pairs: Mapping[str, tuple[IntArray, IntArray]],
@@ -540,6 +553,7 @@ def _finish(
             remap[suppressed] = -1
             class_codes = class_codes[keep]
             sizes = sizes[keep]
+            keys = None if keys is None else keys[keep]
             if sums is not None:
                 sums = sums[keep]
             pairs = {
@@ -559,6 +573,7 @@ def _finish(
         cardinalities=encoded.cardinalities,
         dictionaries=encoded.dictionaries,
         excluded_records=excluded,
+        _keys=[] if keys is None else [keys],  # handed over: the QI ranking reuses them
     )
     weights = None
     if sums is not None:

@@ -15,7 +15,7 @@ from reident_airflow.engine.aggregates import (
     aggregate_grouped,
     weights_from_values,
 )
-from reident_airflow.engine.classes import class_table_from_frame, encode_frame
+from reident_airflow.engine.classes import ClassTable, class_table_from_frame, encode_frame
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 
@@ -49,6 +49,19 @@ def _by_tuple(frame: pd.DataFrame, qis: list[str], **kwargs: object) -> pd.DataF
         out[f"{name}_sq"] = counts.astype(np.int64)  # sum of squared value counts per class
         out[f"{name}_n"] = np.bincount(vc.classes, minlength=table.classes)
     return out.sort_values(qis).reset_index(drop=True)
+
+
+def _own_keys(table: ClassTable) -> np.ndarray:
+    """The mixed-radix keys the table computes itself (none handed over)."""
+    bare = ClassTable(
+        quasi_identifiers=table.quasi_identifiers,
+        sizes=table.sizes,
+        codes=table.codes,
+        cardinalities=table.cardinalities,
+    )
+    keys = bare.radix_keys()
+    assert keys is not None
+    return keys
 
 
 def _expected(frame: pd.DataFrame, qis: list[str]) -> pd.DataFrame:
@@ -85,6 +98,15 @@ def test_every_grouping_path_gives_the_same_aggregates(
     # the same classes as the plain class table
     plain = class_table_from_frame(frame, qis)
     assert sorted(plain.sizes.tolist()) == sorted(got["size"].tolist())
+    # the class keys a grouping hands over to the table are those it would compute itself
+    for kwargs in (
+        {},
+        {"weight": "w"},
+        {"sensitive": ["s", "t"]},
+        {"weight": "w", "sensitive": ["s"]},
+    ):
+        table = aggregate_frame(frame, qis, **kwargs).table  # type: ignore[arg-type]
+        np.testing.assert_array_equal(table.radix_keys(), _own_keys(table))
     # row -> class mapping, with and without weights or sensitive columns
     agg = aggregate_frame(frame, qis, weight="w", return_inverse=True)
     assert agg.inverse is not None and agg.weights is not None
@@ -138,6 +160,7 @@ def test_fully_suppressed_records_are_excluded_from_every_aggregate() -> None:
     assert sorted(agg.weights.sums.tolist()) == [4.0, 5.0]
     vc = agg.sensitive["s"]
     assert int(vc.counts.sum()) == 3 and vc.classes.max() < agg.table.classes
+    np.testing.assert_array_equal(agg.table.radix_keys(), _own_keys(agg.table))
 
 
 def test_grouped_results_give_the_same_aggregates() -> None:
