@@ -62,6 +62,8 @@ __all__ = [
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
+#: Codes of a sensitive column (any integer type wide enough for its cardinality).
+CodeArray = NDArray[np.integer[Any]]
 
 # Key space up to which classes (and class/value pairs) are counted with a direct bincount.
 _BINCOUNT_LIMIT = 1 << 24
@@ -253,13 +255,14 @@ def _class_index(class_keys: NDArray[Any]) -> IntArray:
 
 
 def _pair_keys(
-    key: NDArray[Any], space: int, codes: IntArray, card: int
-) -> tuple[NDArray[Any], IntArray]:
-    """``(class key, count)`` of every (class, value) pair, ascending by class key.
+    key: NDArray[Any], space: int, codes: CodeArray, card: int
+) -> tuple[NDArray[Any], IntArray, IntArray]:
+    """``(class key, count, class index)`` of every (class, value) pair, ascending by key.
 
     ``key`` are the rows' mixed-radix class keys (``< space``). The pair key
-    ``key * card + code`` is counted by a bincount when small, else by one sort; no
-    permutation of the rows is needed.
+    ``key * card + code`` is counted by a bincount when small, else by one sort (of 32-bit
+    words when they suffice); no permutation of the rows is needed. The class index counts
+    the distinct class keys met so far: ascending class keys are ascending class indices.
     """
     card = max(int(card), 1)
     n = key.shape[0]
@@ -270,28 +273,39 @@ def _pair_keys(
         pair += codes
         counts = np.bincount(pair, minlength=pair_space)
         present = np.flatnonzero(counts)
-        return present // card, counts[present].astype(np.int64)
-    dtype = np.uint32 if pair_space <= 1 << 32 else np.uint64
-    pair = key.astype(dtype, copy=True)
-    pair *= dtype(card)
-    pair += codes.astype(dtype, copy=False)
+        class_keys = present // card
+        return class_keys, counts[present].astype(np.int64), _class_index(class_keys)
+    dtype: Any = np.uint32 if pair_space <= 1 << 32 else np.uint64
+    pair = np.empty(n, dtype=dtype)
+    np.multiply(key, card, out=pair, casting="unsafe")  # < 2**32 (or 2**64): exact
+    np.add(pair, codes, out=pair, casting="unsafe")
     pair.sort()
     first = _runs(pair)
-    counts_ = np.diff(first, append=n).astype(np.int64)
-    return pair[first] // dtype(card), counts_
+    pairs = first.shape[0]
+    counts_ = np.empty(pairs, dtype=np.int64)
+    np.subtract(first[1:], first[:-1], out=counts_[:-1])
+    counts_[-1:] = n - first[-1:]
+    class_keys = pair[first]
+    del pair
+    class_keys //= dtype(card)
+    # the class index, written over the run starts (no longer needed)
+    index = first
+    index[:1] = 0
+    np.not_equal(class_keys[1:], class_keys[:-1], out=index[1:], casting="unsafe")
+    np.cumsum(index, out=index)
+    return class_keys, counts_, index
 
 
 def _pairs_from_key(
-    key: NDArray[Any], space: int, codes: IntArray, card: int
+    key: NDArray[Any], space: int, codes: CodeArray, card: int
 ) -> tuple[IntArray, IntArray]:
-    """``(class, count)`` of every (class, value) pair (ascending class keys are ascending
-    class indices)."""
-    class_keys, counts = _pair_keys(key, space, codes, card)
-    return _class_index(class_keys), counts
+    """``(class, count)`` of every (class, value) pair."""
+    _, counts, index = _pair_keys(key, space, codes, card)
+    return index, counts
 
 
 def _classes_from_pairs(
-    class_keys: NDArray[Any], counts: IntArray
+    class_keys: NDArray[Any], counts: IntArray, index: IntArray
 ) -> tuple[NDArray[Any], IntArray, tuple[IntArray, IntArray]]:
     """Classes (their keys and sizes) read off the (class, value) pairs of one column."""
     starts = _runs(class_keys)
@@ -301,7 +315,7 @@ def _classes_from_pairs(
     ends[-1:] = counts.shape[0] - 1
     sizes = running[ends]
     sizes[1:] -= running[ends[:-1]]
-    return class_keys[starts], sizes.astype(np.int64), (_class_index(class_keys), counts)
+    return class_keys[starts], sizes.astype(np.int64), (index, counts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -335,7 +349,7 @@ class _Grouping:
         out: FloatArray = summed.astype(np.float64, copy=False)
         return out
 
-    def pairs(self, codes: IntArray, card: int) -> tuple[IntArray, IntArray]:
+    def pairs(self, codes: CodeArray, card: int) -> tuple[IntArray, IntArray]:
         """``(class, count)`` of every (class, value) pair, ordered by class."""
         if self.key is not None and self.space * max(int(card), 1) < 1 << 63:
             return _pairs_from_key(self.key, self.space, codes, card)
@@ -391,7 +405,7 @@ def _group(
     encoded: EncodedColumns,
     *,
     weighted: bool,
-    sensitive: Sequence[tuple[IntArray, int]] = (),
+    sensitive: Sequence[tuple[CodeArray, int]] = (),
     weights: FloatArray | None = None,
 ) -> _Grouped:
     """Classes of the rows (codes, sizes, keys) and how to reach each class's rows.
@@ -482,7 +496,7 @@ def aggregate_codes(
     *,
     weights: FloatArray | None = None,
     weight_column: str | None = None,
-    sensitive: Sequence[tuple[str, IntArray, int]] = (),
+    sensitive: Sequence[tuple[str, CodeArray, int]] = (),
     return_inverse: bool = False,
 ) -> ClassAggregates:
     """Group row-level QI codes into classes, with weight sums and sensitive value counts.
@@ -587,6 +601,42 @@ def _finish(
     )
 
 
+def _value_codes(column: pa.ChunkedArray | pa.Array) -> tuple[CodeArray, int]:
+    """Codes of a sensitive column read by Arrow: ``(codes, cardinality)``.
+
+    Only the grouping of equal values matters (the values are never kept), so the codes take
+    the narrowest unsigned type the cardinality allows: a dictionary column (Parquet
+    ``read_dictionary``) has its chunks' dictionaries unified and their indices copied chunk
+    by chunk; a null is one more value. Any other column is encoded as a QI column is.
+    """
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    typ = column.type
+    if not pa.types.is_dictionary(typ) or column.num_chunks == 0:
+        codes, card, _ = encode_arrow_column(column)
+        return codes, card
+    if any(chunk.dictionary.null_count for chunk in column.chunks):
+        codes, card, _ = encode_arrow_column(column)  # a null inside a dictionary
+        return codes, card
+    column = column.unify_dictionaries()
+    card = len(column.chunk(0).dictionary)
+    with_null = card + (1 if column.null_count else 0)
+    dtype: Any = next(
+        t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if with_null <= np.iinfo(t).max + 1
+    )
+    out = np.empty(len(column), dtype=dtype)
+    pos = 0
+    for chunk in column.chunks:
+        indices = chunk.indices
+        k = len(indices)
+        if indices.null_count:
+            indices = indices.fill_null(card)
+        if k:
+            np.copyto(out[pos : pos + k], indices.to_numpy(zero_copy_only=False), casting="unsafe")
+        pos += k
+    return out, max(with_null, 1)
+
+
 # ------------------------------------------------------------------------------ front ends
 def aggregate_frame(
     frame: pd.DataFrame,
@@ -633,10 +683,10 @@ def aggregate_arrow(
     # the weight and sensitive columns are read while the QIs are encoded (on large tables)
     submit = submitter(table.num_rows)
     weighing = None if weight is None else submit(weights_from_values, table.column(weight), weight)
-    encoding = [(name, submit(encode_arrow_column, table.column(name))) for name in names]
+    encoding = [(name, submit(_value_codes, table.column(name))) for name in names]
     encoded = encode_arrow(table, qis)
     weights = None if weighing is None else weighing.result()
-    extra = [(name, *job.result()[:2]) for name, job in encoding]
+    extra = [(name, *job.result()) for name, job in encoding]
     return aggregate_codes(
         encoded,
         weights=weights,

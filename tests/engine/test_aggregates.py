@@ -219,3 +219,41 @@ def test_threaded_path_gives_the_same_results(monkeypatch: pytest.MonkeyPatch) -
     bad = frame.assign(w=-1.0)
     with pytest.raises(InvalidInputError, match="zero or negative"):
         aggregate_arrow(pa.Table.from_pandas(bad), qis, weight="w")
+
+
+def _pair_multiset(agg: agg_mod.ClassAggregates, name: str) -> list[tuple[tuple[object, ...], int]]:
+    """The (QI tuple, value count) pairs of a sensitive column, in a canonical order."""
+    table = agg.table
+    assert table.dictionaries is not None
+    tuples = [
+        tuple(str(np.asarray(table.dictionaries[i])[c]) for i, c in enumerate(row))
+        for row in table.codes.tolist()
+    ]
+    vc = agg.sensitive[name]
+    return sorted(zip((tuples[c] for c in vc.classes.tolist()), vc.counts.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("values", [4, 300, 70_000])  # 8-, 16- and 32-bit codes
+def test_sensitive_dictionary_columns_count_like_plain_text(values: int) -> None:
+    """Dictionary columns (as Parquet reads them): chunks with their own dictionaries, nulls in
+    the indices and in a dictionary, count their values like the same column as plain text."""
+    rng = np.random.default_rng(values)
+    n = 3 * values + 500
+    text = np.array([f"v{i}" for i in rng.integers(0, values, n)], dtype=object)
+    text[rng.integers(0, n, 20)] = None
+    q = rng.integers(0, 5, n)
+    cuts = [(0, n // 3), (n // 3, n // 2), (n // 2, n)]
+    chunks = [pa.array(text[a:b].tolist()).dictionary_encode() for a, b in cuts]
+    null_entry = pa.DictionaryArray.from_arrays(
+        pa.array([0, 1, 0], type=pa.int32()), pa.array(["v0", None])
+    )
+    for column in (pa.chunked_array(chunks), pa.chunked_array([*chunks, null_entry])):
+        qi = pa.array(np.resize(q, len(column)))
+        plain = pa.table({"q": qi, "s": column.cast(pa.string())})
+        coded = pa.table({"q": qi, "s": column})
+        want = aggregate_arrow(plain, ["q"], sensitive=["s"])
+        got = aggregate_arrow(coded, ["q"], sensitive=["s"])
+        assert _pair_multiset(got, "s") == _pair_multiset(want, "s")
+    codes, card = agg_mod._value_codes(pa.chunked_array(chunks))
+    assert card == len(set(text.tolist()))  # the distinct values, None (missing) among them
+    assert codes.dtype == (np.uint8 if card <= 256 else np.uint16 if card <= 65536 else np.uint32)
