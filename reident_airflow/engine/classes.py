@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
@@ -318,9 +319,15 @@ def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
 
 
 def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
-    """Integer codes of the QI columns of an Arrow table (names validated first)."""
+    """Integer codes of the QI columns of an Arrow table (names validated first).
+
+    On a large table the columns are coded side by side on worker threads (Arrow and numpy
+    release the GIL for the work on each column).
+    """
     names = validate_quasi_identifiers(qis, table.column_names)
-    return _encoded(names, [encode_arrow_column(table.column(name)) for name in names])
+    submit = submitter(table.num_rows)
+    jobs = [submit(encode_arrow_column, table.column(name)) for name in names]
+    return _encoded(names, [job.result() for job in jobs])
 
 
 def _densify(key: IntArray) -> tuple[IntArray, int]:
