@@ -422,10 +422,19 @@ def _u_sums_closed_form(
     and the weighted sums cancel a further factor ``~2x/u``; so the closed form is used only
     for large ``u`` (where the loop costs time), ``|alpha| > 1e-3`` and ``|x| < 10 u``: a
     relative error near 1e-12, tested against the loop. For ``alpha < 0`` the identities hold
-    with ``z = -x`` when no term crosses its pole (``z > u - 1``). Otherwise the loop sums
-    term by term.
+    with ``z = -x`` when no term crosses its pole (``z > u - 1``). ``alpha = 0`` (one of
+    ARX's start values) makes every term ``1/theta`` times a power of ``i``: sums of powers.
+    Otherwise the loop sums term by term.
     """
-    if u < _CLOSED_FORM_MIN_CLASSES or not abs(alpha) > 1e-3:
+    if u < _CLOSED_FORM_MIN_CLASSES:
+        return None
+    if alpha == 0.0:  # every term is 1/theta (times 1, i, i^2): sums of powers
+        m = float(u - 1)
+        if theta == 0.0:  # 1/0 in every term, as the loop finds: the try fails
+            return math.inf, math.inf, math.inf, math.inf, math.inf
+        ones, lin, squares = m, m * (m + 1.0) / 2.0, m * (m + 1.0) * (2.0 * m + 1.0) / 6.0
+        return ones / theta, lin / theta, ones / theta**2, lin / theta**2, squares / theta**2
+    if not abs(alpha) > 1e-3:
         return None
     if alpha > 0:
         x = theta / alpha

@@ -372,6 +372,23 @@ def test_pitman_closed_form_sums_equal_the_loop(u: int, theta: float, alpha: flo
         assert got == pytest.approx(want, rel=1e-10)
 
 
+@pytest.mark.parametrize("theta", [7.5, -3.0, 0.0])
+def test_pitman_sums_at_alpha_zero_equal_the_loop(theta: float) -> None:
+    """alpha = 0 (an ARX start value): sums of powers of i over theta; 1/0 everywhere at 0."""
+    from reident_airflow.engine.population import _u_sums_closed_form, _u_sums_loop
+
+    u = 60_000
+    closed = _u_sums_closed_form(u, theta, 0.0)
+    assert closed is not None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loop = _u_sums_loop(u, theta, 0.0)
+    for got, want in zip(closed, loop, strict=True):
+        if theta == 0.0:
+            assert got == want == float("inf")
+        else:
+            assert got == pytest.approx(want, rel=1e-12)
+
+
 def test_pitman_closed_form_declines_where_it_would_lose_digits() -> None:
     from reident_airflow.engine.population import _u_sums_closed_form
 
