@@ -234,7 +234,7 @@ def _top_down(table: ClassTable, cards: list[int]) -> list[tuple[tuple[int, ...]
     else:
         top = _Marginal(full, keys=key, sums=sizes)
     level = {full: top}
-    out = [(full, table.classes, int((sizes * (sizes - 1) // 2).sum()))]
+    out = [(full, *_stats(_Marginal(full, dense=sizes), n))]  # the classes themselves
     for size in range(m - 1, 0, -1):
         nxt: dict[tuple[int, ...], _Marginal] = {}
         for cols in combinations(range(m), size):
