@@ -254,15 +254,26 @@ def _class_index(class_keys: NDArray[Any]) -> IntArray:
     return index
 
 
-def _pair_keys(
-    key: NDArray[Any], space: int, codes: CodeArray, card: int
-) -> tuple[NDArray[Any], IntArray, IntArray]:
-    """``(class key, count, class index)`` of every (class, value) pair, ascending by key.
+class _Pairs(NamedTuple):
+    """The (class, value) pairs of one sensitive column, ordered by class: each pair's class
+    index and count; with ``classes``, also each class's mixed-radix key and size."""
+
+    pair_class: IntArray
+    counts: IntArray
+    class_keys: NDArray[Any] | None = None
+    sizes: IntArray | None = None
+
+
+def _count_pairs(
+    key: NDArray[Any], space: int, codes: CodeArray, card: int, *, classes: bool = False
+) -> _Pairs:
+    """Count the (class, value) pairs of the rows.
 
     ``key`` are the rows' mixed-radix class keys (``< space``). The pair key
     ``key * card + code`` is counted by a bincount when small, else by one sort (of 32-bit
-    words when they suffice); no permutation of the rows is needed. The class index counts
-    the distinct class keys met so far: ascending class keys are ascending class indices.
+    words when they suffice); no permutation of the rows is needed. Ascending class keys are
+    ascending class indices; with ``classes``, the classes themselves (keys and sizes) are
+    read off the pairs, so that the rows need not be grouped a second time.
     """
     card = max(int(card), 1)
     n = key.shape[0]
@@ -271,51 +282,50 @@ def _pair_keys(
         pair = key.astype(np.int64, copy=True)
         pair *= card
         pair += codes
-        counts = np.bincount(pair, minlength=pair_space)
-        present = np.flatnonzero(counts)
+        tally = np.bincount(pair, minlength=pair_space)
+        present = np.flatnonzero(tally)
+        counts = tally[present].astype(np.int64)
         class_keys = present // card
-        return class_keys, counts[present].astype(np.int64), _class_index(class_keys)
-    dtype: Any = np.uint32 if pair_space <= 1 << 32 else np.uint64
-    pair = np.empty(n, dtype=dtype)
-    np.multiply(key, card, out=pair, casting="unsafe")  # < 2**32 (or 2**64): exact
-    np.add(pair, codes, out=pair, casting="unsafe")
-    pair.sort()
-    first = _runs(pair)
-    pairs = first.shape[0]
-    counts_ = np.empty(pairs, dtype=np.int64)
-    np.subtract(first[1:], first[:-1], out=counts_[:-1])
-    counts_[-1:] = n - first[-1:]
-    class_keys = pair[first]
-    del pair
-    class_keys //= dtype(card)
-    # the class index, written over the run starts (no longer needed)
-    index = first
-    index[:1] = 0
-    np.not_equal(class_keys[1:], class_keys[:-1], out=index[1:], casting="unsafe")
-    np.cumsum(index, out=index)
-    return class_keys, counts_, index
+        first = None
+    else:
+        dtype: Any = np.uint32 if pair_space <= 1 << 32 else np.uint64
+        pair = np.empty(n, dtype=dtype)
+        np.multiply(key, card, out=pair, casting="unsafe")  # < 2**32 (or 2**64): exact
+        np.add(pair, codes, out=pair, casting="unsafe")
+        pair.sort()
+        first = _runs(pair)  # the row where each pair's run starts
+        counts = np.empty(first.shape[0], dtype=np.int64)
+        np.subtract(first[1:], first[:-1], out=counts[:-1])
+        counts[-1:] = n - first[-1:]
+        class_keys = pair[first]
+        del pair
+        class_keys //= dtype(card)
+    new_class = np.empty(counts.shape[0], dtype=np.bool_)
+    new_class[:1] = True
+    np.not_equal(class_keys[1:], class_keys[:-1], out=new_class[1:])
+    keys = sizes = None
+    if classes:
+        starts = np.flatnonzero(new_class)
+        keys = class_keys[starts]
+        if first is None:
+            sizes = np.add.reduceat(counts, starts)
+        else:  # the rows between the first rows of consecutive classes
+            rows = first[starts]
+            sizes = np.empty_like(rows)
+            np.subtract(rows[1:], rows[:-1], out=sizes[:-1])
+            sizes[-1:] = n - rows[-1:]
+    index = np.empty(counts.shape[0], dtype=np.int64) if first is None else first
+    np.cumsum(new_class, dtype=np.int64, out=index)  # over the run starts when sorted
+    index -= 1
+    return _Pairs(index, counts, keys, sizes)
 
 
 def _pairs_from_key(
     key: NDArray[Any], space: int, codes: CodeArray, card: int
 ) -> tuple[IntArray, IntArray]:
     """``(class, count)`` of every (class, value) pair."""
-    _, counts, index = _pair_keys(key, space, codes, card)
-    return index, counts
-
-
-def _classes_from_pairs(
-    class_keys: NDArray[Any], counts: IntArray, index: IntArray
-) -> tuple[NDArray[Any], IntArray, tuple[IntArray, IntArray]]:
-    """Classes (their keys and sizes) read off the (class, value) pairs of one column."""
-    starts = _runs(class_keys)
-    running = np.cumsum(counts)  # class sizes as differences of one running sum
-    ends = np.empty_like(starts)
-    ends[:-1] = starts[1:] - 1
-    ends[-1:] = counts.shape[0] - 1
-    sizes = running[ends]
-    sizes[1:] -= running[ends[:-1]]
-    return class_keys[starts], sizes.astype(np.int64), (index, counts)
+    pairs = _count_pairs(key, space, codes, card)
+    return pairs.pair_class, pairs.counts
 
 
 @dataclass(frozen=True, eq=False)
@@ -410,12 +420,12 @@ def _group(
 ) -> _Grouped:
     """Classes of the rows (codes, sizes, keys) and how to reach each class's rows.
 
-    ``sensitive`` holds the codes and cardinality of each sensitive column. The (class, value)
-    pairs of those this pass counts come back by column index (the others are left to
-    :meth:`_Grouping.pairs`): with a small key space, all of them, each by its own sort on a
-    worker thread while the classes are counted here; on the unweighted sort path, the first
-    one, whose pairs then give the classes (the rows are sorted once, not twice). With
-    ``weights`` and a small key space, their sums per class are computed here too.
+    ``sensitive`` holds the codes and cardinality of each sensitive column. When the class
+    key fits 64 bits and the rows need no permutation (a small key space, or no weights), the
+    classes are read off the (class, value) pairs of the first one, counted by one sort of
+    the pair keys: the rows are grouped once, not twice. Those pairs come back by column index
+    (the others are left to :meth:`_Grouping.pairs`). With ``weights`` and a small key space,
+    their sums per class are computed by a bincount on a worker thread meanwhile.
     """
     codes = encoded.codes
     n = encoded.records
@@ -425,24 +435,26 @@ def _group(
         product *= c
     if product <= max(_BINCOUNT_LIMIT, 2 * n):
         key = mixed_radix(codes, cards, dtype=np.int64)
-        submit = submitter(n)
-        # numpy releases the GIL in its sorts: the pairs are sorted meanwhile
-        pairing = {
-            i: submit(_pairs_from_key, key, product, values, card)
-            for i, (values, card) in enumerate(sensitive)
-            if product * max(int(card), 1) < 1 << 63
-        }
-        counts = np.bincount(key, minlength=product)
-        present = np.flatnonzero(counts)
-        sizes = counts[present].astype(np.int64)
-        del counts
-        sums: FloatArray | None = None
+        # numpy releases the GIL in bincount: the weights are summed meanwhile
+        summing = None
         if weights is not None:
-            summed = np.bincount(key, weights=weights, minlength=product)
-            sums = summed[present].astype(np.float64, copy=False)
+            summing = submitter(n)(np.bincount, key, weights=weights, minlength=product)
+        counted: dict[int, tuple[IntArray, IntArray]] = {}
+        if sensitive and product * max(int(sensitive[0][1]), 1) < 1 << 63:
+            pairs = _count_pairs(key, product, *sensitive[0], classes=True)
+            assert pairs.class_keys is not None and pairs.sizes is not None
+            present, sizes = pairs.class_keys.astype(np.int64, copy=False), pairs.sizes
+            counted[0] = (pairs.pair_class, pairs.counts)
+        else:
+            counts = np.bincount(key, minlength=product)
+            present = np.flatnonzero(counts)
+            sizes = counts[present].astype(np.int64)
+            del counts
         grouping = _Grouping(classes=int(present.shape[0]), key=key, space=product, present=present)
         class_codes = unravel_keys(present, cards)
-        counted = {i: job.result() for i, job in pairing.items()}
+        sums: FloatArray | None = None
+        if summing is not None:
+            sums = summing.result()[present].astype(np.float64, copy=False)
         return _Grouped(class_codes, sizes, present, grouping, counted, sums)
     if product <= 1 << 32 and n < 1 << 32 and weighted:
         # one 64-bit word per row: the class key above, the row number below. One sort gives
@@ -474,8 +486,10 @@ def _group(
         key = mixed_radix(codes, cards, dtype=dtype)
         lead_pairs: dict[int, tuple[IntArray, IntArray]] = {}
         if sensitive and product * max(int(sensitive[0][1]), 1) < 1 << 63:
-            pair_keys = _pair_keys(key, product, *sensitive[0])
-            keys, sizes, lead_pairs[0] = _classes_from_pairs(*pair_keys)
+            pairs = _count_pairs(key, product, *sensitive[0], classes=True)
+            assert pairs.class_keys is not None and pairs.sizes is not None
+            keys, sizes = pairs.class_keys, pairs.sizes
+            lead_pairs[0] = (pairs.pair_class, pairs.counts)
         else:
             ordered = np.sort(key)
             first = _runs(ordered)

@@ -79,6 +79,7 @@ def _expected(frame: pd.DataFrame, qis: list[str]) -> pd.DataFrame:
     ("n", "cards", "path"),
     [
         (5000, [10, 20], "bincount"),  # small key space
+        (5000, [3000, 2000], "bincount"),  # small key space, pairs counted by a sort
         (5000, [300, 300, 300], "sort"),  # packed 64-bit sort
         (3000, [5000, 5000, 5000], "hash"),  # key beyond 32 bits
     ],
