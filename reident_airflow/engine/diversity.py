@@ -38,6 +38,9 @@ __all__ = ["DEFAULT_RECURSIVE_C", "LDiversity", "l_diversity", "validate_recursi
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
+# Pairs per block of the entropy sums (whole classes; a few MiB of temporaries).
+_BLOCK = 1 << 18
+
 #: Default constant c of recursive (c, l)-diversity (sdcMicro's ``l_recurs_c`` default).
 DEFAULT_RECURSIVE_C = 2.0
 
@@ -105,8 +108,8 @@ def _running_counts(cls: IntArray, cnt: IntArray, classes: int, top: int, total:
     if (classes << bits) >= 1 << 63:  # pragma: no cover - more than 2**63 / max count classes
         return np.cumsum(cnt[np.lexsort((cnt, cls))])
     dtype: Any = np.uint32 if (classes << bits) < 1 << 32 else np.uint64
-    key = cls.astype(dtype)
-    key <<= dtype(bits)
+    key = np.empty(cls.shape[0], dtype=dtype)
+    np.left_shift(cls, bits, out=key, casting="unsafe")
     np.bitwise_or(
         key, cnt.view(np.uint64) if dtype is np.uint64 else cnt, out=key, casting="unsafe"
     )
@@ -117,43 +120,60 @@ def _running_counts(cls: IntArray, cnt: IntArray, classes: int, top: int, total:
     return np.cumsum(key, dtype=np.int64)
 
 
+def _entropy_sums(cls: IntArray, cnt: IntArray, first: IntArray, top: int) -> FloatArray:
+    """``sum r ln r`` over each class's counts ``r``.
+
+    ``r ln r`` is looked up in a table of the counts (small integers: the largest is at most
+    n) and summed by a bincount over blocks of whole classes that stay in the CPU cache: each
+    class's terms are added in the same order as by one bincount over all pairs.
+    """
+    u, pairs = first.shape[0], cls.shape[0]
+    if top > 4 * pairs + 1024:  # a few very large counts
+        summed = np.bincount(cls, weights=cnt * np.log(cnt), minlength=u)
+        return summed.astype(np.float64, copy=False)
+    r = np.arange(top + 1, dtype=np.float64)
+    r[0] = 1.0
+    r_log_r = r * np.log(r)
+    out: FloatArray = np.empty(u, dtype=np.float64)
+    starts = np.unique(np.searchsorted(first, np.arange(0, pairs, _BLOCK))).tolist()
+    for j0, j1 in zip(starts, [*starts[1:], u], strict=True):
+        p0 = int(first[j0])
+        p1 = int(first[j1]) if j1 < u else pairs
+        block = np.subtract(cls[p0:p1], j0)
+        out[j0:j1] = np.bincount(block, weights=r_log_r[cnt[p0:p1]], minlength=j1 - j0)
+    return out
+
+
 def _recursive(
     running: Any,
-    first: IntArray,
-    last: IntArray,
-    distinct: IntArray,
-    f: IntArray,
-    multi: IntArray,
+    start: IntArray,
+    m: IntArray,
+    end: IntArray,
+    before: IntArray,
     c: float,
 ) -> IntArray:
-    """Recursive (c, l) of every class from the running sum of its ascending counts.
+    """Recursive (c, l) of classes of two values or more, from the running sum of their
+    ascending counts (``running``) and, per class, where its pairs start, how many there
+    are (``m``) and the running total after and before it.
 
     With a class's counts ascending ``a_0 <= ... <= a_{m-1} = r_1``, the tail
     ``r_l + ... + r_m`` of the definition is the sum of the ``m - l + 1`` smallest counts, so
     ``l = m - T`` with ``T`` the number of prefixes ``a_0 + ... + a_t`` (``t <= m - 2``) with
-    ``c * prefix <= r_1``, i.e. ``prefix <= floor(r_1 / c)``. One value: ``l = 1``; two:
-    ``T`` is whether ``a_0 <= floor(r_1 / c)``; more: the prefixes increase, so ``T`` is found
-    by a binary search in the running sum.
+    ``c * prefix <= r_1``, i.e. ``prefix <= floor(r_1 / c)``. The prefixes increase: ``T`` is
+    0 when ``a_0`` exceeds the bound (with two values, the whole answer), else found by a
+    binary search in the running sum.
     """
-    out = np.ones(f.shape[0], dtype=np.int64)
-    if not multi.shape[0]:
-        return out
-    end = last[multi]
-    ends = running[end].astype(np.int64)
-    largest = ends - running[end - 1]
+    largest = end - running[start + m - 2]
     bound = np.floor(largest / c).astype(np.int64)
     bound[c * bound > largest] -= 1  # floating rounding of r_1 / c: the true floor
-    m = distinct[multi]
-    size = f[multi]
-    below = (size - largest <= bound).astype(np.int64)  # two values: a_0 = f - r_1
-    more = np.flatnonzero(m >= 3)
+    # a prefix of class j is running[start_j + t] - before_j: compare running with before + bound
+    threshold = np.minimum(before + bound, end)
+    below = (running[start] <= threshold).astype(np.int64)
+    more = np.flatnonzero(below.astype(np.bool_) & (m >= 3))
     if more.shape[0]:
-        start = first[multi[more]]
-        # prefixes of class j are running[first_j + t] - before_j, and running increases
-        threshold = np.minimum(ends[more] - size[more] + bound[more], ends[more])
-        found = np.searchsorted(running, threshold.astype(running.dtype), side="right")
-        below[more] = np.minimum(found - start, m[more] - 1)
-    out[multi] = m - below
+        found = np.searchsorted(running, threshold[more].astype(running.dtype), side="right")
+        below[more] = np.minimum(found - start[more], m[more] - 1)
+    out: IntArray = m - below
     return out
 
 
@@ -192,35 +212,36 @@ def l_diversity(
     first = _class_starts(cls)
     if first.shape[0] != u or total != int(f.sum()):  # a class without values, or wrong total
         raise unequal
-    distinct = np.diff(first, append=cls.shape[0])
-    last = first + distinct - 1
+    last = np.empty_like(first)  # each class's last pair
+    np.subtract(first[1:], 1, out=last[:-1])
+    last[-1] = cls.shape[0] - 1
+    distinct = last - first
+    distinct += 1
     running = _running_counts(cls, cnt, u, top, total)
-    ends = running[last].astype(np.int64)  # class j's records: ends[j] - ends[j - 1]
-    if ends[0] != f[0] or not np.array_equal(np.diff(ends), f[1:]):
+    ends = running[last].astype(np.int64)  # running total after each class
+    before = ends - f
+    if before[0] != 0 or not np.array_equal(before[1:], ends[:-1]):
         raise unequal
-    # entropy l: exp(-sum p ln p) with p = r / f, i.e. exp(ln f - (sum r ln r) / f); r ln r
-    # is looked up in a table of the counts (small integers: the largest is at most n)
-    if top <= 4 * cnt.shape[0] + 1024:
-        r = np.arange(top + 1, dtype=np.float64)
-        r[0] = 1.0
-        r_log_r = r * np.log(r)
-        s_r = np.bincount(cls, weights=r_log_r[cnt], minlength=u)
-    else:  # a few very large counts
-        s_r = np.bincount(cls, weights=cnt * np.log(cnt), minlength=u)
-    multi = np.flatnonzero(distinct > 1)  # one value: entropy l exactly 1, recursive l 1
+    # one value: entropy l exactly 1, recursive l 1; the others, from their counts
+    multi = np.flatnonzero(distinct > 1)
+    m, size = distinct[multi], f[multi]
+    s_r = _entropy_sums(cls, cnt, first, top)
     entropy = np.ones(u, dtype=np.float64)
-    ff = f[multi].astype(np.float64)
+    # exp(-sum p ln p) with p = r / f, i.e. exp(ln f - (sum r ln r) / f)
+    ff = size.astype(np.float64)
     entropy[multi] = np.exp(np.log(ff) - s_r[multi] / ff)
-    recursive = _recursive(running, first, last, distinct, f, multi, c)
+    recursive = np.ones(u, dtype=np.int64)
+    recursive[multi] = _recursive(running, first[multi], m, ends[multi], before[multi], c)
     n = total
+    single = multi.shape[0] < u  # some class has one value
     return LDiversity(
         column=counts.column,
         c=c,
         records=n,
-        distinct=int(distinct.min()),
+        distinct=1 if single else int(m.min()),
         entropy=float(entropy.min()),
-        recursive=int(recursive.min()),
-        homogeneous_records=(n - int(f[multi].sum())) / n,
+        recursive=1 if single else int(recursive[multi].min()),
+        homogeneous_records=(n - int(size.sum())) / n,
         per_class_distinct=distinct,
         per_class_entropy=entropy,
         per_class_recursive=recursive,

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reident_airflow.engine import diversity
 from reident_airflow.engine.aggregates import ValueCounts, aggregate_frame
 from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.diversity import l_diversity
@@ -197,9 +198,14 @@ def _by_definition(values: list[int], c: float) -> tuple[int, float, int]:
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("scale", [1, 1 << 20, 1 << 30])
-def test_value_counts_against_the_definitions(seed: int, scale: int) -> None:
+def test_value_counts_against_the_definitions(
+    seed: int, scale: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Classes of 1, 2, 3 and many values (closed forms for 1 and 2, a search beyond), small
-    and huge counts (32- and 64-bit keys, running sums past 2**32), pairs in any order."""
+    and huge counts (32- and 64-bit keys, running sums past 2**32), pairs in any order,
+    entropy sums over one block or many."""
+    if seed >= 2:
+        monkeypatch.setattr(diversity, "_BLOCK", 7)
     rng = np.random.default_rng(seed)
     classes = [[int(x) for x in rng.integers(1, 6, size=m) * scale] for m in (1, 2, 3, 1, 2, 3)]
     classes += [[int(x) for x in rng.integers(1, 10**6, size=m)] for m in (2, 3, 7)]
