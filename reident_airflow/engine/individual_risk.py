@@ -40,6 +40,9 @@ __all__ = ["METHOD", "IndividualRisk", "benedetti_franconi", "individual_risk"]
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
+# Classes per block of the per-class formulas (a few temporaries that stay in the CPU cache).
+_BLOCK = 1 << 15
+
 #: How the risk is estimated (echoed in the JSON).
 METHOD = "benedetti-franconi approximation (sdcMicro indivRisk, method 'approx')"
 
@@ -58,26 +61,38 @@ def benedetti_franconi(sizes: IntArray, weight_sums: FloatArray) -> FloatArray:
     if (f <= 0).any():
         raise InvalidInputError("class sizes must be positive")
     check_weight_sums(f, ClassWeights("weight", big_f))
-    ff = f.astype(np.float64)
-    pk = ff / big_f
-    risk = np.empty_like(pk)
-    # each class takes the formula of its size, computed only where it applies
-    for size_is, formula in ((f == 1, 1), (f == 2, 2), (f > 2, 3)):
-        idx = np.flatnonzero(size_is)
-        if not idx.shape[0]:
-            continue
-        p = pk[idx]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if formula == 3:
-                risk[idx] = p / (ff[idx] - (1.0 - p))
-            else:
-                odds = p / (1.0 - p)
-                log_inv = np.log(1.0 / p)
-                risk[idx] = odds * log_inv if formula == 1 else odds - (odds * odds) * log_inv
-    whole = np.flatnonzero(ff == big_f)  # the class is its whole population (p = 1)
-    risk[whole] = 1.0 / ff[whole]
-    out: FloatArray = risk.astype(np.float64, copy=False)
-    return out
+    risk = np.empty(f.shape[0], dtype=np.float64)
+    # each class takes the formula of its size; the formulas are evaluated over blocks of
+    # classes that stay in the CPU cache (every element as it would be alone)
+    size = min(f.shape[0], _BLOCK)
+    ff, p, q, odds, log_inv, term = (np.empty(size, dtype=np.float64) for _ in range(6))
+    where = np.empty(size, dtype=np.bool_)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for start in range(0, f.shape[0], _BLOCK):
+            stop = min(start + _BLOCK, f.shape[0])
+            k = stop - start
+            fb, big, out = f[start:stop], big_f[start:stop], risk[start:stop]
+            fk, pk, qk, ok, lk, tk, wk = (a[:k] for a in (ff, p, q, odds, log_inv, term, where))
+            np.copyto(fk, fb, casting="unsafe")
+            np.divide(fk, big, out=pk)  # p = f / F
+            np.subtract(1.0, pk, out=qk)
+            np.subtract(fk, qk, out=out)
+            np.divide(pk, out, out=out)  # f >= 3: p / (f - (1 - p))
+            np.divide(pk, qk, out=ok)
+            np.divide(1.0, pk, out=lk)
+            np.log(lk, out=lk)
+            np.multiply(ok, lk, out=tk)  # f = 1: p/(1-p) ln(1/p)
+            np.equal(fb, 1, out=wk)
+            np.copyto(out, tk, where=wk)
+            np.multiply(ok, ok, out=tk)
+            tk *= lk
+            np.subtract(ok, tk, out=tk)  # f = 2: p/(1-p) - (p/(1-p))^2 ln(1/p)
+            np.equal(fb, 2, out=wk)
+            np.copyto(out, tk, where=wk)
+            np.equal(fk, big, out=wk)  # the class is its whole population (p = 1)
+            np.divide(1.0, fk, out=tk)
+            np.copyto(out, tk, where=wk)
+    return risk
 
 
 @dataclass(frozen=True)
@@ -156,8 +171,8 @@ def individual_risk(
         global_risk_share=expected / n,
         highest=highest,
         lowest=float(risk.min()),
-        records_above_threshold=int(f[risk > t].sum()) / n,
-        records_affected_by_highest=int(f[risk == highest].sum()) / n,
+        records_above_threshold=int(np.sum(f, where=risk > t)) / n,
+        records_affected_by_highest=int(np.sum(f, where=risk == highest)) / n,
         estimated_population=float(population.sum()),
         risk=risk,
     )

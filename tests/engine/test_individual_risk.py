@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reident_airflow.engine import individual_risk as individual_risk_module
 from reident_airflow.engine.aggregates import ClassWeights, aggregate_frame
 from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.classes import class_table_from_frame
@@ -85,6 +86,30 @@ def test_benedetti_franconi_by_hand() -> None:
     # records whose risk > 0.19: the unique record (0.462) and the class of 5 (0.2)
     assert summary.records_above_threshold == 6 / 11
     assert summary.records_affected_by_highest == 1 / 11
+
+
+def _by_formula(f: int, big_f: float) -> float:
+    """The risk of one class, as metrics.md §6 writes it (Python floats)."""
+    p = f / big_f
+    if f == big_f:
+        return 1 / f
+    if f == 1:
+        return p / (1 - p) * math.log(1 / p)
+    if f == 2:
+        return p / (1 - p) - (p / (1 - p)) ** 2 * math.log(1 / p)
+    return p / (f - (1 - p))
+
+
+def test_benedetti_franconi_over_blocks_of_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every class takes its formula whatever the block it falls in (blocks of 3 here)."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 6, 200)
+    sums = sizes * rng.choice([1.0, 1.0, 1.25, 3.0, 40.0, 1e5], 200)
+    whole = benedetti_franconi(sizes, sums)
+    monkeypatch.setattr(individual_risk_module, "_BLOCK", 3)
+    np.testing.assert_array_equal(benedetti_franconi(sizes, sums), whole)
+    expected = [_by_formula(f, big) for f, big in zip(sizes.tolist(), sums.tolist(), strict=True)]
+    np.testing.assert_allclose(whole, expected, rtol=1e-13)
 
 
 def test_journalist_basis_is_sampling_weights_and_gate() -> None:
