@@ -171,6 +171,15 @@ def weights_from_values(values: Any, column: str) -> FloatArray:
     negative weight is an error naming the column and how many records are affected (never a
     value).
     """
+    chunks = _weight_chunks(values, column)
+    if len(chunks) == 1:
+        return chunks[0]
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float64)
+
+
+def _weight_chunks(values: Any, column: str) -> list[FloatArray]:
+    """:func:`weights_from_values`, one array per chunk of an Arrow column (views of its
+    buffers, not copies, when the column holds doubles without nulls)."""
     if isinstance(values, pa.ChunkedArray | pa.Array):
         if pa.types.is_dictionary(values.type):
             values = values.cast(values.type.value_type)
@@ -188,7 +197,12 @@ def weights_from_values(values: Any, column: str) -> FloatArray:
                 raise _not_numeric(column, bad) from None
         else:
             raise InvalidInputError(f"weight column {column!r} is not numeric (type {typ})")
-        arr = np.asarray(numbers.to_numpy(zero_copy_only=False), dtype=np.float64)
+        parts = numbers.chunks if isinstance(numbers, pa.ChunkedArray) else [numbers]
+        arrays = [
+            np.asarray(part.to_numpy(zero_copy_only=False), dtype=np.float64)
+            for part in parts
+            if len(part)
+        ]
     else:
         series = values if isinstance(values, pd.Series) else pd.Series(values)
         if series.dtype == bool:
@@ -198,26 +212,39 @@ def weights_from_values(values: Any, column: str) -> FloatArray:
         bad = int(numeric.isna().sum()) - missing
         if bad:
             raise _not_numeric(column, bad)
-        arr = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+        arrays = [numeric.to_numpy(dtype=np.float64, na_value=np.nan)]
     if missing:
         raise InvalidInputError(
             f"weight column {column!r} has {missing} missing value(s): every record needs a "
             "sampling weight"
         )
-    if arr.size and float(arr.min()) > 0 and float(arr.max()) < np.inf:
-        return arr  # every weight a finite number > 0 (NaN would fail the comparisons)
-    finite = np.isfinite(arr)
-    if not finite.all():
-        raise InvalidInputError(
-            f"weight column {column!r} has {int((~finite).sum())} non-finite value(s)"
-        )
-    nonpositive = int((arr <= 0).sum())
-    if nonpositive:
-        raise InvalidInputError(
-            f"weight column {column!r} has {nonpositive} zero or negative weight(s): a sampling "
-            "weight is the number of population units a record stands for, and must be > 0"
-        )
-    return arr
+    if all(float(a.min()) > 0 and float(a.max()) < np.inf for a in arrays if a.size):
+        return arrays  # every weight a finite number > 0 (NaN would fail the comparisons)
+    nonfinite = sum(int((~np.isfinite(a)).sum()) for a in arrays)
+    if nonfinite:
+        raise InvalidInputError(f"weight column {column!r} has {nonfinite} non-finite value(s)")
+    nonpositive = sum(int((a <= 0).sum()) for a in arrays)
+    raise InvalidInputError(
+        f"weight column {column!r} has {nonpositive} zero or negative weight(s): a sampling "
+        "weight is the number of population units a record stands for, and must be > 0"
+    )
+
+
+def _weight_sums(key: NDArray[Any], chunks: Sequence[FloatArray], minlength: int) -> FloatArray:
+    """The weights summed by key (the rows' keys, the weights in chunks of consecutive rows).
+
+    Each bin adds its weights in row order, as one :func:`numpy.bincount` would: chunk by
+    chunk with :meth:`numpy.ufunc.at` when the weights come in several chunks (no copy).
+    """
+    if len(chunks) == 1:
+        summed = np.bincount(key, weights=chunks[0], minlength=minlength)
+        return summed.astype(np.float64, copy=False)
+    out = np.zeros(minlength, dtype=np.float64)
+    pos = 0
+    for chunk in chunks:
+        np.add.at(out, key[pos : pos + chunk.shape[0]], chunk)
+        pos += chunk.shape[0]
+    return out
 
 
 def check_weight_sums(sizes: IntArray, weights: ClassWeights) -> None:
@@ -416,7 +443,7 @@ def _group(
     *,
     weighted: bool,
     sensitive: Sequence[tuple[CodeArray, int]] = (),
-    weights: FloatArray | None = None,
+    weights: Sequence[FloatArray] | None = None,
 ) -> _Grouped:
     """Classes of the rows (codes, sizes, keys) and how to reach each class's rows.
 
@@ -438,7 +465,7 @@ def _group(
         # numpy releases the GIL in bincount: the weights are summed meanwhile
         summing = None
         if weights is not None:
-            summing = submitter(n)(np.bincount, key, weights=weights, minlength=product)
+            summing = submitter(n)(_weight_sums, key, weights, product)
         counted: dict[int, tuple[IntArray, IntArray]] = {}
         if sensitive and product * max(int(sensitive[0][1]), 1) < 1 << 63:
             pairs = _count_pairs(key, product, *sensitive[0], classes=True)
@@ -508,29 +535,33 @@ def _group(
 def aggregate_codes(
     encoded: EncodedColumns,
     *,
-    weights: FloatArray | None = None,
+    weights: FloatArray | Sequence[FloatArray] | None = None,
     weight_column: str | None = None,
     sensitive: Sequence[tuple[str, CodeArray, int]] = (),
     return_inverse: bool = False,
 ) -> ClassAggregates:
     """Group row-level QI codes into classes, with weight sums and sensitive value counts.
 
-    ``weights`` (validated with :func:`weights_from_values`) are summed per class;
-    ``sensitive`` holds ``(column, codes, cardinality)`` per sensitive column (codes as
-    :func:`~reident_airflow.engine.classes.encode_series` makes them). The class table holds
-    the classes :func:`~reident_airflow.engine.classes.class_table_from_codes` finds (fully
-    suppressed records excluded), possibly in another order.
+    ``weights`` (validated with :func:`weights_from_values`; or in chunks of consecutive rows)
+    are summed per class; ``sensitive`` holds ``(column, codes, cardinality)`` per sensitive
+    column (codes as :func:`~reident_airflow.engine.classes.encode_series` makes them). The
+    class table holds the classes :func:`~reident_airflow.engine.classes.class_table_from_codes`
+    finds (fully suppressed records excluded), possibly in another order.
     """
     n = encoded.records
     if n == 0:
         raise EmptyDatasetError("the table has no records: there is nothing to assess")
-    if weights is not None and weights.shape[0] != n:
-        raise InvalidInputError(f"{weights.shape[0]} weights for {n} records")
+    chunks = None
+    if weights is not None:
+        chunks = [weights] if isinstance(weights, np.ndarray) else list(weights)
+        given = sum(int(chunk.shape[0]) for chunk in chunks)
+        if given != n:
+            raise InvalidInputError(f"{given} weights for {n} records")
     grouped = _group(
         encoded,
-        weighted=weights is not None,
+        weighted=chunks is not None,
         sensitive=[(codes, card) for _, codes, card in sensitive],
-        weights=weights,
+        weights=chunks,
     )
     grouping, counted, sums = grouped.grouping, grouped.pairs, grouped.sums
     submit = submitter(n)
@@ -539,8 +570,8 @@ def aggregate_codes(
         for i, (_, codes, card) in enumerate(sensitive)
         if i not in counted
     }
-    if weights is not None and sums is None:
-        sums = grouping.sums(weights)
+    if chunks is not None and sums is None:
+        sums = grouping.sums(chunks[0] if len(chunks) == 1 else np.concatenate(chunks))
     pairs = {
         name: counted[i] if i in counted else jobs[i].result()
         for i, (name, _, _) in enumerate(sensitive)
@@ -696,7 +727,7 @@ def aggregate_arrow(
     )
     # the weight and sensitive columns are read while the QIs are encoded (on large tables)
     submit = submitter(table.num_rows)
-    weighing = None if weight is None else submit(weights_from_values, table.column(weight), weight)
+    weighing = None if weight is None else submit(_weight_chunks, table.column(weight), weight)
     encoding = [(name, submit(_value_codes, table.column(name))) for name in names]
     encoded = encode_arrow(table, qis)
     weights = None if weighing is None else weighing.result()

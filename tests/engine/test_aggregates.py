@@ -258,3 +258,38 @@ def test_sensitive_dictionary_columns_count_like_plain_text(values: int) -> None
     codes, card = agg_mod._value_codes(pa.chunked_array(chunks))
     assert card == len(set(text.tolist()))  # the distinct values, None (missing) among them
     assert codes.dtype == (np.uint8 if card <= 256 else np.uint16 if card <= 65536 else np.uint32)
+
+
+@pytest.mark.parametrize("cards", [[10, 20], [300, 300, 300]])  # bincount path, sort path
+def test_weights_in_chunks_sum_like_one_array(cards: list[int]) -> None:
+    """A weight column read in chunks (as from Parquet row groups) is summed chunk by chunk
+    without a copy, to exactly the sums of the same weights in one array."""
+    frame = _frame(5000, cards, seed=11)
+    qis = [f"q{i}" for i in range(len(cards))]
+    whole = aggregate_arrow(pa.Table.from_pandas(frame), qis, weight="w", sensitive=["s"])
+    pieces = [frame.iloc[a:b] for a, b in ((0, 1000), (1000, 1001), (1001, 3500), (3500, 5000))]
+    table = pa.concat_tables([pa.Table.from_pandas(p, preserve_index=False) for p in pieces])
+    assert table.column("w").num_chunks == 4
+    chunked = aggregate_arrow(table, qis, weight="w", sensitive=["s"])
+    assert whole.weights is not None and chunked.weights is not None
+    np.testing.assert_array_equal(chunked.table.sizes, whole.table.sizes)
+    np.testing.assert_array_equal(chunked.weights.sums, whole.weights.sums)
+    # validation counts every chunk; the same chunks as arrays of consecutive rows
+    bad = pa.chunked_array([pa.array([1.0, -2.0]), pa.array([0.0, 3.0, float("inf")])])
+    with pytest.raises(InvalidInputError, match="1 non-finite value"):
+        weights_from_values(bad, "w")
+    with pytest.raises(InvalidInputError, match="2 zero or negative weight"):
+        weights_from_values(pa.chunked_array([pa.array([1.0, -2.0]), pa.array([0.0])]), "w")
+    np.testing.assert_array_equal(
+        weights_from_values(pa.chunked_array([pa.array([1, 2]), pa.array([3])]), "w"),
+        [1.0, 2.0, 3.0],
+    )
+    enc = encode_frame(frame, qis)
+    arrays = [frame["w"].to_numpy()[a:b] for a, b in ((0, 2000), (2000, 5000))]
+    by_arrays = aggregate_codes(enc, weights=arrays)
+    assert by_arrays.weights is not None
+    np.testing.assert_array_equal(
+        by_arrays.weights.sums, aggregate_codes(enc, weights=frame["w"].to_numpy()).weights.sums
+    )
+    with pytest.raises(InvalidInputError, match="2000 weights for 5000 records"):
+        aggregate_codes(enc, weights=arrays[:1])
