@@ -22,19 +22,14 @@ T = TypeVar("T")
 #: Elements (rows, classes or pairs) from which a computation is worth a thread.
 PARALLEL_MIN_WORK = 1 << 20
 
-#: Worker threads (on a machine with at least two cores).
-_WORKERS = 4
-
 _LOCK = threading.Lock()
 _POOL: list[ThreadPoolExecutor] = []
 
 
 def _pool() -> ThreadPoolExecutor | None:
-    if (os.cpu_count() or 1) < 2:
+    workers = min(4, os.cpu_count() or 1)
+    if workers < 2:
         return None
-    # as many workers as independent jobs are submitted at once (even beyond the cores): a
-    # long job queued behind shorter ones would lengthen the wait of the submitting thread
-    workers = _WORKERS
     with _LOCK:
         if not _POOL:
             _POOL.append(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reident"))
