@@ -36,15 +36,16 @@ from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.classes import (
     ClassTable,
     EncodedColumns,
+    dictionary_indices,
     encode_arrow,
     encode_arrow_column,
     encode_frame,
     encode_series,
     group_codes,
+    mixed_radix,
     unravel_keys,
     validate_quasi_identifiers,
 )
-from reident_airflow.engine.classes import _mixed_radix as mixed_radix
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
@@ -669,17 +670,7 @@ def _value_codes(column: pa.ChunkedArray | pa.Array) -> tuple[CodeArray, int]:
     dtype: Any = next(
         t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if with_null <= np.iinfo(t).max + 1
     )
-    out = np.empty(len(column), dtype=dtype)
-    pos = 0
-    for chunk in column.chunks:
-        indices = chunk.indices
-        k = len(indices)
-        if indices.null_count:
-            indices = indices.fill_null(card)
-        if k:
-            np.copyto(out[pos : pos + k], indices.to_numpy(zero_copy_only=False), casting="unsafe")
-        pos += k
-    return out, max(with_null, 1)
+    return dictionary_indices(column, dtype), max(with_null, 1)
 
 
 # ------------------------------------------------------------------------------ front ends

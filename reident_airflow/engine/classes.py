@@ -43,9 +43,11 @@ __all__ = [
     "class_table_from_codes",
     "class_table_from_frame",
     "class_table_from_grouped",
+    "dictionary_indices",
     "encode_arrow",
     "encode_frame",
     "group_codes",
+    "mixed_radix",
     "unravel_keys",
     "validate_quasi_identifiers",
 ]
@@ -302,7 +304,21 @@ def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
     column = column.unify_dictionaries()
     dictionary = column.chunk(0).dictionary
     card = len(dictionary)
-    codes = np.empty(n, dtype=np.int64)
+    codes = dictionary_indices(column, np.int64)
+    if column.null_count:
+        dictionary = pa.concat_arrays([dictionary, pa.nulls(1, type=dictionary.type)])
+        card += 1
+    return codes, card, dictionary
+
+
+def dictionary_indices(column: pa.ChunkedArray, dtype: Any) -> NDArray[Any]:
+    """The indices of a dictionary column with unified dictionaries, as one numpy array.
+
+    Copied chunk by chunk into one preallocated array of ``dtype`` (wide enough for the
+    dictionary's length + 1); a null index becomes the dictionary's length (one more code).
+    """
+    card = len(column.chunk(0).dictionary) if column.num_chunks else 0
+    out = np.empty(len(column), dtype=dtype)
     pos = 0
     for chunk in column.chunks:
         idx = chunk.indices
@@ -310,12 +326,9 @@ def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
         if idx.null_count:
             idx = idx.fill_null(card)
         if k:
-            np.copyto(codes[pos : pos + k], idx.to_numpy(zero_copy_only=False), casting="safe")
+            np.copyto(out[pos : pos + k], idx.to_numpy(zero_copy_only=False), casting="unsafe")
         pos += k
-    if column.null_count:
-        dictionary = pa.concat_arrays([dictionary, pa.nulls(1, type=dictionary.type)])
-        card += 1
-    return codes, card, dictionary
+    return out
 
 
 def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
@@ -379,7 +392,7 @@ def _grouped(
     for c in cards:
         product *= c
     if product <= max(_BINCOUNT_LIMIT, 2 * n):
-        key = _mixed_radix(codes, cards)
+        key = mixed_radix(codes, cards)
         counts = np.bincount(key, weights=weights, minlength=product)
         present = np.flatnonzero(counts)
         sizes = counts[present].astype(np.int64)
@@ -391,7 +404,7 @@ def _grouped(
             inverse = lookup[key]
         return class_codes, sizes, inverse, present.astype(np.int64, copy=False)
     if weights is None and not return_inverse and product <= _KEY_LIMIT:
-        key = _mixed_radix(codes, cards, dtype=np.uint32 if product <= 1 << 32 else np.int64)
+        key = mixed_radix(codes, cards, dtype=np.uint32 if product <= 1 << 32 else np.int64)
         key.sort()  # our own temporary: sorted in place
         starts = np.empty(n, dtype=np.bool_)
         starts[:1] = True
@@ -442,7 +455,7 @@ def unravel_keys(keys: NDArray[Any], cards: Sequence[int]) -> IntArray:
     return class_codes
 
 
-def _mixed_radix(
+def mixed_radix(
     codes: Sequence[IntArray], cards: Sequence[int], *, dtype: Any = np.int64
 ) -> NDArray[Any]:
     """``(((c0 * card1) + c1) * card2 + c2) ...`` in ``dtype`` (the caller checks the range).
