@@ -24,6 +24,7 @@ value (computed where the data is). The values themselves are never needed.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +59,43 @@ def validate_recursive_c(value: Any) -> float:
     return c
 
 
+class _PerClass:
+    """The per-class entropy and recursive l of one column, computed on first use.
+
+    A release gate needs only the table's minima, and those are exactly 1 as soon as one class
+    has a single value (which the class starts already show); the per-class arrays (a sort
+    of every (class, value) pair for recursive l) are then only computed when asked for.
+    """
+
+    def __init__(
+        self,
+        cls: IntArray,
+        cnt: IntArray,
+        f: IntArray,
+        first: IntArray,
+        last: IntArray,
+        distinct: IntArray,
+        c: float,
+    ) -> None:
+        self._args = (cls, cnt, f, first, last, distinct, c)
+        self._lock = threading.Lock()
+        self._done: tuple[FloatArray, IntArray] | None = None
+
+    def arrays(self) -> tuple[FloatArray, IntArray]:
+        """``(entropy, recursive)`` of every class."""
+        with self._lock:
+            if self._done is None:
+                self._done = _per_class(*self._args)
+            return self._done
+
+
 @dataclass(frozen=True)
 class LDiversity:
     """l-diversity of one sensitive column: the minimum over classes, and per class.
 
     ``homogeneous_records`` is the share of records whose class has a single value of the
     column (distinct l = 1): what those classes disclose, they disclose about every member.
+    ``per_class_entropy`` and ``per_class_recursive`` are computed when first read.
     """
 
     column: str
@@ -74,8 +106,17 @@ class LDiversity:
     recursive: int
     homogeneous_records: float
     per_class_distinct: IntArray = field(repr=False, compare=False)
-    per_class_entropy: FloatArray = field(repr=False, compare=False)
-    per_class_recursive: IntArray = field(repr=False, compare=False)
+    _per_class: _PerClass = field(repr=False, compare=False)
+
+    @property
+    def per_class_entropy(self) -> FloatArray:
+        """Entropy l of every class (1 exactly where the class has one value)."""
+        return self._per_class.arrays()[0]
+
+    @property
+    def per_class_recursive(self) -> IntArray:
+        """Recursive (c, l) of every class."""
+        return self._per_class.arrays()[1]
 
     def to_dict(self) -> dict[str, Any]:
         """The entry of this column in the ``l_diversity`` object (contract.md)."""
@@ -207,21 +248,53 @@ def l_diversity(
         cls, cnt = cls[order], cnt[order]
         if cls[0] < 0 or cls[-1] >= u:
             raise misfit
-    top = int(cnt.max())
-    total = int(cnt.sum())
     first = _class_starts(cls)
-    if first.shape[0] != u or total != int(f.sum()):  # a class without values, or wrong total
+    if first.shape[0] != u:  # a class without values
+        raise unequal
+    if not np.array_equal(np.add.reduceat(cnt, first), f):
         raise unequal
     last = np.empty_like(first)  # each class's last pair
     np.subtract(first[1:], 1, out=last[:-1])
     last[-1] = cls.shape[0] - 1
     distinct = last - first
     distinct += 1
-    running = _running_counts(cls, cnt, u, top, total)
+    n = int(f.sum())
+    multi = distinct > 1
+    homogeneous = n - int(f[multi].sum())
+    per_class = _PerClass(cls, cnt, f, first, last, distinct, c)
+    if homogeneous:  # a class with one value: every minimum is 1 (entropy exactly)
+        minima: tuple[int, float, int] = (1, 1.0, 1)
+    else:
+        entropy, recursive = per_class.arrays()
+        minima = (int(distinct.min()), float(entropy.min()), int(recursive.min()))
+    return LDiversity(
+        column=counts.column,
+        c=c,
+        records=n,
+        distinct=minima[0],
+        entropy=minima[1],
+        recursive=minima[2],
+        homogeneous_records=homogeneous / n,
+        per_class_distinct=distinct,
+        _per_class=per_class,
+    )
+
+
+def _per_class(
+    cls: IntArray,
+    cnt: IntArray,
+    f: IntArray,
+    first: IntArray,
+    last: IntArray,
+    distinct: IntArray,
+    c: float,
+) -> tuple[FloatArray, IntArray]:
+    """Entropy l and recursive (c, l) of every class (pairs grouped by class, checked)."""
+    u = int(f.shape[0])
+    top = int(cnt.max())
+    running = _running_counts(cls, cnt, u, top, int(f.sum()))
     ends = running[last].astype(np.int64)  # running total after each class
     before = ends - f
-    if before[0] != 0 or not np.array_equal(before[1:], ends[:-1]):
-        raise unequal
     # one value: entropy l exactly 1, recursive l 1; the others, from their counts
     multi = np.flatnonzero(distinct > 1)
     m, size = distinct[multi], f[multi]
@@ -232,17 +305,4 @@ def l_diversity(
     entropy[multi] = np.exp(np.log(ff) - s_r[multi] / ff)
     recursive = np.ones(u, dtype=np.int64)
     recursive[multi] = _recursive(running, first[multi], m, ends[multi], before[multi], c)
-    n = total
-    single = multi.shape[0] < u  # some class has one value
-    return LDiversity(
-        column=counts.column,
-        c=c,
-        records=n,
-        distinct=1 if single else int(m.min()),
-        entropy=float(entropy.min()),
-        recursive=1 if single else int(recursive[multi].min()),
-        homogeneous_records=(n - int(size.sum())) / n,
-        per_class_distinct=distinct,
-        per_class_entropy=entropy,
-        per_class_recursive=recursive,
-    )
+    return entropy, recursive

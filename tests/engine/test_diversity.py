@@ -243,3 +243,31 @@ def test_value_counts_that_do_not_fit() -> None:
         counts = ValueCounts("s", np.array(cls, dtype=np.int64), np.array(cnt, dtype=np.int64))
         with pytest.raises(InvalidInputError, match=message):
             l_diversity(counts, sizes)
+
+
+@pytest.mark.parametrize("homogeneous", [True, False])
+def test_minima_with_and_without_a_homogeneous_class(homogeneous: bool) -> None:
+    """The table's l are the minima over its classes. With a single-valued class they are 1
+    (read off the class starts, the per-class arrays computed only when asked for); without
+    one, from every class. Expected values by the definitions (``_by_definition``)."""
+    classes = [[3, 1], [2, 2, 1], [6, 1, 1]] + ([[4]] if homogeneous else [])
+    cls = np.repeat(np.arange(len(classes)), [len(v) for v in classes])
+    cnt = np.concatenate([np.array(v, dtype=np.int64) for v in classes])
+    sizes = np.array([sum(v) for v in classes], dtype=np.int64)
+    ld = l_diversity(ValueCounts("s", cls, cnt), sizes, c=2.0)
+    expected = [_by_definition(v, 2.0) for v in classes]
+    assert ld.distinct == min(e[0] for e in expected)
+    assert ld.entropy == min(e[1] for e in expected)
+    assert ld.recursive == min(e[2] for e in expected)
+    # by hand: without [4], the smallest are those of [3, 1]: 2 values, entropy
+    # exp(3/4 ln 4/3 + 1/4 ln 4), recursive 1 (3 < 2 * 1 fails)
+    hand = math.exp(0.75 * math.log(4 / 3) + 0.25 * math.log(4))
+    if homogeneous:
+        assert (ld.distinct, ld.entropy, ld.recursive) == (1, 1.0, 1)
+    else:
+        assert (ld.distinct, ld.recursive) == (2, 1)
+        assert math.isclose(ld.entropy, hand, rel_tol=1e-12)
+    for j, (m, entropy, recursive) in enumerate(expected):
+        assert ld.per_class_distinct[j] == m and ld.per_class_recursive[j] == recursive
+        assert math.isclose(ld.per_class_entropy[j], entropy, rel_tol=1e-12)
+    assert ld.homogeneous_records == (4 / 21 if homogeneous else 0.0)
