@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["PARALLEL_MIN_WORK", "submitter"]
+__all__ = ["PARALLEL_MIN_WORK", "runs_in_parallel", "submitter"]
 
 T = TypeVar("T")
 
@@ -43,6 +43,11 @@ def _inline(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
     except BaseException as exc:  # handed to the caller by .result(), as a thread would
         done.set_exception(exc)
     return done
+
+
+def runs_in_parallel(work: int) -> bool:
+    """Whether :func:`submitter` hands ``work`` of this size to worker threads."""
+    return work >= PARALLEL_MIN_WORK and _pool() is not None
 
 
 def submitter(work: int) -> Callable[..., Future[Any]]:

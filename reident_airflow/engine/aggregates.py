@@ -23,7 +23,7 @@ to their counts per class (no measure needs the value itself, and it is never ke
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from reident_airflow.engine._parallel import submitter
+from reident_airflow.engine._parallel import runs_in_parallel, submitter
 from reident_airflow.engine.classes import (
     ClassTable,
     EncodedColumns,
@@ -43,6 +43,7 @@ from reident_airflow.engine.classes import (
     encode_series,
     group_codes,
     mixed_radix,
+    radix_keys,
     unravel_keys,
     validate_quasi_identifiers,
 )
@@ -91,6 +92,10 @@ class ValueCounts:
     column: str
     classes: IntArray
     counts: IntArray
+    #: The class sizes these counts are known to add up to, class by class, with the pairs
+    #: ordered by class: set by the aggregation that computed both (l-diversity then skips
+    #: checking what holds by construction). ``None``: to be checked.
+    consistent_with: IntArray | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,6 +253,19 @@ def _weight_sums(key: NDArray[Any], chunks: Sequence[FloatArray], minlength: int
     return out
 
 
+def _weighed_classes(
+    key: NDArray[Any], weights: Sequence[FloatArray], space: int, cards: Sequence[int] | None
+) -> tuple[FloatArray, IntArray | None, IntArray | None]:
+    """The weights summed by class key (over the whole key space); with ``cards``, also the
+    keys of the classes present (those with a weight sum: every weight is > 0) and their
+    codes."""
+    summed = _weight_sums(key, weights, space)
+    if cards is None:
+        return summed, None, None
+    present = np.flatnonzero(summed > 0)  # a comparison first: nonzero is slow on floats
+    return summed, present, unravel_keys(present, cards)
+
+
 def check_weight_sums(sizes: IntArray, weights: ClassWeights) -> None:
     """``F_k >= f_k`` for every class: a class cannot stand for fewer people than it holds."""
     if weights.sums.shape != sizes.shape:
@@ -292,6 +310,15 @@ class _Pairs(NamedTuple):
     sizes: IntArray | None = None
 
 
+def _pair_dtype(space: int, card: int, rows: int) -> Any:
+    """The unsigned type in which pair keys ``class_key * card + code`` are sorted, or
+    ``None`` when their range is small enough to be counted by a bincount."""
+    pair_space = space * max(int(card), 1)
+    if pair_space <= max(_BINCOUNT_LIMIT, 2 * rows):
+        return None
+    return np.uint32 if pair_space <= 1 << 32 else np.uint64
+
+
 def _count_pairs(
     key: NDArray[Any], space: int, codes: CodeArray, card: int, *, classes: bool = False
 ) -> _Pairs:
@@ -305,29 +332,41 @@ def _count_pairs(
     """
     card = max(int(card), 1)
     n = key.shape[0]
-    pair_space = space * card
-    if pair_space <= max(_BINCOUNT_LIMIT, 2 * n):
+    dtype = _pair_dtype(space, card, n)
+    if dtype is None:
         pair = key.astype(np.int64, copy=True)
         pair *= card
         pair += codes
-        tally = np.bincount(pair, minlength=pair_space)
+        tally = np.bincount(pair, minlength=space * card)
         present = np.flatnonzero(tally)
         counts = tally[present].astype(np.int64)
-        class_keys = present // card
-        first = None
-    else:
-        dtype: Any = np.uint32 if pair_space <= 1 << 32 else np.uint64
-        pair = np.empty(n, dtype=dtype)
-        np.multiply(key, card, out=pair, casting="unsafe")  # < 2**32 (or 2**64): exact
-        np.add(pair, codes, out=pair, casting="unsafe")
-        pair.sort()
-        first = _runs(pair)  # the row where each pair's run starts
-        counts = np.empty(first.shape[0], dtype=np.int64)
-        np.subtract(first[1:], first[:-1], out=counts[:-1])
-        counts[-1:] = n - first[-1:]
-        class_keys = pair[first]
-        del pair
-        class_keys //= dtype(card)
+        return _pairs_by_class(present // card, counts, None, n, classes=classes)
+    pair = np.empty(n, dtype=dtype)
+    np.multiply(key, card, out=pair, casting="unsafe")  # < 2**32 (or 2**64): exact
+    np.add(pair, codes, out=pair, casting="unsafe")
+    return _count_sorted_pairs(pair, card, classes=classes)
+
+
+def _count_sorted_pairs(pair: NDArray[Any], card: int, *, classes: bool = False) -> _Pairs:
+    """:func:`_count_pairs` from the rows' pair keys (an array of our own: sorted in place)."""
+    n = pair.shape[0]
+    pair.sort()
+    first = _runs(pair)  # the row where each pair's run starts
+    counts = np.empty(first.shape[0], dtype=np.int64)
+    np.subtract(first[1:], first[:-1], out=counts[:-1])
+    counts[-1:] = n - first[-1:]
+    class_keys = pair[first]
+    del pair
+    class_keys //= class_keys.dtype.type(card)
+    return _pairs_by_class(class_keys, counts, first, n, classes=classes)
+
+
+def _pairs_by_class(
+    class_keys: NDArray[Any], counts: IntArray, first: IntArray | None, n: int, *, classes: bool
+) -> _Pairs:
+    """Each pair's class index from the class key of each pair (ascending); with
+    ``classes``, each class's key and size. ``first`` (the row where each pair's run starts,
+    when the rows were sorted) is reused for the class index."""
     new_class = np.empty(counts.shape[0], dtype=np.bool_)
     new_class[:1] = True
     np.not_equal(class_keys[1:], class_keys[:-1], out=new_class[1:])
@@ -440,7 +479,9 @@ class _Grouped(NamedTuple):
 
 
 def _group(
-    encoded: EncodedColumns,
+    codes: list[IntArray],
+    cardinalities: Sequence[int],
+    n: int,
     *,
     weighted: bool,
     sensitive: Sequence[tuple[CodeArray, int]] = (),
@@ -448,47 +489,85 @@ def _group(
 ) -> _Grouped:
     """Classes of the rows (codes, sizes, keys) and how to reach each class's rows.
 
-    ``sensitive`` holds the codes and cardinality of each sensitive column. When the class
-    key fits 64 bits and the rows need no permutation (a small key space, or no weights), the
-    classes are read off the (class, value) pairs of the first one, counted by one sort of
-    the pair keys: the rows are grouped once, not twice. Those pairs come back by column index
-    (the others are left to :meth:`_Grouping.pairs`). With ``weights`` and a small key space,
-    their sums per class are computed by a bincount on a worker thread meanwhile.
+    ``codes`` holds the QI codes of the rows; the list is emptied as soon as the grouping no
+    longer needs them (a caller that holds no other reference frees them early: on 10M rows
+    of 5 QIs they are 400 MB). ``sensitive`` holds the codes and cardinality of each
+    sensitive column.
+
+    With a small key space the classes are counted by a bincount of the rows' class keys;
+    on a large table the weight sums and the (class, value) pairs of the sensitive columns
+    are computed meanwhile on worker threads (numpy releases the GIL in both). Run inline,
+    the classes are instead read off the first sensitive column's pairs (the rows are then
+    grouped once, not twice). Pairs computed here come back by column index (the others are
+    left to :meth:`_Grouping.pairs`).
     """
-    codes = encoded.codes
-    n = encoded.records
-    cards = [max(int(c), 1) for c in encoded.cardinalities]
+    cards = [max(int(c), 1) for c in cardinalities]
     product = 1
     for c in cards:
         product *= c
     if product <= max(_BINCOUNT_LIMIT, 2 * n):
-        key = mixed_radix(codes, cards, dtype=np.int64)
-        # numpy releases the GIL in bincount: the weights are summed meanwhile
-        summing = None
-        if weights is not None:
-            summing = submitter(n)(_weight_sums, key, weights, product)
+        submit = submitter(n)
+        fits = [i for i, (_, card) in enumerate(sensitive) if product * max(card, 1) < 1 << 63]
+        # The classes (keys and sizes) are read off the first sensitive column's pairs, unless
+        # the rows are counted here anyway: no weights to sum, and the pairs sorted meanwhile
+        # on worker threads. With weights, the classes present are those with a weight sum
+        # (every weight is > 0), found on a worker thread while the pairs are sorted here.
+        lead = fits[0] if fits and (weights is not None or not runs_in_parallel(n)) else None
+        extra = []
+        if lead is not None:
+            values, card = sensitive[lead]
+            dtype = _pair_dtype(product, card, n)
+            if dtype is not None:  # the lead's pair keys in the same pass as the class keys
+                extra.append((values, max(card, 1), dtype))
+        key, *lead_key = radix_keys(codes, cards, dtype=np.int64, extra=extra)
+        codes.clear()
         counted: dict[int, tuple[IntArray, IntArray]] = {}
-        if sensitive and product * max(int(sensitive[0][1]), 1) < 1 << 63:
-            pairs = _count_pairs(key, product, *sensitive[0], classes=True)
-            assert pairs.class_keys is not None and pairs.sizes is not None
-            present, sizes = pairs.class_keys.astype(np.int64, copy=False), pairs.sizes
-            counted[0] = (pairs.pair_class, pairs.counts)
-        else:
+        jobs = {
+            i: submit(_count_pairs, key, product, *sensitive[i], classes=i == lead)
+            for i in fits
+            if i != lead or not lead_key
+        }
+        side = None
+        if weights is not None:
+            want = None if lead is None else cards  # the classes present from the sums
+            side = submit(_weighed_classes, key, weights, product, want)
+        summed: FloatArray | None = None
+        present: IntArray | None = None
+        class_codes: IntArray | None = None
+        if lead is None:
             counts = np.bincount(key, minlength=product)
             present = np.flatnonzero(counts)
             sizes = counts[present].astype(np.int64)
             del counts
+            class_codes = unravel_keys(present, cards)
+            summed = None if side is None else side.result()[0]
+        else:
+            if lead_key:
+                found = _count_sorted_pairs(lead_key.pop(), extra[0][1], classes=True)
+            else:
+                found = jobs[lead].result()
+            assert found.class_keys is not None and found.sizes is not None
+            sizes = found.sizes
+            if side is not None:
+                summed, present, class_codes = side.result()
+            if present is None or present.shape != sizes.shape:
+                present = found.class_keys.astype(np.int64, copy=False)
+                class_codes = unravel_keys(present, cards)
+            jobs.pop(lead, None)
+            counted[lead] = (found.pair_class, found.counts)
+        assert class_codes is not None and present is not None
+        for i, job in jobs.items():
+            found = job.result()
+            counted[i] = (found.pair_class, found.counts)
         grouping = _Grouping(classes=int(present.shape[0]), key=key, space=product, present=present)
-        class_codes = unravel_keys(present, cards)
-        sums: FloatArray | None = None
-        if summing is not None:
-            sums = summing.result()[present].astype(np.float64, copy=False)
+        sums = None if summed is None else summed[present].astype(np.float64, copy=False)
         return _Grouped(class_codes, sizes, present, grouping, counted, sums)
     if product <= 1 << 32 and n < 1 << 32 and weighted:
         # one 64-bit word per row: the class key above, the row number below. One sort gives
         # the classes (runs of equal keys) and the permutation that lists rows class by class
         # (to sum the weights of each class).
         key32 = mixed_radix(codes, cards, dtype=np.uint32)
+        codes.clear()
         packed = key32.astype(np.uint64)
         packed <<= np.uint64(32)
         packed |= np.arange(n, dtype=np.uint64)
@@ -512,6 +591,7 @@ def _group(
     if product < 1 << 62 and not weighted:
         dtype = np.uint32 if product <= 1 << 32 else np.uint64
         key = mixed_radix(codes, cards, dtype=dtype)
+        codes.clear()
         lead_pairs: dict[int, tuple[IntArray, IntArray]] = {}
         if sensitive and product * max(int(sensitive[0][1]), 1) < 1 << 63:
             pairs = _count_pairs(key, product, *sensitive[0], classes=True)
@@ -528,6 +608,7 @@ def _group(
         keys64 = keys.astype(np.int64, copy=False)
         return _Grouped(unravel_keys(keys64, cards), sizes, keys64, grouping, lead_pairs, None)
     class_codes, sizes, inverse = group_codes(codes, cards, return_inverse=True)
+    codes.clear()
     assert inverse is not None
     grouping = _Grouping(classes=int(sizes.shape[0]), inverse=inverse)
     return _Grouped(class_codes, sizes, None, grouping, {}, None)
@@ -549,7 +630,34 @@ def aggregate_codes(
     class table holds the classes :func:`~reident_airflow.engine.classes.class_table_from_codes`
     finds (fully suppressed records excluded), possibly in another order.
     """
-    n = encoded.records
+    return _aggregate(
+        encoded,
+        list(encoded.codes),
+        weights=weights,
+        weight_column=weight_column,
+        sensitive=sensitive,
+        return_inverse=return_inverse,
+    )
+
+
+def _without_codes(encoded: EncodedColumns) -> tuple[EncodedColumns, list[IntArray]]:
+    """The columns' description (names, cardinalities, dictionaries) and, apart, their codes:
+    a caller that drops its own reference lets :func:`_aggregate` free the codes early."""
+    return replace(encoded, codes=()), list(encoded.codes)
+
+
+def _aggregate(
+    encoded: EncodedColumns,
+    codes: list[IntArray],
+    *,
+    weights: FloatArray | Sequence[FloatArray] | None = None,
+    weight_column: str | None = None,
+    sensitive: Sequence[tuple[str, CodeArray, int]] = (),
+    return_inverse: bool = False,
+) -> ClassAggregates:
+    """:func:`aggregate_codes` with the row codes in a list of their own, emptied (and the
+    codes freed, if nothing else holds them) as soon as the grouping is done with them."""
+    n = int(codes[0].shape[0]) if codes else 0
     if n == 0:
         raise EmptyDatasetError("the table has no records: there is nothing to assess")
     chunks = None
@@ -559,16 +667,18 @@ def aggregate_codes(
         if given != n:
             raise InvalidInputError(f"{given} weights for {n} records")
     grouped = _group(
-        encoded,
+        codes,
+        encoded.cardinalities,
+        n,
         weighted=chunks is not None,
-        sensitive=[(codes, card) for _, codes, card in sensitive],
+        sensitive=[(values, int(card)) for _, values, card in sensitive],
         weights=chunks,
     )
     grouping, counted, sums = grouped.grouping, grouped.pairs, grouped.sums
     submit = submitter(n)
     jobs = {
-        i: submit(grouping.pairs, codes, card)
-        for i, (_, codes, card) in enumerate(sensitive)
+        i: submit(grouping.pairs, values, card)
+        for i, (_, values, card) in enumerate(sensitive)
         if i not in counted
     }
     if chunks is not None and sums is None:
@@ -642,7 +752,11 @@ def _finish(
     return ClassAggregates(
         table=table,
         weights=weights,
-        sensitive={name: ValueCounts(name, cls, cnt) for name, (cls, cnt) in pairs.items()},
+        # every caller's pairs add up to the class sizes (by construction, or checked)
+        sensitive={
+            name: ValueCounts(name, cls, cnt, consistent_with=table.sizes)
+            for name, (cls, cnt) in pairs.items()
+        },
         inverse=inverse,
     )
 
@@ -683,17 +797,18 @@ def aggregate_frame(
     return_inverse: bool = False,
 ) -> ClassAggregates:
     """:func:`aggregate_codes` on a pandas DataFrame."""
-    encoded = encode_frame(frame, qis)
+    encoded, codes = _without_codes(encode_frame(frame, qis))
     weight, names = check_extra_columns(
         encoded.names, [str(c) for c in frame.columns], weight=weight, sensitive=sensitive
     )
     weights = None if weight is None else weights_from_values(frame[weight], weight)
     extra = []
     for name in names:
-        codes, card, _ = encode_series(frame[name])
-        extra.append((name, codes, card))
-    return aggregate_codes(
+        values, card, _ = encode_series(frame[name])
+        extra.append((name, values, card))
+    return _aggregate(
         encoded,
+        codes,
         weights=weights,
         weight_column=weight,
         sensitive=extra,
@@ -720,11 +835,12 @@ def aggregate_arrow(
     submit = submitter(table.num_rows)
     weighing = None if weight is None else submit(_weight_chunks, table.column(weight), weight)
     encoding = [(name, submit(_value_codes, table.column(name))) for name in names]
-    encoded = encode_arrow(table, qis)
+    encoded, codes = _without_codes(encode_arrow(table, qis))
     weights = None if weighing is None else weighing.result()
     extra = [(name, *job.result()) for name, job in encoding]
-    return aggregate_codes(
+    return _aggregate(
         encoded,
+        codes,
         weights=weights,
         weight_column=weight,
         sensitive=extra,

@@ -304,23 +304,30 @@ def assess(
     big_n = resolve_population_size(
         n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
     )
-    # The inputs are checked. On a large table the QI ranking and the measures of weights and
-    # sensitive columns (long array passes, during which numpy releases the GIL) now run on
-    # worker threads, while the population models (many small steps) run here.
-    submit = submitter(table.classes)
-    ranking_job = submit(attribute_risks, table, max_subset_size) if attributes else None
-    individual_job = None
-    if weights is not None:
-        individual_job = submit(
-            individual_risk, table.sizes, weights, record_threshold=record_threshold
-        )
-    diversity_jobs = [submit(l_diversity, v, table.sizes, c=c) for v in (sensitive or {}).values()]
+    # The inputs are checked. On a large table the long array passes (during which numpy
+    # releases the GIL) are shared between a worker thread and this one: the QI ranking
+    # there, the population models (many small steps) here, then the individual risk here
+    # and the l-diversity after the ranking there when both are asked for, else the
+    # l-diversity here.
+    columns = list((sensitive or {}).values())
+    there = columns if weights is not None else []
+
+    def ranking_then_diversity() -> tuple[tuple[AttributeRisk, ...], list[LDiversity]]:
+        ranks = attribute_risks(table, max_subset_size) if attributes else ()
+        return ranks, [l_diversity(v, table.sizes, c=c) for v in there]
+
+    beside = None
+    if attributes or there:
+        beside = submitter(table.classes)(ranking_then_diversity)
     population = None if big_n is None else population_uniqueness(sizes, counts, big_n)
     special = suda2(table, max_msu_size=suda_max_msu_size) if suda else None
+    individual = None
+    if weights is not None:
+        individual = individual_risk(table.sizes, weights, record_threshold=record_threshold)
+    here = [l_diversity(v, table.sizes, c=c) for v in columns if weights is None]
+    ranking, done_there = ((), []) if beside is None else beside.result()
+    diversity = None if sensitive is None else tuple(here or done_there)
     k = int(sizes[0])
-    ranking = () if ranking_job is None else ranking_job.result()
-    individual = None if individual_job is None else individual_job.result()
-    diversity = None if sensitive is None else tuple(job.result() for job in diversity_jobs)
     return Assessment(
         quasi_identifiers=table.quasi_identifiers,
         records=n,

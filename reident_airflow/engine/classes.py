@@ -48,6 +48,7 @@ __all__ = [
     "encode_frame",
     "group_codes",
     "mixed_radix",
+    "radix_keys",
     "unravel_keys",
     "validate_quasi_identifiers",
 ]
@@ -463,10 +464,24 @@ def mixed_radix(
     Computed in int64 over blocks of rows that stay in the CPU cache, each block then written
     to the result: one pass over each code column, one write of the key.
     """
+    return radix_keys(codes, cards, dtype=dtype)[0]
+
+
+def radix_keys(
+    codes: Sequence[IntArray],
+    cards: Sequence[int],
+    *,
+    dtype: Any = np.int64,
+    extra: Sequence[tuple[NDArray[Any], int, Any]] = (),
+) -> list[NDArray[Any]]:
+    """:func:`mixed_radix`, and in the same pass over the rows each ``key * card + values``
+    for every ``(values, card, dtype)`` of ``extra`` (a key extended by one more column)."""
     n = codes[0].shape[0]
     rows = 1 << 18  # 2 MiB of int64 per block
     key = np.empty(n, dtype=dtype)
+    longer = [np.empty(n, dtype=out_dtype) for _, _, out_dtype in extra]
     block = np.empty(min(n, rows), dtype=np.int64)
+    wide = np.empty_like(block) if extra else block
     for start in range(0, n, rows):
         stop = min(start + rows, n)
         part = block[: stop - start]
@@ -475,7 +490,11 @@ def mixed_radix(
             part *= card
             np.add(part, col[start:stop], out=part, casting="unsafe")
         np.copyto(key[start:stop], part, casting="unsafe")
-    return key
+        for out, (values, card, _) in zip(longer, extra, strict=True):
+            more = wide[: stop - start]
+            np.multiply(part, card, out=more)
+            np.add(more, values[start:stop], out=out[start:stop], casting="unsafe")
+    return [key, *longer]
 
 
 def class_table_from_codes(encoded: EncodedColumns) -> ClassTable:

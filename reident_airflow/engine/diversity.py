@@ -243,15 +243,17 @@ def l_diversity(
         raise unequal
     if cls[0] < 0 or cls[-1] >= u or int(cnt.min()) <= 0:
         raise misfit
-    if cls.size > 1 and not bool((cls[1:] >= cls[:-1]).all()):  # group the pairs by class
-        order = np.argsort(cls, kind="stable")
+    # counts computed together with these class sizes are grouped by class and add up
+    trusted = counts.consistent_with is not None and counts.consistent_with is sizes
+    if not trusted and cls.size > 1 and not bool((cls[1:] >= cls[:-1]).all()):
+        order = np.argsort(cls, kind="stable")  # group the pairs by class
         cls, cnt = cls[order], cnt[order]
         if cls[0] < 0 or cls[-1] >= u:
             raise misfit
     first = _class_starts(cls)
     if first.shape[0] != u:  # a class without values
         raise unequal
-    if not np.array_equal(np.add.reduceat(cnt, first), f):
+    if not trusted and not np.array_equal(np.add.reduceat(cnt, first), f):
         raise unequal
     last = np.empty_like(first)  # each class's last pair
     np.subtract(first[1:], 1, out=last[:-1])
@@ -259,8 +261,7 @@ def l_diversity(
     distinct = last - first
     distinct += 1
     n = int(f.sum())
-    multi = distinct > 1
-    homogeneous = n - int(f[multi].sum())
+    homogeneous = int(np.sum(f, where=distinct == 1))
     per_class = _PerClass(cls, cnt, f, first, last, distinct, c)
     if homogeneous:  # a class with one value: every minimum is 1 (entropy exactly)
         minima: tuple[int, float, int] = (1, 1.0, 1)

@@ -84,9 +84,14 @@ def _expected(frame: pd.DataFrame, qis: list[str]) -> pd.DataFrame:
         (3000, [5000, 5000, 5000], "hash"),  # key beyond 32 bits
     ],
 )
+@pytest.mark.parametrize("threaded", [False, True], ids=["inline", "threaded"])
 def test_every_grouping_path_gives_the_same_aggregates(
-    n: int, cards: list[int], path: str, monkeypatch: pytest.MonkeyPatch
+    n: int, cards: list[int], path: str, threaded: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if threaded:  # what large tables do: parts of the grouping on worker threads
+        from reident_airflow.engine import _parallel
+
+        monkeypatch.setattr(_parallel, "PARALLEL_MIN_WORK", 0)
     frame = _frame(n, cards)
     qis = [f"q{i}" for i in range(len(cards))]
     got = _by_tuple(frame, qis, weight="w", sensitive=["s", "t"])
@@ -293,3 +298,61 @@ def test_weights_in_chunks_sum_like_one_array(cards: list[int]) -> None:
     )
     with pytest.raises(InvalidInputError, match="2000 weights for 5000 records"):
         aggregate_codes(enc, weights=arrays[:1])
+
+
+@pytest.mark.parametrize(
+    "cards", [[10, 20], [3000, 2000], [300, 300, 300], [5000, 5000, 5000]], ids=str
+)
+def test_the_grouping_lets_go_of_the_row_codes(cards: list[int]) -> None:
+    """The QI codes of the rows (8 bytes per row and QI) are released as soon as the class
+    keys are built: the list handed to the grouping is emptied, so a caller that kept no
+    other reference (every front end) frees them before the pairs and sums are counted."""
+    frame = _frame(4000, cards)
+    qis = [f"q{i}" for i in range(len(cards))]
+    encoded, codes = agg_mod._without_codes(encode_frame(frame, qis))
+    assert encoded.codes == () and len(codes) == len(cards)
+    s_codes, s_card, _ = agg_mod.encode_series(frame["s"])
+    agg = agg_mod._aggregate(
+        encoded,
+        codes,
+        weights=frame["w"].to_numpy(),
+        weight_column="w",
+        sensitive=[("s", s_codes, s_card)],
+    )
+    assert codes == []
+    assert agg.table.records == 4000
+    want = aggregate_frame(frame, qis, weight="w", sensitive=["s"])
+    assert sorted(agg.table.sizes.tolist()) == sorted(want.table.sizes.tolist())
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["inline", "threaded"])
+def test_assess_shares_the_measures_between_threads_without_changing_them(
+    threaded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whichever measures are asked for (ranking, weights, sensitive columns), each comes out
+    as when computed alone, inline or with the work split between a worker thread and the
+    caller's."""
+    from reident_airflow.engine import _parallel
+    from reident_airflow.engine.assessment import assess
+    from reident_airflow.engine.diversity import l_diversity
+    from reident_airflow.engine.individual_risk import individual_risk
+
+    frame = _frame(3000, [12, 9], seed=11)
+    agg = aggregate_frame(frame, ["q0", "q1"], weight="w", sensitive=["s", "t"])
+    assert agg.weights is not None
+    alone_ir = individual_risk(agg.table.sizes, agg.weights).to_dict()
+    alone_ld = {k: l_diversity(v, agg.table.sizes).to_dict() for k, v in agg.sensitive.items()}
+    alone_ranking = assess(agg.table).to_dict()["attributes"]
+    if threaded:
+        monkeypatch.setattr(_parallel, "PARALLEL_MIN_WORK", 0)
+    for attributes in (True, False):
+        for weights in (agg.weights, None):
+            for sensitive in (agg.sensitive, None):
+                got = assess(
+                    agg.table, attributes=attributes, weights=weights, sensitive=sensitive
+                ).to_dict()
+                assert got["attributes"] == (alone_ranking if attributes else [])
+                assert got["individual_risk"] == (alone_ir if weights is not None else None)
+                assert got["l_diversity"] == (alone_ld if sensitive is not None else None)
+                if sensitive is not None:
+                    assert list(got["l_diversity"]) == ["s", "t"]  # the columns' order

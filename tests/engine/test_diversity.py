@@ -271,3 +271,27 @@ def test_minima_with_and_without_a_homogeneous_class(homogeneous: bool) -> None:
         assert ld.per_class_distinct[j] == m and ld.per_class_recursive[j] == recursive
         assert math.isclose(ld.per_class_entropy[j], entropy, rel_tol=1e-12)
     assert ld.homogeneous_records == (4 / 21 if homogeneous else 0.0)
+
+
+def test_counts_from_the_grouping_skip_only_what_holds_by_construction(
+    testdata: pd.DataFrame,
+) -> None:
+    """Value counts computed with the class table are trusted to be grouped by class and to
+    add up to its sizes (``consistent_with``); the same arrays without that mark, or against
+    other sizes, are checked, with identical results where they fit."""
+    info = sdcmicro_summary()["testdata"]
+    agg = aggregate_frame(testdata, info["keyVars"], sensitive=["hhcivil"])
+    sizes = agg.table.sizes
+    trusted = agg.sensitive["hhcivil"]
+    assert trusted.consistent_with is sizes
+    bare = ValueCounts("hhcivil", trusted.classes, trusted.counts)
+    a, b = l_diversity(trusted, sizes), l_diversity(bare, sizes)
+    assert a.to_dict() == b.to_dict()
+    np.testing.assert_array_equal(a.per_class_distinct, b.per_class_distinct)
+    np.testing.assert_array_equal(a.per_class_entropy, b.per_class_entropy)
+    np.testing.assert_array_equal(a.per_class_recursive, b.per_class_recursive)
+    # other sizes (another object, one class larger): checked, and refused
+    other = sizes.copy()
+    other[0] += 1
+    with pytest.raises(InvalidInputError, match="do not add up"):
+        l_diversity(trusted, other)
