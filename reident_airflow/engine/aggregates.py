@@ -352,12 +352,12 @@ def _count_sorted_pairs(pair: NDArray[Any], card: int, *, classes: bool = False)
     n = pair.shape[0]
     pair.sort()
     first = _runs(pair)  # the row where each pair's run starts
+    class_keys = pair[first]
+    del pair  # freed before the counts are allocated (their pages can be reused at once)
+    class_keys //= class_keys.dtype.type(card)
     counts = np.empty(first.shape[0], dtype=np.int64)
     np.subtract(first[1:], first[:-1], out=counts[:-1])
     counts[-1:] = n - first[-1:]
-    class_keys = pair[first]
-    del pair
-    class_keys //= class_keys.dtype.type(card)
     return _pairs_by_class(class_keys, counts, first, n, classes=classes)
 
 

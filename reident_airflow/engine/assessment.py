@@ -313,8 +313,8 @@ def assess(
     there = columns if weights is not None else []
 
     def ranking_then_diversity() -> tuple[tuple[AttributeRisk, ...], list[LDiversity]]:
-        ranks = attribute_risks(table, max_subset_size) if attributes else ()
-        return ranks, [l_diversity(v, table.sizes, c=c) for v in there]
+        diverse = [l_diversity(v, table.sizes, c=c) for v in there]
+        return (attribute_risks(table, max_subset_size) if attributes else ()), diverse
 
     beside = None
     if attributes or there:

@@ -73,11 +73,10 @@ class _PerClass:
         cnt: IntArray,
         f: IntArray,
         first: IntArray,
-        last: IntArray,
         distinct: IntArray,
         c: float,
     ) -> None:
-        self._args = (cls, cnt, f, first, last, distinct, c)
+        self._args = (cls, cnt, f, first, distinct, c)
         self._lock = threading.Lock()
         self._done: tuple[FloatArray, IntArray] | None = None
 
@@ -255,14 +254,12 @@ def l_diversity(
         raise unequal
     if not trusted and not np.array_equal(np.add.reduceat(cnt, first), f):
         raise unequal
-    last = np.empty_like(first)  # each class's last pair
-    np.subtract(first[1:], 1, out=last[:-1])
-    last[-1] = cls.shape[0] - 1
-    distinct = last - first
-    distinct += 1
+    distinct = np.empty_like(first)  # pairs of each class: up to the next class's first
+    np.subtract(first[1:], first[:-1], out=distinct[:-1])
+    distinct[-1] = cls.shape[0] - first[-1]
     n = int(f.sum())
     homogeneous = int(np.sum(f, where=distinct == 1))
-    per_class = _PerClass(cls, cnt, f, first, last, distinct, c)
+    per_class = _PerClass(cls, cnt, f, first, distinct, c)
     if homogeneous:  # a class with one value: every minimum is 1 (entropy exactly)
         minima: tuple[int, float, int] = (1, 1.0, 1)
     else:
@@ -286,7 +283,6 @@ def _per_class(
     cnt: IntArray,
     f: IntArray,
     first: IntArray,
-    last: IntArray,
     distinct: IntArray,
     c: float,
 ) -> tuple[FloatArray, IntArray]:
@@ -294,6 +290,7 @@ def _per_class(
     u = int(f.shape[0])
     top = int(cnt.max())
     running = _running_counts(cls, cnt, u, top, int(f.sum()))
+    last = first + distinct - 1  # each class's last pair
     ends = running[last].astype(np.int64)  # running total after each class
     before = ends - f
     # one value: entropy l exactly 1, recursive l 1; the others, from their counts

@@ -158,10 +158,13 @@ def individual_risk(
     n = int(f.sum())
     # summed in ascending order: the same classes give the same total whatever their order
     # (a database and a file list classes differently)
-    per_class = f * risk
-    per_class.sort()
-    expected = float(per_class.sum())
-    population = np.sort(weights.sums)  # likewise
+    ordered = f * risk
+    ordered.sort()
+    expected = float(ordered.sum())
+    np.copyto(ordered, weights.sums)  # likewise, in the same buffer
+    ordered.sort()
+    population = float(ordered.sum())
+    del ordered
     highest = float(risk.max())
     return IndividualRisk(
         weight=weights.column,
@@ -173,6 +176,6 @@ def individual_risk(
         lowest=float(risk.min()),
         records_above_threshold=int(np.sum(f, where=risk > t)) / n,
         records_affected_by_highest=int(np.sum(f, where=risk == highest)) / n,
-        estimated_population=float(population.sum()),
+        estimated_population=population,
         risk=risk,
     )
