@@ -59,6 +59,7 @@ __all__ = [
     "aggregate_grouped",
     "check_extra_columns",
     "check_weight_sums",
+    "classes_from_starts",
     "weights_from_values",
 ]
 
@@ -80,22 +81,78 @@ class ClassWeights:
     sums: FloatArray
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class ValueCounts:
     """Value counts of one sensitive column within each class.
 
     One entry per (class, value) pair present in the table, ordered by class: ``classes[p]``
     is the class index of pair p and ``counts[p]`` how many of the class's records have that
     value. A missing value is a value of its own. The values themselves are not kept.
+
+    The pairs' classes may be given instead by ``starts``, where each class's pairs begin
+    (every class has at least one pair, the classes in index order): ``classes`` is then
+    derived when first read (a grouping knows the starts; an array of the class of every
+    pair costs 8 bytes per pair).
     """
 
     column: str
-    classes: IntArray
     counts: IntArray
+    starts: IntArray | None
     #: The class sizes these counts are known to add up to, class by class, with the pairs
     #: ordered by class: set by the aggregation that computed both (l-diversity then skips
     #: checking what holds by construction). ``None``: to be checked.
-    consistent_with: IntArray | None = field(default=None, repr=False, compare=False)
+    consistent_with: IntArray | None
+    _classes: list[IntArray]
+
+    def __init__(
+        self,
+        column: str,
+        classes: IntArray | None = None,
+        counts: IntArray | None = None,
+        *,
+        starts: IntArray | None = None,
+        consistent_with: IntArray | None = None,
+    ) -> None:
+        if counts is None:
+            raise InvalidInputError(f"value counts of {column!r}: no counts given")
+        if classes is None and starts is None:
+            raise InvalidInputError(
+                f"value counts of {column!r}: give the class of each pair or where each "
+                "class's pairs start"
+            )
+        for name, value in (
+            ("column", column),
+            ("counts", counts),
+            ("starts", starts),
+            ("consistent_with", consistent_with),
+            ("_classes", [] if classes is None else [classes]),
+        ):
+            object.__setattr__(self, name, value)
+
+    @property
+    def classes(self) -> IntArray:
+        """The class index of every pair (derived from ``starts`` when not given)."""
+        if not self._classes:
+            assert self.starts is not None
+            self._classes.append(classes_from_starts(self.starts, int(self.counts.shape[0])))
+        return self._classes[0]
+
+
+def classes_from_starts(starts: NDArray[Any], pairs: int) -> IntArray:
+    """The class of every pair from where each class's pairs start (``starts[0] == 0``)."""
+    index = np.zeros(pairs, dtype=np.int64)
+    index[np.asarray(starts[1:], dtype=np.int64)] = 1
+    np.cumsum(index, out=index)
+    return index
+
+
+class _Counted(NamedTuple):
+    """One sensitive column's (class, value) pairs as a grouping found them, ordered by
+    class: their counts, and the class of each pair or where each class's pairs start."""
+
+    counts: IntArray
+    classes: IntArray | None = None
+    starts: IntArray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -301,11 +358,12 @@ def _class_index(class_keys: NDArray[Any]) -> IntArray:
 
 
 class _Pairs(NamedTuple):
-    """The (class, value) pairs of one sensitive column, ordered by class: each pair's class
-    index and count; with ``classes``, also each class's mixed-radix key and size."""
+    """The (class, value) pairs of one sensitive column, ordered by class: each pair's count
+    and where each class's pairs start; with ``classes``, also each class's mixed-radix key
+    and size."""
 
-    pair_class: IntArray
     counts: IntArray
+    starts: IntArray
     class_keys: NDArray[Any] | None = None
     sizes: IntArray | None = None
 
@@ -347,11 +405,34 @@ def _count_pairs(
     return _count_sorted_pairs(pair, card, classes=classes)
 
 
+# Rows per block when the run starts of a sorted array are listed (8 MiB of int64 at most).
+_RUN_BLOCK = 1 << 20
+
+
+def _run_starts(sorted_values: NDArray[Any]) -> NDArray[Any]:
+    """Where each run of equal values starts, in int32 when the positions fit.
+
+    Listed block by block into an array of the final length (one count first), so that no
+    int64 array of every run is made on the way.
+    """
+    n = sorted_values.shape[0]
+    starts = np.empty(n, dtype=np.bool_)
+    starts[:1] = True
+    np.not_equal(sorted_values[1:], sorted_values[:-1], out=starts[1:])
+    out = np.empty(int(np.count_nonzero(starts)), dtype=np.int32 if n < 1 << 31 else np.int64)
+    pos = 0
+    for begin in range(0, n, _RUN_BLOCK):
+        found = np.flatnonzero(starts[begin : begin + _RUN_BLOCK])
+        np.add(found, begin, out=out[pos : pos + found.shape[0]], casting="unsafe")
+        pos += found.shape[0]
+    return out
+
+
 def _count_sorted_pairs(pair: NDArray[Any], card: int, *, classes: bool = False) -> _Pairs:
     """:func:`_count_pairs` from the rows' pair keys (an array of our own: sorted in place)."""
     n = pair.shape[0]
     pair.sort()
-    first = _runs(pair)  # the row where each pair's run starts
+    first = _run_starts(pair)  # the row where each pair's run starts
     class_keys = pair[first]
     del pair  # freed before the counts are allocated (their pages can be reused at once)
     class_keys //= class_keys.dtype.type(card)
@@ -362,37 +443,32 @@ def _count_sorted_pairs(pair: NDArray[Any], card: int, *, classes: bool = False)
 
 
 def _pairs_by_class(
-    class_keys: NDArray[Any], counts: IntArray, first: IntArray | None, n: int, *, classes: bool
+    class_keys: NDArray[Any], counts: IntArray, first: NDArray[Any] | None, n: int, *, classes: bool
 ) -> _Pairs:
-    """Each pair's class index from the class key of each pair (ascending); with
-    ``classes``, each class's key and size. ``first`` (the row where each pair's run starts,
-    when the rows were sorted) is reused for the class index."""
+    """Where each class's pairs start, from the class key of each pair (ascending); with
+    ``classes``, each class's key and size (from ``first``, the row where each pair's run
+    starts, when the rows were sorted)."""
     new_class = np.empty(counts.shape[0], dtype=np.bool_)
     new_class[:1] = True
     np.not_equal(class_keys[1:], class_keys[:-1], out=new_class[1:])
+    starts = np.flatnonzero(new_class)
     keys = sizes = None
     if classes:
-        starts = np.flatnonzero(new_class)
         keys = class_keys[starts]
         if first is None:
             sizes = np.add.reduceat(counts, starts)
         else:  # the rows between the first rows of consecutive classes
-            rows = first[starts]
+            rows = first[starts].astype(np.int64)
             sizes = np.empty_like(rows)
             np.subtract(rows[1:], rows[:-1], out=sizes[:-1])
             sizes[-1:] = n - rows[-1:]
-    index = np.empty(counts.shape[0], dtype=np.int64) if first is None else first
-    np.cumsum(new_class, dtype=np.int64, out=index)  # over the run starts when sorted
-    index -= 1
-    return _Pairs(index, counts, keys, sizes)
+    return _Pairs(counts, starts, keys, sizes)
 
 
-def _pairs_from_key(
-    key: NDArray[Any], space: int, codes: CodeArray, card: int
-) -> tuple[IntArray, IntArray]:
-    """``(class, count)`` of every (class, value) pair."""
+def _pairs_from_key(key: NDArray[Any], space: int, codes: CodeArray, card: int) -> _Counted:
+    """The (class, value) pairs of the rows, their classes given by where each starts."""
     pairs = _count_pairs(key, space, codes, card)
-    return pairs.pair_class, pairs.counts
+    return _Counted(pairs.counts, starts=pairs.starts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -426,8 +502,8 @@ class _Grouping:
         out: FloatArray = summed.astype(np.float64, copy=False)
         return out
 
-    def pairs(self, codes: CodeArray, card: int) -> tuple[IntArray, IntArray]:
-        """``(class, count)`` of every (class, value) pair, ordered by class."""
+    def pairs(self, codes: CodeArray, card: int) -> _Counted:
+        """The (class, value) pairs of the rows and their counts, ordered by class."""
         if self.key is not None and self.space * max(int(card), 1) < 1 << 63:
             return _pairs_from_key(self.key, self.space, codes, card)
         card = max(int(card), 1)
@@ -440,11 +516,11 @@ class _Grouping:
         if space <= max(_BINCOUNT_LIMIT, 2 * pair.shape[0]):
             counts = np.bincount(pair, minlength=space)
             present = np.flatnonzero(counts)
-            return present // card, counts[present].astype(np.int64)
+            return _Counted(counts[present].astype(np.int64), classes=present // card)
         pair.sort()
         first = _runs(pair)
         counts_ = np.diff(first, append=pair.shape[0]).astype(np.int64)
-        return pair[first] // card, counts_
+        return _Counted(counts_, classes=pair[first] // card)
 
     def row_classes(self, rows: int) -> IntArray:
         if self.inverse is not None:
@@ -474,7 +550,7 @@ class _Grouped(NamedTuple):
     sizes: IntArray
     keys: IntArray | None
     grouping: _Grouping
-    pairs: dict[int, tuple[IntArray, IntArray]]
+    pairs: dict[int, _Counted]
     sums: FloatArray | None
 
 
@@ -521,7 +597,7 @@ def _group(
                 extra.append((values, max(card, 1), dtype))
         key, *lead_key = radix_keys(codes, cards, dtype=np.int64, extra=extra)
         codes.clear()
-        counted: dict[int, tuple[IntArray, IntArray]] = {}
+        counted: dict[int, _Counted] = {}
         jobs = {
             i: submit(_count_pairs, key, product, *sensitive[i], classes=i == lead)
             for i in fits
@@ -554,11 +630,11 @@ def _group(
                 present = found.class_keys.astype(np.int64, copy=False)
                 class_codes = unravel_keys(present, cards)
             jobs.pop(lead, None)
-            counted[lead] = (found.pair_class, found.counts)
+            counted[lead] = _Counted(found.counts, starts=found.starts)
         assert class_codes is not None and present is not None
         for i, job in jobs.items():
             found = job.result()
-            counted[i] = (found.pair_class, found.counts)
+            counted[i] = _Counted(found.counts, starts=found.starts)
         grouping = _Grouping(classes=int(present.shape[0]), key=key, space=product, present=present)
         sums = None if summed is None else summed[present].astype(np.float64, copy=False)
         return _Grouped(class_codes, sizes, present, grouping, counted, sums)
@@ -592,12 +668,12 @@ def _group(
         dtype = np.uint32 if product <= 1 << 32 else np.uint64
         key = mixed_radix(codes, cards, dtype=dtype)
         codes.clear()
-        lead_pairs: dict[int, tuple[IntArray, IntArray]] = {}
+        lead_pairs: dict[int, _Counted] = {}
         if sensitive and product * max(int(sensitive[0][1]), 1) < 1 << 63:
             pairs = _count_pairs(key, product, *sensitive[0], classes=True)
             assert pairs.class_keys is not None and pairs.sizes is not None
             keys, sizes = pairs.class_keys, pairs.sizes
-            lead_pairs[0] = (pairs.pair_class, pairs.counts)
+            lead_pairs[0] = _Counted(pairs.counts, starts=pairs.starts)
         else:
             ordered = np.sort(key)
             first = _runs(ordered)
@@ -708,7 +784,7 @@ def _finish(
     keys: IntArray | None = None,
     sums: FloatArray | None,
     weight_column: str | None,
-    pairs: Mapping[str, tuple[IntArray, IntArray]],
+    pairs: Mapping[str, _Counted],
     inverse: IntArray | None,
 ) -> ClassAggregates:
     """Exclude fully suppressed classes (ARX behaviour) and check the weights per class."""
@@ -726,9 +802,15 @@ def _finish(
             keys = None if keys is None else keys[keep]
             if sums is not None:
                 sums = sums[keep]
-            pairs = {
-                name: (remap[cls][keep[cls]], cnt[keep[cls]]) for name, (cls, cnt) in pairs.items()
-            }
+            kept: dict[str, _Counted] = {}
+            for name, found in pairs.items():
+                cls = found.classes
+                if cls is None:
+                    assert found.starts is not None
+                    cls = classes_from_starts(found.starts, int(found.counts.shape[0]))
+                stays = keep[cls]
+                kept[name] = _Counted(found.counts[stays], classes=remap[cls][stays])
+            pairs = kept
             if inverse is not None:
                 inverse = remap[inverse]
     if sizes.shape[0] == 0:
@@ -754,8 +836,14 @@ def _finish(
         weights=weights,
         # every caller's pairs add up to the class sizes (by construction, or checked)
         sensitive={
-            name: ValueCounts(name, cls, cnt, consistent_with=table.sizes)
-            for name, (cls, cnt) in pairs.items()
+            name: ValueCounts(
+                name,
+                found.classes,
+                found.counts,
+                starts=found.starts,
+                consistent_with=table.sizes,
+            )
+            for name, found in pairs.items()
         },
         inverse=inverse,
     )
@@ -898,7 +986,7 @@ def aggregate_grouped(
         column = weight_sum_column or weight
         values = counts[column].to_numpy(dtype=np.float64, na_value=np.nan)
         sums = np.bincount(own, weights=values, minlength=u_all)[present].astype(np.float64)
-    pairs: dict[str, tuple[IntArray, IntArray]] = {}
+    pairs: dict[str, _Counted] = {}
     for i, (name, frame) in enumerate(extra.items(), start=1):
         cls_all = inverse[bounds[i] : bounds[i + 1]]
         cnt = frame[count_column].to_numpy(dtype=np.int64)
@@ -921,7 +1009,7 @@ def aggregate_grouped(
                 f"the value counts of {name!r} do not add up to the class sizes: the queries "
                 "saw different data"
             )
-        pairs[name] = (pair_cls.astype(np.int64), pair_cnt)
+        pairs[name] = _Counted(pair_cnt, classes=pair_cls.astype(np.int64))
     return _finish(
         encoded,
         class_codes,

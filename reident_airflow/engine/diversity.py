@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,14 +70,15 @@ class _PerClass:
 
     def __init__(
         self,
-        cls: IntArray,
+        classes: Callable[[], IntArray],
         cnt: IntArray,
         f: IntArray,
         first: IntArray,
         distinct: IntArray,
         c: float,
     ) -> None:
-        self._args = (cls, cnt, f, first, distinct, c)
+        self._classes = classes  # the class of every pair, derived only if needed here
+        self._args = (cnt, f, first, distinct, c)
         self._lock = threading.Lock()
         self._done: tuple[FloatArray, IntArray] | None = None
 
@@ -84,7 +86,7 @@ class _PerClass:
         """``(entropy, recursive)`` of every class."""
         with self._lock:
             if self._done is None:
-                self._done = _per_class(*self._args)
+                self._done = _per_class(self._classes(), *self._args)
             return self._done
 
 
@@ -228,38 +230,56 @@ def l_diversity(
     c = validate_recursive_c(c)
     f = np.asarray(sizes, dtype=np.int64)
     u = int(f.shape[0])
-    cls = np.asarray(counts.classes, dtype=np.int64)
     cnt = np.asarray(counts.counts, dtype=np.int64)
-    if cls.shape != cnt.shape or cls.ndim != 1:
-        raise InvalidInputError(f"value counts of {counts.column!r}: misaligned arrays")
     if u == 0:
         raise InvalidInputError("l-diversity of an empty class table")
     misfit = InvalidInputError(f"value counts of {counts.column!r} do not fit the class table")
     unequal = InvalidInputError(
         f"value counts of {counts.column!r} do not add up to the class sizes"
     )
-    if not cls.size:
-        raise unequal
-    if cls[0] < 0 or cls[-1] >= u or int(cnt.min()) <= 0:
-        raise misfit
     # counts computed together with these class sizes are grouped by class and add up
     trusted = counts.consistent_with is not None and counts.consistent_with is sizes
-    if not trusted and cls.size > 1 and not bool((cls[1:] >= cls[:-1]).all()):
-        order = np.argsort(cls, kind="stable")  # group the pairs by class
-        cls, cnt = cls[order], cnt[order]
-        if cls[0] < 0 or cls[-1] >= u:
+    classes: Callable[[], IntArray]
+    if trusted and counts.starts is not None:  # where each class's pairs start: given
+        first = np.asarray(counts.starts, dtype=np.int64)
+        if cnt.ndim != 1 or first.ndim != 1:
+            raise InvalidInputError(f"value counts of {counts.column!r}: misaligned arrays")
+        if not cnt.size or first.shape[0] != u:
+            raise unequal
+        if first[0] != 0 or first[-1] >= cnt.shape[0] or int(cnt.min()) <= 0:
             raise misfit
-    first = _class_starts(cls)
-    if first.shape[0] != u:  # a class without values
-        raise unequal
-    if not trusted and not np.array_equal(np.add.reduceat(cnt, first), f):
-        raise unequal
+
+        def classes() -> IntArray:
+            return np.asarray(counts.classes, dtype=np.int64)
+
+    else:
+        cls = np.asarray(counts.classes, dtype=np.int64)
+        if cls.shape != cnt.shape or cls.ndim != 1:
+            raise InvalidInputError(f"value counts of {counts.column!r}: misaligned arrays")
+        if not cls.size:
+            raise unequal
+        if cls[0] < 0 or cls[-1] >= u or int(cnt.min()) <= 0:
+            raise misfit
+        if not trusted and cls.size > 1 and not bool((cls[1:] >= cls[:-1]).all()):
+            order = np.argsort(cls, kind="stable")  # group the pairs by class
+            cls, cnt = cls[order], cnt[order]
+            if cls[0] < 0 or cls[-1] >= u:
+                raise misfit
+        first = _class_starts(cls)
+        if first.shape[0] != u:  # a class without values
+            raise unequal
+        if not trusted and not np.array_equal(np.add.reduceat(cnt, first), f):
+            raise unequal
+
+        def classes() -> IntArray:
+            return cls
+
     distinct = np.empty_like(first)  # pairs of each class: up to the next class's first
     np.subtract(first[1:], first[:-1], out=distinct[:-1])
-    distinct[-1] = cls.shape[0] - first[-1]
+    distinct[-1] = cnt.shape[0] - first[-1]
     n = int(f.sum())
     homogeneous = int(np.sum(f, where=distinct == 1))
-    per_class = _PerClass(cls, cnt, f, first, distinct, c)
+    per_class = _PerClass(classes, cnt, f, first, distinct, c)
     if homogeneous:  # a class with one value: every minimum is 1 (entropy exactly)
         minima: tuple[int, float, int] = (1, 1.0, 1)
     else:

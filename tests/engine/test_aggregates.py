@@ -167,6 +167,11 @@ def test_fully_suppressed_records_are_excluded_from_every_aggregate() -> None:
     vc = agg.sensitive["s"]
     assert int(vc.counts.sum()) == 3 and vc.classes.max() < agg.table.classes
     np.testing.assert_array_equal(agg.table.radix_keys(), _own_keys(agg.table))
+    # the remaining classes, (1, x) with u, u and (2, *) with v, each hold one value
+    from reident_airflow.engine.diversity import l_diversity
+
+    ld = l_diversity(vc, agg.table.sizes)
+    assert ld.per_class_distinct.tolist() == [1, 1] and ld.homogeneous_records == 1.0
 
 
 def test_grouped_results_give_the_same_aggregates() -> None:

@@ -284,6 +284,7 @@ def test_counts_from_the_grouping_skip_only_what_holds_by_construction(
     sizes = agg.table.sizes
     trusted = agg.sensitive["hhcivil"]
     assert trusted.consistent_with is sizes
+    assert trusted.starts is not None  # the grouping lists where each class's pairs start
     bare = ValueCounts("hhcivil", trusted.classes, trusted.counts)
     a, b = l_diversity(trusted, sizes), l_diversity(bare, sizes)
     assert a.to_dict() == b.to_dict()
@@ -295,3 +296,29 @@ def test_counts_from_the_grouping_skip_only_what_holds_by_construction(
     other[0] += 1
     with pytest.raises(InvalidInputError, match="do not add up"):
         l_diversity(trusted, other)
+
+
+def test_value_counts_by_class_starts() -> None:
+    """Pairs given by where each class's pairs start: the class of every pair is derived
+    (hand-made: classes 0, 1, 2 with 2, 1 and 3 pairs); bad layouts are refused."""
+    counts = np.array([1, 2, 4, 1, 1, 1], dtype=np.int64)
+    starts = np.array([0, 2, 3], dtype=np.int64)
+    sizes = np.array([3, 4, 3], dtype=np.int64)
+    vc = ValueCounts("s", counts=counts, starts=starts, consistent_with=sizes)
+    np.testing.assert_array_equal(vc.classes, [0, 0, 1, 2, 2, 2])
+    ld = l_diversity(vc, sizes)
+    # by hand: class 1 has one value (l = 1 everywhere); classes 0 and 2: 2 and 3 values
+    assert (ld.distinct, ld.recursive, ld.entropy) == (1, 1, 1.0)
+    np.testing.assert_array_equal(ld.per_class_distinct, [2, 1, 3])
+    assert ld.homogeneous_records == 4 / 10
+    bare = l_diversity(ValueCounts("s", vc.classes, counts), sizes)
+    np.testing.assert_array_equal(ld.per_class_entropy, bare.per_class_entropy)
+    np.testing.assert_array_equal(ld.per_class_recursive, bare.per_class_recursive)
+    with pytest.raises(InvalidInputError, match="give the class of each pair"):
+        ValueCounts("s", counts=counts)
+    with pytest.raises(InvalidInputError, match="no counts"):
+        ValueCounts("s", classes=vc.classes)
+    for bad in ([0, 2], [1, 2, 3], [0, 2, 6]):  # a class missing, no class at 0, past the end
+        layout = ValueCounts("s", counts=counts, starts=np.array(bad), consistent_with=sizes)
+        with pytest.raises(InvalidInputError, match=r"do not (add up|fit)"):
+            l_diversity(layout, sizes)
