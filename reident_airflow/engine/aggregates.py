@@ -405,8 +405,8 @@ def _count_pairs(
     return _count_sorted_pairs(pair, card, classes=classes)
 
 
-# Rows per block when the run starts of a sorted array are listed (8 MiB of int64 at most).
-_RUN_BLOCK = 1 << 20
+# Rows per block when the run starts of a sorted array are listed (2 MiB of int64 at most).
+_RUN_BLOCK = 1 << 18
 
 
 def _run_starts(sorted_values: NDArray[Any]) -> NDArray[Any]:
@@ -562,12 +562,14 @@ def _group(
     weighted: bool,
     sensitive: Sequence[tuple[CodeArray, int]] = (),
     weights: Sequence[FloatArray] | None = None,
+    own_codes: bool = False,
 ) -> _Grouped:
     """Classes of the rows (codes, sizes, keys) and how to reach each class's rows.
 
     ``codes`` holds the QI codes of the rows; the list is emptied as soon as the grouping no
     longer needs them (a caller that holds no other reference frees them early: on 10M rows
-    of 5 QIs they are 400 MB). ``sensitive`` holds the codes and cardinality of each
+    of 5 QIs they are 400 MB). With ``own_codes`` (nothing else reads them), the class keys
+    may be written over them. ``sensitive`` holds the codes and cardinality of each
     sensitive column.
 
     With a small key space the classes are counted by a bincount of the rows' class keys;
@@ -595,7 +597,8 @@ def _group(
             dtype = _pair_dtype(product, card, n)
             if dtype is not None:  # the lead's pair keys in the same pass as the class keys
                 extra.append((values, max(card, 1), dtype))
-        key, *lead_key = radix_keys(codes, cards, dtype=np.int64, extra=extra)
+        # with codes of our own, the keys are written over them (pages already in memory)
+        key, *lead_key = radix_keys(codes, cards, dtype=np.int64, extra=extra, into_codes=own_codes)
         codes.clear()
         counted: dict[int, _Counted] = {}
         jobs = {
@@ -730,9 +733,11 @@ def _aggregate(
     weight_column: str | None = None,
     sensitive: Sequence[tuple[str, CodeArray, int]] = (),
     return_inverse: bool = False,
+    own_codes: bool = False,
 ) -> ClassAggregates:
     """:func:`aggregate_codes` with the row codes in a list of their own, emptied (and the
-    codes freed, if nothing else holds them) as soon as the grouping is done with them."""
+    codes freed, if nothing else holds them) as soon as the grouping is done with them;
+    ``own_codes``: nothing else holds them, their memory may be reused."""
     n = int(codes[0].shape[0]) if codes else 0
     if n == 0:
         raise EmptyDatasetError("the table has no records: there is nothing to assess")
@@ -749,6 +754,7 @@ def _aggregate(
         weighted=chunks is not None,
         sensitive=[(values, int(card)) for _, values, card in sensitive],
         weights=chunks,
+        own_codes=own_codes,
     )
     grouping, counted, sums = grouped.grouping, grouped.pairs, grouped.sums
     submit = submitter(n)
@@ -901,6 +907,7 @@ def aggregate_frame(
         weight_column=weight,
         sensitive=extra,
         return_inverse=return_inverse,
+        own_codes=True,
     )
 
 
@@ -933,6 +940,7 @@ def aggregate_arrow(
         weight_column=weight,
         sensitive=extra,
         return_inverse=return_inverse,
+        own_codes=True,
     )
 
 

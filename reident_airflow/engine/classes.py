@@ -473,13 +473,26 @@ def radix_keys(
     *,
     dtype: Any = np.int64,
     extra: Sequence[tuple[NDArray[Any], int, Any]] = (),
+    into_codes: bool = False,
 ) -> list[NDArray[Any]]:
     """:func:`mixed_radix`, and in the same pass over the rows each ``key * card + values``
-    for every ``(values, card, dtype)`` of ``extra`` (a key extended by one more column)."""
+    for every ``(values, card, dtype)`` of ``extra`` (a key extended by one more column).
+
+    ``into_codes``: the results are written over the code columns themselves, the key over
+    the first and each extended key over the next ones (viewed as its type), where there are
+    enough int64 columns of our own: their pages are in memory already, fresh arrays would
+    have to be touched page by page. Safe block by block: a block's codes are all read before
+    its results are written, and a narrower result only reaches rows already read. The
+    caller must own the code arrays and no longer need them.
+    """
     n = codes[0].shape[0]
     rows = 1 << 18  # 2 MiB of int64 per block
-    key = np.empty(n, dtype=dtype)
-    longer = [np.empty(n, dtype=out_dtype) for _, _, out_dtype in extra]
+    reuse = into_codes and len(codes) > len(extra) and _reusable(codes[: 1 + len(extra)], n)
+    key = codes[0] if reuse and np.dtype(dtype) == np.int64 else np.empty(n, dtype=dtype)
+    longer = [
+        codes[1 + i].view(out_dtype)[:n] if reuse else np.empty(n, dtype=out_dtype)
+        for i, (_, _, out_dtype) in enumerate(extra)
+    ]
     block = np.empty(min(n, rows), dtype=np.int64)
     wide = np.empty_like(block) if extra else block
     for start in range(0, n, rows):
@@ -495,6 +508,19 @@ def radix_keys(
             np.multiply(part, card, out=more)
             np.add(more, values[start:stop], out=out[start:stop], casting="unsafe")
     return [key, *longer]
+
+
+def _reusable(arrays: Sequence[NDArray[Any]], n: int) -> bool:
+    """Whether arrays can take results in place: int64, contiguous, writable, owning their
+    memory (not views of something else), and distinct."""
+    return len({id(a) for a in arrays}) == len(arrays) and all(
+        a.dtype == np.int64
+        and a.shape == (n,)
+        and a.flags.c_contiguous
+        and a.flags.writeable
+        and a.flags.owndata
+        for a in arrays
+    )
 
 
 def class_table_from_codes(encoded: EncodedColumns) -> ClassTable:

@@ -361,3 +361,32 @@ def test_assess_shares_the_measures_between_threads_without_changing_them(
                 assert got["l_diversity"] == (alone_ld if sensitive is not None else None)
                 if sensitive is not None:
                     assert list(got["l_diversity"]) == ["s", "t"]  # the columns' order
+
+
+@pytest.mark.parametrize("cards", [[10, 20], [3000, 2000]], ids=str)
+def test_codes_handed_in_are_left_as_they_were(cards: list[int]) -> None:
+    """Front ends let the grouping write the class keys over the QI codes they made (their
+    pages are in memory already); codes a caller hands in (and may read again) stay intact,
+    and both ways give the same aggregates."""
+    frame = _frame(5000, cards, seed=3)
+    qis = [f"q{i}" for i in range(len(cards))]
+    enc = encode_frame(frame, qis)
+    before = [c.copy() for c in enc.codes]
+    s_codes, s_card, _ = agg_mod.encode_series(frame["s"])
+    handed = aggregate_codes(
+        enc, weights=frame["w"].to_numpy(), weight_column="w", sensitive=[("s", s_codes, s_card)]
+    )
+    for got, want in zip(enc.codes, before, strict=True):
+        np.testing.assert_array_equal(got, want)
+    own = aggregate_frame(frame, qis, weight="w", sensitive=["s"])
+    np.testing.assert_array_equal(handed.table.codes, own.table.codes)
+    np.testing.assert_array_equal(handed.table.sizes, own.table.sizes)
+    assert handed.weights is not None and own.weights is not None
+    np.testing.assert_array_equal(handed.weights.sums, own.weights.sums)
+    np.testing.assert_array_equal(handed.sensitive["s"].counts, own.sensitive["s"].counts)
+    np.testing.assert_array_equal(handed.sensitive["s"].classes, own.sensitive["s"].classes)
+    # and written over when owned: the keys in the first code column's memory
+    enc2, codes = agg_mod._without_codes(encode_frame(frame, qis))
+    first = codes[0]
+    agg_mod._aggregate(enc2, codes, weights=frame["w"].to_numpy(), own_codes=True)
+    assert not np.array_equal(first, before[0])  # now the rows' class keys
