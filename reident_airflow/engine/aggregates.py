@@ -79,6 +79,9 @@ class ClassWeights:
 
     column: str
     sums: FloatArray
+    #: The class sizes these sums were checked against (finite, ``F_j >= f_j``): set by the
+    #: aggregation that computed both; individual risk then does not check them again.
+    checked_against: IntArray | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -837,6 +840,7 @@ def _finish(
     if sums is not None:
         weights = ClassWeights(column=weight_column or "weight", sums=sums)
         check_weight_sums(table.sizes, weights)
+        weights = replace(weights, checked_against=table.sizes)
     return ClassAggregates(
         table=table,
         weights=weights,

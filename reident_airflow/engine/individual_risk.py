@@ -61,6 +61,11 @@ def benedetti_franconi(sizes: IntArray, weight_sums: FloatArray) -> FloatArray:
     if (f <= 0).any():
         raise InvalidInputError("class sizes must be positive")
     check_weight_sums(f, ClassWeights("weight", big_f))
+    return _benedetti_franconi(f, big_f)
+
+
+def _benedetti_franconi(f: IntArray, big_f: FloatArray) -> FloatArray:
+    """:func:`benedetti_franconi` on checked input."""
     risk = np.empty(f.shape[0], dtype=np.float64)
     # each class takes the formula of its size; the formulas are evaluated over blocks of
     # classes that stay in the CPU cache (every element as it would be alone)
@@ -154,7 +159,11 @@ def individual_risk(
     """Individual risk of every class and the table's global risk (metrics.md §6)."""
     t = validate_threshold(record_threshold)
     f = np.asarray(sizes, dtype=np.int64)
-    risk = benedetti_franconi(f, weights.sums)
+    if weights.checked_against is not None and weights.checked_against is sizes:
+        # computed and checked together with these sizes (positive, F >= f)
+        risk = _benedetti_franconi(f, np.asarray(weights.sums, dtype=np.float64))
+    else:
+        risk = benedetti_franconi(f, weights.sums)
     n = int(f.sum())
     # summed in ascending order: the same classes give the same total whatever their order
     # (a database and a file list classes differently)

@@ -185,3 +185,24 @@ def test_reference_copies_match_the_shared_oracle() -> None:
         pytest.skip("../shared/oracle/sdcmicro is absent: the copies are all there is")
     for copy in sorted(COPIES.iterdir()):
         assert filecmp.cmp(copy, SHARED / copy.name, shallow=False), copy.name
+
+
+def test_weight_sums_checked_with_the_table_are_not_checked_again() -> None:
+    """Sums the aggregation checked against the table's sizes are marked so; the risk is the
+    same as from unmarked sums, and sums handed in against other sizes are still checked."""
+    from dataclasses import replace
+
+    frame = pd.DataFrame({"q": ["a", "a", "b", "c", "c", "c"], "w": [2.0, 3.0, 1.5, 1.0, 4, 9]})
+    agg = aggregate_frame(frame, ["q"], weight="w")
+    assert agg.weights is not None and agg.weights.checked_against is agg.table.sizes
+    marked = individual_risk(agg.table.sizes, agg.weights)
+    bare = individual_risk(agg.table.sizes, replace(agg.weights, checked_against=None))
+    np.testing.assert_array_equal(marked.risk, bare.risk)
+    assert marked.global_risk == bare.global_risk
+    # by hand, class b: one record standing for 1.5 people: p = 1/1.5, risk p/(1-p) ln(1/p)
+    p = 1 / 1.5
+    b = int(np.flatnonzero(agg.table.sizes == 1)[0])
+    assert marked.risk[b] == pytest.approx(p / (1 - p) * np.log(1 / p), rel=1e-15)
+    too_small = agg.table.sizes * 100  # other sizes (another object): checked, refused
+    with pytest.raises(InvalidInputError, match="sum to less than"):
+        individual_risk(too_small, agg.weights)
