@@ -343,15 +343,6 @@ def check_weight_sums(sizes: IntArray, weights: ClassWeights) -> None:
 
 
 # ------------------------------------------------------------------------------- grouping
-def _runs(sorted_keys: NDArray[Any]) -> IntArray:
-    """Positions where a new run of equal values starts in a sorted array."""
-    n = sorted_keys.shape[0]
-    starts = np.empty(n, dtype=np.bool_)
-    starts[:1] = True
-    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=starts[1:])
-    return np.flatnonzero(starts)
-
-
 def _class_index(class_keys: NDArray[Any]) -> IntArray:
     """0, 1, 2, ... for a sorted array of class keys (equal keys, equal index)."""
     index = np.zeros(class_keys.shape[0], dtype=np.int64)
@@ -521,7 +512,7 @@ class _Grouping:
             present = np.flatnonzero(counts)
             return _Counted(counts[present].astype(np.int64), classes=present // card)
         pair.sort()
-        first = _runs(pair)
+        first = _run_starts(pair)
         counts_ = np.diff(first, append=pair.shape[0]).astype(np.int64)
         return _Counted(counts_, classes=pair[first] // card)
 
@@ -575,12 +566,13 @@ def _group(
     may be written over them. ``sensitive`` holds the codes and cardinality of each
     sensitive column.
 
-    With a small key space the classes are counted by a bincount of the rows' class keys;
-    on a large table the weight sums and the (class, value) pairs of the sensitive columns
-    are computed meanwhile on worker threads (numpy releases the GIL in both). Run inline,
-    the classes are instead read off the first sensitive column's pairs (the rows are then
-    grouped once, not twice). Pairs computed here come back by column index (the others are
-    left to :meth:`_Grouping.pairs`).
+    With a small key space and no sensitive column, or none but no weights either on a large
+    table, the classes are counted by a bincount of the rows' class keys (the pairs, if any,
+    are sorted meanwhile on worker threads: numpy releases the GIL). Otherwise the classes'
+    sizes are read off the first sensitive column's sorted pairs (the rows are counted once),
+    sorted here while a worker sums the weights and lists the classes present. Pairs
+    computed here come back by column index (the others are left to
+    :meth:`_Grouping.pairs`).
     """
     cards = [max(int(c), 1) for c in cardinalities]
     product = 1
@@ -656,7 +648,7 @@ def _group(
         packed.sort()
         perm = (packed & _MASK32).astype(np.int64)
         packed >>= np.uint64(32)
-        first = _runs(packed)
+        first = _run_starts(packed)
         sorted_class = _class_index(packed)
         sizes = np.diff(first, append=n).astype(np.int64)
         keys = packed[first].astype(np.int64)
@@ -682,7 +674,7 @@ def _group(
             lead_pairs[0] = _Counted(pairs.counts, starts=pairs.starts)
         else:
             ordered = np.sort(key)
-            first = _runs(ordered)
+            first = _run_starts(ordered)
             sizes = np.diff(first, append=n).astype(np.int64)
             keys = ordered[first]
             del ordered

@@ -306,25 +306,26 @@ def assess(
     )
     # The inputs are checked. On a large table the long array passes (during which numpy
     # releases the GIL) are shared between a worker thread and this one: the QI ranking
-    # there, the population models (many small steps) here, then the individual risk here
-    # and the l-diversity after the ranking there when both are asked for, else the
-    # l-diversity here.
+    # there, the population models (many small steps) here; with weights, the individual
+    # risk here and the l-diversity there before the ranking, else the l-diversity here.
     columns = list((sensitive or {}).values())
     there = columns if weights is not None else []
 
-    def ranking_then_diversity() -> tuple[tuple[AttributeRisk, ...], list[LDiversity]]:
+    def diversity_then_ranking() -> tuple[tuple[AttributeRisk, ...], list[LDiversity]]:
         diverse = [l_diversity(v, table.sizes, c=c) for v in there]
         return (attribute_risks(table, max_subset_size) if attributes else ()), diverse
 
     beside = None
     if attributes or there:
-        beside = submitter(table.classes)(ranking_then_diversity)
+        beside = submitter(table.classes)(diversity_then_ranking)
     population = None if big_n is None else population_uniqueness(sizes, counts, big_n)
     special = suda2(table, max_msu_size=suda_max_msu_size) if suda else None
     individual = None
+    here: list[LDiversity] = []
     if weights is not None:
         individual = individual_risk(table.sizes, weights, record_threshold=record_threshold)
-    here = [l_diversity(v, table.sizes, c=c) for v in columns if weights is None]
+    else:
+        here = [l_diversity(v, table.sizes, c=c) for v in columns]
     ranking, done_there = ((), []) if beside is None else beside.result()
     diversity = None if sensitive is None else tuple(here or done_there)
     k = int(sizes[0])
