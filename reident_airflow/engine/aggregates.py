@@ -566,13 +566,13 @@ def _group(
     may be written over them. ``sensitive`` holds the codes and cardinality of each
     sensitive column.
 
-    With a small key space and no sensitive column, or none but no weights either on a large
-    table, the classes are counted by a bincount of the rows' class keys (the pairs, if any,
-    are sorted meanwhile on worker threads: numpy releases the GIL). Otherwise the classes'
-    sizes are read off the first sensitive column's sorted pairs (the rows are counted once),
-    sorted here while a worker sums the weights and lists the classes present. Pairs
-    computed here come back by column index (the others are left to
-    :meth:`_Grouping.pairs`).
+    With a small key space the classes are counted one of two ways. Without a sensitive
+    column, or on a large table without weights, by a bincount of the rows' class keys (the
+    sensitive pairs, if any, are sorted meanwhile on worker threads: numpy releases the GIL).
+    Otherwise their sizes are read off the first sensitive column's sorted pairs (the rows
+    are counted once); with weights, those pairs are sorted here while a worker sums the
+    weights and lists the classes present. Pairs computed here come back by column index
+    (the others are left to :meth:`_Grouping.pairs`).
     """
     cards = [max(int(c), 1) for c in cardinalities]
     product = 1
