@@ -100,12 +100,12 @@ class ValueCounts:
 
     column: str
     counts: IntArray
-    starts: IntArray | None
+    starts: IntArray | None = field(repr=False)
     #: The class sizes these counts are known to add up to, class by class, with the pairs
     #: ordered by class: set by the aggregation that computed both (l-diversity then skips
     #: checking what holds by construction). ``None``: to be checked.
-    consistent_with: IntArray | None
-    _classes: list[IntArray]
+    consistent_with: IntArray | None = field(repr=False)
+    _classes: list[IntArray] = field(repr=False)
 
     def __init__(
         self,
