@@ -361,6 +361,10 @@ class _Pairs(NamedTuple):
     class_keys: NDArray[Any] | None = None
     sizes: IntArray | None = None
 
+    def counted(self) -> _Counted:
+        """The pairs as the grouping hands them on: counts and class starts."""
+        return _Counted(self.counts, starts=self.starts)
+
 
 def _pair_dtype(space: int, card: int, rows: int) -> Any:
     """The unsigned type in which pair keys ``class_key * card + code`` are sorted, or
@@ -459,12 +463,6 @@ def _pairs_by_class(
     return _Pairs(counts, starts, keys, sizes)
 
 
-def _pairs_from_key(key: NDArray[Any], space: int, codes: CodeArray, card: int) -> _Counted:
-    """The (class, value) pairs of the rows, their classes given by where each starts."""
-    pairs = _count_pairs(key, space, codes, card)
-    return _Counted(pairs.counts, starts=pairs.starts)
-
-
 @dataclass(frozen=True, eq=False)
 class _Grouping:
     """How rows map to classes.
@@ -499,7 +497,7 @@ class _Grouping:
     def pairs(self, codes: CodeArray, card: int) -> _Counted:
         """The (class, value) pairs of the rows and their counts, ordered by class."""
         if self.key is not None and self.space * max(int(card), 1) < 1 << 63:
-            return _pairs_from_key(self.key, self.space, codes, card)
+            return _count_pairs(self.key, self.space, codes, card).counted()
         card = max(int(card), 1)
         if self.inverse is not None:
             pair = self.inverse * card + codes
@@ -628,11 +626,10 @@ def _group(
                 present = found.class_keys.astype(np.int64, copy=False)
                 class_codes = unravel_keys(present, cards)
             jobs.pop(lead, None)
-            counted[lead] = _Counted(found.counts, starts=found.starts)
+            counted[lead] = found.counted()
         assert class_codes is not None and present is not None
         for i, job in jobs.items():
-            found = job.result()
-            counted[i] = _Counted(found.counts, starts=found.starts)
+            counted[i] = job.result().counted()
         grouping = _Grouping(classes=int(present.shape[0]), key=key, space=product, present=present)
         sums = None if summed is None else summed[present].astype(np.float64, copy=False)
         return _Grouped(class_codes, sizes, present, grouping, counted, sums)
@@ -671,7 +668,7 @@ def _group(
             pairs = _count_pairs(key, product, *sensitive[0], classes=True)
             assert pairs.class_keys is not None and pairs.sizes is not None
             keys, sizes = pairs.class_keys, pairs.sizes
-            lead_pairs[0] = _Counted(pairs.counts, starts=pairs.starts)
+            lead_pairs[0] = pairs.counted()
         else:
             ordered = np.sort(key)
             first = _run_starts(ordered)
