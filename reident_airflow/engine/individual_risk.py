@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from reident_airflow.engine._exact import order_free_sum
 from reident_airflow.engine.aggregates import ClassWeights, check_weight_sums
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.sample import DEFAULT_RECORD_THRESHOLD, validate_threshold
@@ -165,15 +166,10 @@ def individual_risk(
     else:
         risk = benedetti_franconi(f, weights.sums)
     n = int(f.sum())
-    # summed in ascending order: the same classes give the same total whatever their order
-    # (a database and a file list classes differently)
-    ordered = f * risk
-    ordered.sort()
-    expected = float(ordered.sum())
-    np.copyto(ordered, weights.sums)  # likewise, in the same buffer
-    ordered.sort()
-    population = float(ordered.sum())
-    del ordered
+    # the same classes give the same totals whatever their order (a database and a file list
+    # classes differently)
+    expected = order_free_sum(f * risk)
+    population = order_free_sum(weights.sums)
     highest = float(risk.max())
     return IndividualRisk(
         weight=weights.column,
