@@ -22,8 +22,10 @@ to their counts per class (no measure needs the value itself, and it is never ke
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,6 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
+from scipy import sparse
 
 from reident_airflow.engine._parallel import runs_in_parallel, submitter
 from reident_airflow.engine.classes import (
@@ -368,11 +371,105 @@ class _Pairs(NamedTuple):
 
 def _pair_dtype(space: int, card: int, rows: int) -> Any:
     """The unsigned type in which pair keys ``class_key * card + code`` are sorted, or
-    ``None`` when their range is small enough to be counted by a bincount."""
+    ``None`` when they are not: their range is small enough to be counted by a bincount, or
+    the rows are partitioned instead (:func:`_partitioned_pairs`)."""
     pair_space = space * max(int(card), 1)
-    if pair_space <= max(_BINCOUNT_LIMIT, 2 * rows):
+    if pair_space <= max(_BINCOUNT_LIMIT, 2 * rows) or _partitions(space, card, rows):
         return None
     return np.uint32 if pair_space <= 1 << 32 else np.uint64
+
+
+# How many rows' (class, value) pairs are put in order: "sort" (one numpy sort of their
+# 32- or 64-bit keys) or "partition" (:func:`_partitioned_pairs`); None: chosen by
+# :func:`_sort_is_slow` on this machine. Tests set it to run both.
+_PAIR_ORDER: str | None = None
+_SORT_SPEED: list[bool] = []  # the measurement, once per process
+# Nanoseconds per element of a numpy sort of 2**16 random 32-bit keys above which the
+# partition is faster: numpy's SIMD sorts take 3-6 ns there, scalar sorts 25-40 ns.
+_SLOW_SORT_NS = 12.0
+
+
+def _sort_is_slow() -> bool:
+    """Whether numpy sorts 32-bit keys slowly on this machine (measured once, ~1 ms).
+
+    With AVX2, or AVX-512 on Intel, numpy sorts 10M 32-bit keys in ~0.07 s; where it runs
+    its AVX-512 sort on AMD Zen 4, whose compress-store instruction is microcoded
+    (numpy/x86-simd-sort issue 6), or has no SIMD sort at all, it takes ~0.4 s, and the
+    (class, value) pairs of the rows are better put in order by a partition (~0.15 s,
+    whatever the CPU).
+    """
+    if not _SORT_SPEED:
+        keys = np.random.default_rng(0).integers(0, 1 << 32, 1 << 16, dtype=np.uint32)
+        best = float("inf")
+        for _ in range(3):
+            copy = keys.copy()
+            start = time.perf_counter()
+            copy.sort()
+            best = min(best, time.perf_counter() - start)
+        _SORT_SPEED.append(best * 1e9 / keys.shape[0] > _SLOW_SORT_NS)
+    return _SORT_SPEED[0]
+
+
+def _partition_blocks(space: int, card: int) -> tuple[int, int, int]:
+    """``(value_bits, key_bits, blocks)`` of :func:`_partitioned_pairs`: a value code takes
+    ``value_bits``, a class key's place in its block ``key_bits`` (16 bits together), and
+    the key space is cut into ``blocks`` blocks of ``2**key_bits`` keys."""
+    value_bits = (max(int(card), 1) - 1).bit_length()
+    key_bits = 16 - value_bits
+    blocks = ((space - 1) >> key_bits) + 1 if key_bits > 0 else 0
+    return value_bits, key_bits, blocks
+
+
+def _partitions(space: int, card: int, rows: int) -> bool:
+    """Whether the pairs of ``rows`` rows are put in order by :func:`_partitioned_pairs`."""
+    order = _PAIR_ORDER or ("partition" if _sort_is_slow() else "sort")
+    if order != "partition" or rows >= 1 << 31:
+        return False
+    _, key_bits, blocks = _partition_blocks(space, card)
+    # a block per 16 rows at most (else the loop over blocks costs more than it saves)
+    return key_bits >= 4 and blocks * 16 <= rows
+
+
+def _partitioned_pairs(
+    key: NDArray[Any], space: int, codes: CodeArray, card: int, *, classes: bool
+) -> _Pairs:
+    """:func:`_count_pairs` without a comparison sort (where :func:`_partitions` says so).
+
+    The key space is cut into blocks of consecutive class keys, small enough that a key's
+    place in its block and the value code fit 16 bits together. The rows are grouped by
+    block with a counting sort (scipy's CSR to CSC transpose: linear time), then each
+    block's 16-bit words are sorted by numpy's radix sort: the pairs come out in the order
+    of one sort of ``class_key * card + code``.
+    """
+    n = key.shape[0]
+    value_bits, key_bits, blocks = _partition_blocks(space, card)
+    block = np.empty(n, dtype=np.int32)
+    np.right_shift(key, key_bits, out=block, casting="unsafe")
+    word = np.empty(n, dtype=np.uint16)
+    np.bitwise_and(key, (1 << key_bits) - 1, out=word, casting="unsafe")
+    np.left_shift(word, value_bits, out=word, casting="unsafe")
+    np.bitwise_or(word, codes, out=word, casting="unsafe")
+    rows = sparse.csr_array((word, block, np.arange(n + 1, dtype=np.int32)), shape=(n, blocks))
+    del block, word
+    by_block = rows.tocsc()
+    del rows
+    words, bounds = by_block.data, by_block.indptr
+    del by_block
+    edges = bounds.tolist()
+    for begin, end in pairwise(edges):
+        if end - begin > 1:
+            words[begin:end].sort(kind="stable")  # a radix sort for 16-bit integers
+    first = _run_starts(words, breaks=bounds[1:-1])
+    counts = np.empty(first.shape[0], dtype=np.int64)
+    np.subtract(first[1:], first[:-1], out=counts[:-1])
+    counts[-1:] = n - first[-1:]
+    class_keys = np.repeat(
+        np.arange(blocks, dtype=np.int64), np.diff(np.searchsorted(first, bounds))
+    )
+    class_keys <<= key_bits
+    class_keys |= words[first] >> value_bits
+    del words
+    return _pairs_by_class(class_keys, counts, first, n, classes=classes)
 
 
 def _count_pairs(
@@ -381,15 +478,15 @@ def _count_pairs(
     """Count the (class, value) pairs of the rows.
 
     ``key`` are the rows' mixed-radix class keys (``< space``). The pair key
-    ``key * card + code`` is counted by a bincount when small, else by one sort (of 32-bit
-    words when they suffice); no permutation of the rows is needed. Ascending class keys are
+    ``key * card + code`` is counted by a bincount when small, else put in order by one sort
+    (of 32-bit words when they suffice) or, where numpy sorts slowly, by a partition
+    (:func:`_partitioned_pairs`); no permutation of the rows is needed. Ascending class keys are
     ascending class indices; with ``classes``, the classes themselves (keys and sizes) are
     read off the pairs, so that the rows need not be grouped a second time.
     """
     card = max(int(card), 1)
     n = key.shape[0]
-    dtype = _pair_dtype(space, card, n)
-    if dtype is None:
+    if space * card <= max(_BINCOUNT_LIMIT, 2 * n):
         pair = key.astype(np.int64, copy=True)
         pair *= card
         pair += codes
@@ -397,7 +494,9 @@ def _count_pairs(
         present = np.flatnonzero(tally)
         counts = tally[present].astype(np.int64)
         return _pairs_by_class(present // card, counts, None, n, classes=classes)
-    pair = np.empty(n, dtype=dtype)
+    if _partitions(space, card, n):
+        return _partitioned_pairs(key, space, codes, card, classes=classes)
+    pair = np.empty(n, dtype=np.uint32 if space * card <= 1 << 32 else np.uint64)
     np.multiply(key, card, out=pair, casting="unsafe")  # < 2**32 (or 2**64): exact
     np.add(pair, codes, out=pair, casting="unsafe")
     return _count_sorted_pairs(pair, card, classes=classes)
@@ -407,8 +506,9 @@ def _count_pairs(
 _RUN_BLOCK = 1 << 18
 
 
-def _run_starts(sorted_values: NDArray[Any]) -> NDArray[Any]:
-    """Where each run of equal values starts, in int32 when the positions fit.
+def _run_starts(sorted_values: NDArray[Any], breaks: NDArray[Any] | None = None) -> NDArray[Any]:
+    """Where each run of equal values starts, in int32 when the positions fit; a run also
+    starts at each position of ``breaks`` (those below the length).
 
     Listed block by block into an array of the final length (one count first), so that no
     int64 array of every run is made on the way.
@@ -417,6 +517,8 @@ def _run_starts(sorted_values: NDArray[Any]) -> NDArray[Any]:
     starts = np.empty(n, dtype=np.bool_)
     starts[:1] = True
     np.not_equal(sorted_values[1:], sorted_values[:-1], out=starts[1:])
+    if breaks is not None:
+        starts[breaks[breaks < n]] = True
     out = np.empty(int(np.count_nonzero(starts)), dtype=np.int32 if n < 1 << 31 else np.int64)
     pos = 0
     for begin in range(0, n, _RUN_BLOCK):

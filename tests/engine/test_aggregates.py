@@ -80,18 +80,26 @@ def _expected(frame: pd.DataFrame, qis: list[str]) -> pd.DataFrame:
     [
         (5000, [10, 20], "bincount"),  # small key space
         (5000, [3000, 2000], "bincount"),  # small key space, pairs counted by a sort
+        (20000, [3000, 2000], "bincount"),  # ... or by a partition (enough rows per block)
         (5000, [300, 300, 300], "sort"),  # packed 64-bit sort
         (3000, [5000, 5000, 5000], "hash"),  # key beyond 32 bits
     ],
 )
 @pytest.mark.parametrize("threaded", [False, True], ids=["inline", "threaded"])
+@pytest.mark.parametrize("order", ["sort", "partition"])
 def test_every_grouping_path_gives_the_same_aggregates(
-    n: int, cards: list[int], path: str, threaded: bool, monkeypatch: pytest.MonkeyPatch
+    n: int,
+    cards: list[int],
+    path: str,
+    threaded: bool,
+    order: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if threaded:  # what large tables do: parts of the grouping on worker threads
         from reident_airflow.engine import _parallel
 
         monkeypatch.setattr(_parallel, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(agg_mod, "_PAIR_ORDER", order)  # whatever this machine would choose
     frame = _frame(n, cards)
     qis = [f"q{i}" for i in range(len(cards))]
     got = _by_tuple(frame, qis, weight="w", sensitive=["s", "t"])
@@ -130,6 +138,64 @@ def test_every_grouping_path_gives_the_same_aggregates(
     limit = max(agg_mod._BINCOUNT_LIMIT, 2 * n)
     taken = "bincount" if product <= limit else "sort" if product <= 1 << 32 else "hash"
     assert taken == path
+    if n == 20000:  # the case meant for it does partition its pairs
+        assert agg_mod._partitions(product, 4, n) == (order == "partition")
+
+
+@pytest.mark.parametrize(
+    ("space", "card", "n", "key_dtype", "code_dtype"),
+    [
+        (6_000_000, 40, 400_000, np.int64, np.uint8),  # the benchmark's shape, scaled down
+        (6_000_000, 40, 400_000, np.uint32, np.int64),  # the unweighted grouping's key type
+        (1 << 25, 1, 300_000, np.int64, np.int64),  # one value: 16 key bits per block
+        (70_001, 4096, 300_000, np.int64, np.uint16),  # 12 value bits: 4 key bits per block
+    ],
+)
+def test_pairs_put_in_order_by_a_partition_equal_those_of_a_sort(
+    space: int, card: int, n: int, key_dtype: type, code_dtype: type
+) -> None:
+    rng = np.random.default_rng(card)
+    # skewed keys (some classes large, most small, many absent) and values
+    key = (rng.zipf(1.2, n) * 7919 % space).astype(key_dtype)
+    key[:3] = [0, space - 1, space - 1]  # both ends of the key space
+    codes = (rng.zipf(1.5, n) % card).astype(code_dtype)
+    results = []
+    for order in ("sort", "partition"):
+        previous = agg_mod._PAIR_ORDER
+        agg_mod._PAIR_ORDER = order
+        try:
+            assert agg_mod._partitions(space, card, n) == (order == "partition")
+            results.append(agg_mod._count_pairs(key, space, codes, card, classes=True))
+        finally:
+            agg_mod._PAIR_ORDER = previous
+    by_sort, by_partition = results
+    for name in ("counts", "starts", "class_keys", "sizes"):
+        np.testing.assert_array_equal(getattr(by_partition, name), getattr(by_sort, name))
+    # and the sort is right: the pairs of a pandas group-by, in (class, value) order
+    want = pd.DataFrame({"k": key.astype(np.int64), "v": codes}).value_counts(sort=False)
+    want = want.sort_index()
+    np.testing.assert_array_equal(by_sort.counts, want.to_numpy())
+    assert by_sort.class_keys is not None
+    np.testing.assert_array_equal(
+        by_sort.class_keys, np.unique(want.index.get_level_values("k").to_numpy())
+    )
+
+
+def test_the_pair_order_is_chosen_by_the_measured_sort_speed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(agg_mod, "_PAIR_ORDER", None)
+    for slow in (True, False):
+        monkeypatch.setattr(agg_mod, "_SORT_SPEED", [slow])
+        assert agg_mod._partitions(6_000_000, 40, 10_000_000) is slow
+    # too many blocks for the rows, or value codes too wide: never partitioned
+    monkeypatch.setattr(agg_mod, "_SORT_SPEED", [True])
+    assert not agg_mod._partitions(6_000_000, 40, 50_000)
+    assert not agg_mod._partitions(6_000_000, 1 << 13, 10_000_000)
+    # the measurement itself: a boolean, taken once
+    monkeypatch.setattr(agg_mod, "_SORT_SPEED", [])
+    first = agg_mod._sort_is_slow()
+    assert [first] == agg_mod._SORT_SPEED
 
 
 def test_arrow_and_frame_agree_and_text_weights_are_parsed() -> None:
