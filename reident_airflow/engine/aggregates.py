@@ -669,9 +669,9 @@ def _group(
     With a small key space the classes are counted one of two ways. Without a sensitive
     column, or on a large table without weights, by a bincount of the rows' class keys (the
     sensitive pairs, if any, are sorted meanwhile on worker threads: numpy releases the GIL).
-    Otherwise their sizes are read off the first sensitive column's sorted pairs (the rows
-    are counted once); with weights, those pairs are sorted here while a worker sums the
-    weights and lists the classes present. Pairs computed here come back by column index
+    Otherwise their sizes are read off the first sensitive column's pairs, put in order here
+    (the rows are counted once); with weights, a worker meanwhile sums the weights and lists
+    the classes present. Pairs computed here come back by column index
     (the others are left to :meth:`_Grouping.pairs`).
     """
     cards = [max(int(c), 1) for c in cardinalities]
@@ -682,15 +682,16 @@ def _group(
         submit = submitter(n)
         fits = [i for i, (_, card) in enumerate(sensitive) if product * max(card, 1) < 1 << 63]
         # The classes (keys and sizes) are read off the first sensitive column's pairs, unless
-        # the rows are counted here anyway: no weights to sum, and the pairs sorted meanwhile
-        # on worker threads. With weights, the classes present are those with a weight sum
-        # (every weight is > 0), found on a worker thread while the pairs are sorted here.
+        # the rows are counted here anyway: no weights to sum, and the pairs put in order
+        # meanwhile on worker threads. With weights, the classes present are those with a
+        # weight sum (every weight is > 0), found on a worker thread while the pairs are put
+        # in order here.
         lead = fits[0] if fits and (weights is not None or not runs_in_parallel(n)) else None
         extra = []
         if lead is not None:
             values, card = sensitive[lead]
             dtype = _pair_dtype(product, card, n)
-            if dtype is not None:  # the lead's pair keys in the same pass as the class keys
+            if dtype is not None:  # to be sorted: the lead's pair keys in the same pass as the keys
                 extra.append((values, max(card, 1), dtype))
         # with codes of our own, the keys are written over them (pages already in memory)
         key, *lead_key = radix_keys(codes, cards, dtype=np.int64, extra=extra, into_codes=own_codes)
@@ -699,7 +700,7 @@ def _group(
         jobs = {
             i: submit(_count_pairs, key, product, *sensitive[i], classes=i == lead)
             for i in fits
-            if i != lead or not lead_key
+            if i != lead
         }
         side = None
         if weights is not None:
@@ -718,8 +719,8 @@ def _group(
         else:
             if lead_key:
                 found = _count_sorted_pairs(lead_key.pop(), extra[0][1], classes=True)
-            else:
-                found = jobs[lead].result()
+            else:  # a bincount or a partition
+                found = _count_pairs(key, product, *sensitive[lead], classes=True)
             assert found.class_keys is not None and found.sizes is not None
             sizes = found.sizes
             if side is not None:
@@ -727,7 +728,6 @@ def _group(
             if present is None or present.shape != sizes.shape:
                 present = found.class_keys.astype(np.int64, copy=False)
                 class_codes = unravel_keys(present, cards)
-            jobs.pop(lead, None)
             counted[lead] = found.counted()
         assert class_codes is not None and present is not None
         for i, job in jobs.items():
