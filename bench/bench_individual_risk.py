@@ -127,6 +127,22 @@ def generate(path: Path, rows: int) -> None:
     tmp.replace(path)
 
 
+def cpu_model() -> str:
+    """The CPU's model name with its family and model numbers (Linux), else what
+    :mod:`platform` knows (AMD family 25 with AVX-512 is Zen 4)."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            name, _, value = line.partition(":")
+            fields.setdefault(name.strip(), value.strip())
+    except OSError:
+        pass
+    if "model name" not in fields:
+        return platform.processor() or platform.machine()
+    family, model = fields.get("cpu family"), fields.get("model")
+    return f"{fields['model name']} (family {family}, model {model})"
+
+
 def warm_page_cache(path: Path) -> None:
     with path.open("rb") as fh:
         while fh.read(1 << 24):
@@ -222,8 +238,16 @@ def main() -> int:
     cli_median_overhead = statistics.median(cli_ext_runs) / statistics.median(cli_plain_runs) - 1.0
     suda, t_suda, keys, uniques = suda_on_adult()
 
+    from reident_airflow.engine import aggregates
+
     report = {
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpu": cpu_model(),
+            # how the (class, value) pairs were put in order: numpy's sort is slow on some CPUs
+            "pair_order": "partition" if aggregates._sort_is_slow() else "sort",
+        },
         "rows": args.rows,
         "rounds": args.repeat,
         "cli_rounds": args.cli_repeat,
