@@ -22,6 +22,7 @@ to their counts per class (no measure needs the value itself, and it is never ke
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -384,6 +385,7 @@ def _pair_dtype(space: int, card: int, rows: int) -> Any:
 # :func:`_sort_is_slow` on this machine. Tests set it to run both.
 _PAIR_ORDER: str | None = None
 _SORT_SPEED: list[bool] = []  # the measurement, once per process
+_SORT_SPEED_LOCK = threading.Lock()
 # Nanoseconds per element of a numpy sort of 2**16 random 32-bit keys above which the
 # partition is faster: numpy's SIMD sorts take 3-6 ns there, scalar sorts 25-40 ns.
 _SLOW_SORT_NS = 12.0
@@ -398,16 +400,17 @@ def _sort_is_slow() -> bool:
     (class, value) pairs of the rows are better put in order by a partition (~0.15 s,
     whatever the CPU).
     """
-    if not _SORT_SPEED:
-        keys = np.random.default_rng(0).integers(0, 1 << 32, 1 << 16, dtype=np.uint32)
-        best = float("inf")
-        for _ in range(3):
-            copy = keys.copy()
-            start = time.perf_counter()
-            copy.sort()
-            best = min(best, time.perf_counter() - start)
-        _SORT_SPEED.append(best * 1e9 / keys.shape[0] > _SLOW_SORT_NS)
-    return _SORT_SPEED[0]
+    with _SORT_SPEED_LOCK:
+        if not _SORT_SPEED:
+            keys = np.random.default_rng(0).integers(0, 1 << 32, 1 << 16, dtype=np.uint32)
+            best = float("inf")
+            for _ in range(3):
+                copy = keys.copy()
+                start = time.perf_counter()
+                copy.sort()
+                best = min(best, time.perf_counter() - start)
+            _SORT_SPEED.append(best * 1e9 / keys.shape[0] > _SLOW_SORT_NS)
+        return _SORT_SPEED[0]
 
 
 def _partition_blocks(space: int, card: int) -> tuple[int, int, int]:
