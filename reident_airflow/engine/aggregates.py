@@ -463,9 +463,7 @@ def _partitioned_pairs(
         if end - begin > 1:
             words[begin:end].sort(kind="stable")  # a radix sort for 16-bit integers
     first = _run_starts(words, breaks=bounds[1:-1])
-    counts = np.empty(first.shape[0], dtype=np.int64)
-    np.subtract(first[1:], first[:-1], out=counts[:-1])
-    counts[-1:] = n - first[-1:]
+    counts = _run_lengths(first, n)
     class_keys = np.repeat(
         np.arange(blocks, dtype=np.int64), np.diff(np.searchsorted(first, bounds))
     )
@@ -531,6 +529,14 @@ def _run_starts(sorted_values: NDArray[Any], breaks: NDArray[Any] | None = None)
     return out
 
 
+def _run_lengths(first: NDArray[Any], n: int) -> IntArray:
+    """The length of each run, from where the runs of ``n`` elements start (ascending)."""
+    lengths = np.empty(first.shape[0], dtype=np.int64)
+    np.subtract(first[1:], first[:-1], out=lengths[:-1])
+    lengths[-1:] = n - first[-1:]
+    return lengths
+
+
 def _count_sorted_pairs(pair: NDArray[Any], card: int, *, classes: bool = False) -> _Pairs:
     """:func:`_count_pairs` from the rows' pair keys (an array of our own: sorted in place)."""
     n = pair.shape[0]
@@ -539,9 +545,7 @@ def _count_sorted_pairs(pair: NDArray[Any], card: int, *, classes: bool = False)
     class_keys = pair[first]
     del pair  # freed before the counts are allocated (their pages can be reused at once)
     class_keys //= class_keys.dtype.type(card)
-    counts = np.empty(first.shape[0], dtype=np.int64)
-    np.subtract(first[1:], first[:-1], out=counts[:-1])
-    counts[-1:] = n - first[-1:]
+    counts = _run_lengths(first, n)
     return _pairs_by_class(class_keys, counts, first, n, classes=classes)
 
 
@@ -558,13 +562,8 @@ def _pairs_by_class(
     keys = sizes = None
     if classes:
         keys = class_keys[starts]
-        if first is None:
-            sizes = np.add.reduceat(counts, starts)
-        else:  # the rows between the first rows of consecutive classes
-            rows = first[starts].astype(np.int64)
-            sizes = np.empty_like(rows)
-            np.subtract(rows[1:], rows[:-1], out=sizes[:-1])
-            sizes[-1:] = n - rows[-1:]
+        # from the counts, or the rows between the first rows of consecutive classes
+        sizes = np.add.reduceat(counts, starts) if first is None else _run_lengths(first[starts], n)
     return _Pairs(counts, starts, keys, sizes)
 
 
@@ -616,7 +615,7 @@ class _Grouping:
             return _Counted(counts[present].astype(np.int64), classes=present // card)
         pair.sort()
         first = _run_starts(pair)
-        counts_ = np.diff(first, append=pair.shape[0]).astype(np.int64)
+        counts_ = _run_lengths(first, pair.shape[0])
         return _Counted(counts_, classes=pair[first] // card)
 
     def row_classes(self, rows: int) -> IntArray:
@@ -752,7 +751,7 @@ def _group(
         packed >>= np.uint64(32)
         first = _run_starts(packed)
         sorted_class = _class_index(packed)
-        sizes = np.diff(first, append=n).astype(np.int64)
+        sizes = _run_lengths(first, n)
         keys = packed[first].astype(np.int64)
         del packed
         grouping = _Grouping(
@@ -777,7 +776,7 @@ def _group(
         else:
             ordered = np.sort(key)
             first = _run_starts(ordered)
-            sizes = np.diff(first, append=n).astype(np.int64)
+            sizes = _run_lengths(first, n)
             keys = ordered[first]
             del ordered
         grouping = _Grouping(classes=int(keys.shape[0]), key=key, space=product, class_keys=keys)
