@@ -152,7 +152,12 @@ def test_every_grouping_path_gives_the_same_aggregates(
     ],
 )
 def test_pairs_put_in_order_by_a_partition_equal_those_of_a_sort(
-    space: int, card: int, n: int, key_dtype: type, code_dtype: type
+    space: int,
+    card: int,
+    n: int,
+    key_dtype: type,
+    code_dtype: type,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     rng = np.random.default_rng(card)
     # skewed keys (some classes large, most small, many absent) and values
@@ -161,13 +166,9 @@ def test_pairs_put_in_order_by_a_partition_equal_those_of_a_sort(
     codes = (rng.zipf(1.5, n) % card).astype(code_dtype)
     results = []
     for order in ("sort", "partition"):
-        previous = agg_mod._PAIR_ORDER
-        agg_mod._PAIR_ORDER = order
-        try:
-            assert agg_mod._partitions(space, card, n) == (order == "partition")
-            results.append(agg_mod._count_pairs(key, space, codes, card, classes=True))
-        finally:
-            agg_mod._PAIR_ORDER = previous
+        monkeypatch.setattr(agg_mod, "_PAIR_ORDER", order)
+        assert agg_mod._partitions(space, card, n) == (order == "partition")
+        results.append(agg_mod._count_pairs(key, space, codes, card, classes=True))
     by_sort, by_partition = results
     for name in ("counts", "starts", "class_keys", "sizes"):
         np.testing.assert_array_equal(getattr(by_partition, name), getattr(by_sort, name))
