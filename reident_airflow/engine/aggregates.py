@@ -602,21 +602,11 @@ class _Grouping:
         """The (class, value) pairs of the rows and their counts, ordered by class."""
         if self.key is not None and self.space * max(int(card), 1) < 1 << 63:
             return _count_pairs(self.key, self.space, codes, card).counted()
-        card = max(int(card), 1)
+        # each row's class index is a key of its own (``< classes``)
         if self.inverse is not None:
-            pair = self.inverse * card + codes
-        else:
-            assert self.perm is not None and self.sorted_class is not None
-            pair = self.sorted_class * card + codes[self.perm]
-        space = self.classes * card
-        if space <= max(_BINCOUNT_LIMIT, 2 * pair.shape[0]):
-            counts = np.bincount(pair, minlength=space)
-            present = np.flatnonzero(counts)
-            return _Counted(counts[present].astype(np.int64), classes=present // card)
-        pair.sort()
-        first = _run_starts(pair)
-        counts_ = _run_lengths(first, pair.shape[0])
-        return _Counted(counts_, classes=pair[first] // card)
+            return _count_pairs(self.inverse, self.classes, codes, card).counted()
+        assert self.perm is not None and self.sorted_class is not None
+        return _count_pairs(self.sorted_class, self.classes, codes[self.perm], card).counted()
 
     def row_classes(self, rows: int) -> IntArray:
         if self.inverse is not None:
