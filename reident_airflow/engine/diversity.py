@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from reident_airflow.engine.aggregates import ValueCounts
+from reident_airflow.engine.aggregates import ValueCounts, _run_lengths
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = ["DEFAULT_RECURSIVE_C", "LDiversity", "l_diversity", "validate_recursive_c"]
@@ -274,9 +274,7 @@ def l_diversity(
         def classes() -> IntArray:
             return cls
 
-    distinct = np.empty_like(first)  # pairs of each class: up to the next class's first
-    np.subtract(first[1:], first[:-1], out=distinct[:-1])
-    distinct[-1] = cnt.shape[0] - first[-1]
+    distinct = _run_lengths(first, cnt.shape[0])  # pairs of each class
     n = int(f.sum())
     homogeneous = int(np.sum(f, where=distinct == 1))
     per_class = _PerClass(classes, cnt, f, first, distinct, c)
