@@ -16,7 +16,7 @@ from typing import Any
 from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.aggregates import ClassWeights, ValueCounts
 from reident_airflow.engine.attributes import AttributeRisk, attribute_risks
-from reident_airflow.engine.classes import ClassTable
+from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.diversity import (
     DEFAULT_RECURSIVE_C,
     LDiversity,
@@ -250,7 +250,7 @@ class Assessment:
 
 
 def assess(
-    table: ClassTable,
+    table: ClassTable | ClassSizes,
     *,
     record_threshold: float = DEFAULT_RECORD_THRESHOLD,
     population_size: int | None = None,
@@ -274,12 +274,31 @@ def assess(
     and marketer are then measured against it (``basis: "population_table"``), and, unless a
     population size is given, its number of records is taken as ``N``.
 
+    ``table`` may be a :class:`ClassSizes` (the class-size histogram only) when no ranking,
+    register, weights, sensitive columns or SUDA2 are asked for: the verdict needs no more.
+
     ``weights`` (the sums of a sampling-weight column per class, aligned with ``table``) add
     the individual risk of metrics.md §6; without a register they are also the journalist's
     basis (``basis: "sampling_weights"``). ``sensitive`` (value counts per class of each
     sensitive column) adds l-diversity (§7, recursive with ``recursive_c``); ``suda`` the
     SUDA2 special uniques (§6, MSUs up to ``suda_max_msu_size`` keys, default all).
     """
+    if isinstance(table, ClassSizes):
+        needs = [
+            name
+            for name, wanted in (
+                ("the QI ranking", attributes),
+                ("a population register", population_table is not None),
+                ("sampling weights", weights is not None),
+                ("sensitive columns", bool(sensitive)),
+                ("SUDA2", suda),
+            )
+            if wanted
+        ]
+        if needs:
+            raise InvalidInputError(
+                f"{', '.join(needs)} need(s) the class table, not only its size histogram"
+            )
     gate = thresholds if thresholds is not None else Thresholds()
     if gate.max_global_risk is not None and weights is None:
         raise InvalidInputError(
@@ -296,6 +315,7 @@ def assess(
     n = prosecutor.records
     register = None
     if population_table is not None:
+        assert isinstance(table, ClassTable)  # checked above
         big_f = match_register(table, population_table)
         register = register_risk(table.sizes, big_f, record_threshold)
     no_size = population_size is None and sampling_fraction is None and region is None
@@ -311,21 +331,25 @@ def assess(
     columns = list((sensitive or {}).values())
     there = columns if weights is not None else []
 
+    full = table if isinstance(table, ClassTable) else None
+
     def diversity_then_ranking() -> tuple[tuple[AttributeRisk, ...], list[LDiversity]]:
-        diverse = [l_diversity(v, table.sizes, c=c) for v in there]
-        return (attribute_risks(table, max_subset_size) if attributes else ()), diverse
+        if full is None:
+            return (), []
+        diverse = [l_diversity(v, full.sizes, c=c) for v in there]
+        return (attribute_risks(full, max_subset_size) if attributes else ()), diverse
 
     beside = None
     if attributes or there:
         beside = submitter(table.classes)(diversity_then_ranking)
     population = None if big_n is None else population_uniqueness(sizes, counts, big_n)
-    special = suda2(table, max_msu_size=suda_max_msu_size) if suda else None
+    special = suda2(full, max_msu_size=suda_max_msu_size) if suda and full is not None else None
     individual = None
     here: list[LDiversity] = []
-    if weights is not None:
-        individual = individual_risk(table.sizes, weights, record_threshold=record_threshold)
-    else:
-        here = [l_diversity(v, table.sizes, c=c) for v in columns]
+    if weights is not None and full is not None:
+        individual = individual_risk(full.sizes, weights, record_threshold=record_threshold)
+    elif full is not None:
+        here = [l_diversity(v, full.sizes, c=c) for v in columns]
     ranking, done_there = ((), []) if beside is None else beside.result()
     diversity = None if sensitive is None else tuple(here or done_there)
     k = int(sizes[0])

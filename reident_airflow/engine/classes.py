@@ -38,6 +38,7 @@ from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
     "SUPPRESSION_MARKER",
+    "ClassSizes",
     "ClassTable",
     "EncodedColumns",
     "class_table_from_codes",
@@ -161,6 +162,59 @@ class ClassTable:
                 key += column
             self._keys.append(key)
         return self._keys[0]
+
+
+@dataclass(frozen=True, eq=False)
+class ClassSizes:
+    """The class-size histogram of a table on its quasi-identifiers, and nothing more.
+
+    ``sizes`` are the distinct class sizes in ascending order and ``counts[i]`` how many
+    classes have size ``sizes[i]`` (``c_s``). This is all that the sample risks, the attacker
+    models and the population models need, so a source that can count in place (DuckDB, a
+    database) hands over this instead of one row per class. The QI ranking, SUDA2, sampling
+    weights, sensitive columns and a population register need the :class:`ClassTable`.
+    """
+
+    quasi_identifiers: tuple[str, ...]
+    sizes: IntArray
+    counts: IntArray
+    excluded_records: int = 0
+
+    def __post_init__(self) -> None:
+        sizes = np.asarray(self.sizes, dtype=np.int64)
+        counts = np.asarray(self.counts, dtype=np.int64)
+        if sizes.ndim != 1 or sizes.shape != counts.shape:
+            raise InvalidInputError("class-size histogram: sizes, counts must be 1-D of one length")
+        if sizes.shape[0] == 0:
+            raise EmptyDatasetError("the table has no records: there is nothing to assess")
+        if (sizes < 1).any() or (counts < 1).any():
+            raise InvalidInputError("class-size histogram: sizes and counts must be >= 1")
+        if (np.diff(sizes) <= 0).any():
+            raise InvalidInputError("class-size histogram: sizes must be distinct and ascending")
+        if self.excluded_records < 0:
+            raise InvalidInputError("class-size histogram: excluded records must be >= 0")
+        object.__setattr__(self, "sizes", sizes)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "quasi_identifiers", tuple(self.quasi_identifiers))
+
+    @property
+    def records(self) -> int:
+        """n: records that take part in the measures (excluded records not counted)."""
+        return int((self.sizes * self.counts).sum())
+
+    @property
+    def classes(self) -> int:
+        """u: number of equivalence classes."""
+        return int(self.counts.sum())
+
+    @property
+    def k(self) -> int:
+        """Smallest class size."""
+        return int(self.sizes[0])
+
+    def histogram(self) -> tuple[IntArray, IntArray]:
+        """``(sizes, counts)``, as :meth:`ClassTable.histogram` returns them."""
+        return self.sizes, self.counts
 
 
 def validate_quasi_identifiers(qis: Sequence[str], available: Sequence[str]) -> tuple[str, ...]:
