@@ -1,48 +1,120 @@
-"""Read CSV and Parquet files into Arrow tables, with errors a person can act on.
+"""Files and DataFrames grouped where they are: the embedded analytical engine (DuckDB).
 
-Only the columns asked for are materialised. Every error message names the file and the
-problem (missing column, ragged row, encoding) with counts and column names only: never the
-content of a row.
+A CSV file (plain or compressed), a Parquet file, a directory or glob of Parquet files, a
+pandas DataFrame or an Arrow table is handed to an in-process DuckDB, which reads it under the
+reading contract of ``docs/reading.md`` and groups the records itself. Only aggregates come
+back to Python: the class-size histogram (for the verdict), or one row per class with its
+size, weight sum and per-class sensitive value counts (for the ranking, SUDA2, registers,
+individual risk and l-diversity).
+
+Column names never enter SQL text: every source is exposed to DuckDB with positional column
+names (``c0``, ``c1``, ...), and paths and options are bound as statement parameters. Error
+messages name the file, the line or the column and counts, never a value: DuckDB's own
+messages quote the offending line, so they are never passed on.
 """
 
 from __future__ import annotations
 
+import csv
+import difflib
+import glob
+import gzip
 import re
-from collections.abc import Sequence
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import pyarrow as pa
-import pyarrow.csv as pcsv
-import pyarrow.parquet as pq
+import numpy as np
 
-from reident_airflow.engine.aggregates import (
-    ClassAggregates,
-    aggregate_arrow,
-    check_extra_columns,
-)
-from reident_airflow.engine.classes import (
-    ClassTable,
-    class_table_from_codes,
-    encode_arrow,
-    validate_quasi_identifiers,
-)
+from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
+    "Source",
     "aggregates_from_file",
+    "aggregates_from_frame",
     "class_table_from_file",
+    "class_table_from_frame",
     "file_columns",
+    "histogram_from_file",
+    "histogram_from_frame",
     "is_parquet",
+    "open_file",
+    "open_frame",
     "read_columns",
+    "resolve_columns",
 ]
 
 _PARQUET_MAGIC = b"PAR1"
-_RAGGED = re.compile(r"Expected (\d+) columns, got (\d+)")
+_PARQUET_SUFFIXES = {".parquet", ".pq"}
+_MEMORY = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*$", re.IGNORECASE)
+_SUPPRESSION_MARKER = "*"
 
 
+# ------------------------------------------------------------------------------- names
+def resolve_columns(
+    requested: Sequence[str], available: Sequence[str], *, kind: str = "quasi-identifier"
+) -> tuple[int, ...]:
+    """Positions of the requested columns in ``available`` (a header, a table's columns).
+
+    A name is looked up exactly as given first; only when no column has that name is it
+    looked up with its surrounding spaces removed. A name that several columns share, an
+    unknown name (the error lists the columns and the closest match) and an empty name are
+    errors; so is a name requested twice.
+    """
+    avail = [str(a) for a in available]
+    positions: list[int] = []
+    seen: set[int] = set()
+    for raw in requested:
+        name = str(raw)
+        if not name.strip():
+            raise InvalidInputError(f"an empty {kind} name was given")
+        hits = [i for i, a in enumerate(avail) if a == name]
+        if not hits and name != name.strip():
+            hits = [i for i, a in enumerate(avail) if a == name.strip()]
+        if not hits:
+            raise InvalidInputError(_unknown(name, avail, kind))
+        if len(hits) > 1:
+            where = ", ".join(str(i + 1) for i in hits)
+            raise InvalidInputError(
+                f"{kind} {name!r} names {len(hits)} columns (positions {where}): the header "
+                "repeats it, so it cannot be told which one is meant; rename the columns"
+            )
+        if hits[0] in seen:
+            raise InvalidInputError(f"{kind} {name!r} is listed twice")
+        seen.add(hits[0])
+        positions.append(hits[0])
+    if not positions:
+        raise InvalidInputError(f"no {kind} given: name at least one column")
+    return tuple(positions)
+
+
+def _unknown(name: str, avail: Sequence[str], kind: str) -> str:
+    text = f"unknown {kind} {name!r}"
+    close = difflib.get_close_matches(name.strip(), avail, n=1)
+    if close:
+        text += f" (did you mean {close[0]!r}?)"
+    shown = ", ".join(repr(a) for a in avail[:50])
+    more = f" and {len(avail) - 50} more" if len(avail) > 50 else ""
+    text += f"; available columns: {shown}{more}"
+    if len(avail) == 1:
+        for sep in (";", "\t", "|"):
+            if sep in avail[0]:
+                shown_sep = "\\t" if sep == "\t" else sep
+                text += f" (the header reads as one column: try --sep '{shown_sep}')"
+                break
+    return text
+
+
+# ------------------------------------------------------------------------------- sources
 def is_parquet(path: Path) -> bool:
     """A file is read as Parquet if it is named ``*.parquet``/``*.pq`` or starts with PAR1."""
-    if path.suffix.lower() in {".parquet", ".pq"}:
+    if path.suffix.lower() in _PARQUET_SUFFIXES:
         return True
     try:
         with path.open("rb") as fh:
@@ -63,97 +135,420 @@ def _check_readable(path: Path) -> None:
         raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
+def _is_csv_gz(path: Path) -> bool:
+    return path.suffix.lower() == ".gz"
+
+
 def _csv_header(path: Path, sep: str) -> list[str]:
+    """The header of a CSV file: its first record, read by Python's csv module (RFC 4180).
+
+    DuckDB trims the spaces around header names and renames repeated ones, so the names are
+    read here, exactly as written; DuckDB then reads the records by position.
+    """
+    opener: Any = gzip.open if _is_csv_gz(path) else open
+    limit = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)
     try:
-        reader = pcsv.open_csv(
-            path,
-            read_options=pcsv.ReadOptions(block_size=1 << 16),
-            parse_options=pcsv.ParseOptions(delimiter=sep),
-            convert_options=pcsv.ConvertOptions(include_columns=[]),
-        )
-    except pa.ArrowInvalid as exc:
-        raise _csv_error(path, exc) from None
-    return list(reader.schema.names) if reader.schema else []
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh, delimiter=sep, quotechar='"', doublequote=True, strict=True)
+            header = next(reader, None)
+    except UnicodeDecodeError:
+        raise InvalidInputError(
+            f"{path}: the header (line 1) is not UTF-8 text: convert the file to UTF-8"
+        ) from None
+    except csv.Error:
+        raise InvalidInputError(
+            f"{path}: the header (line 1) is not valid CSV (a quote that is never closed, or "
+            "text after a closing quote)"
+        ) from None
+    except (OSError, EOFError) as exc:
+        raise InvalidInputError(f"{path}: cannot be read ({type(exc).__name__})") from None
+    finally:
+        csv.field_size_limit(limit)
+    if not header:
+        raise EmptyDatasetError(f"{path}: the file is empty (no header, no records)")
+    return header
 
 
-def _csv_error(path: Path, exc: Exception) -> InvalidInputError:
-    text = str(exc)
-    if "Empty CSV file" in text:
-        return EmptyDatasetError(f"{path}: the file is empty (no header, no records)")
-    m = _RAGGED.search(text)
-    if m:
-        return InvalidInputError(
-            f"{path}: ragged CSV: a row has {m.group(2)} fields where the header has "
-            f"{m.group(1)} (check --sep and quoting)"
+def _parquet_paths(spec: str) -> tuple[str, list[str]]:
+    """A Parquet file, a directory of Parquet files or a glob: (what DuckDB reads, files)."""
+    p = Path(spec)
+    if p.is_dir():
+        pattern = str(p / "**" / "*.parquet")
+        files = sorted(glob.glob(pattern, recursive=True))
+        if not files:
+            raise InvalidInputError(f"{p}: a directory without Parquet files (*.parquet)")
+        return pattern, files
+    if any(ch in spec for ch in "*?["):
+        files = sorted(glob.glob(spec, recursive=True))
+        if not files:
+            raise InvalidInputError(f"{spec}: no file matches this pattern")
+        return spec, files
+    _check_readable(p)
+    return spec, [spec]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A table DuckDB can read: a file (or files) on disk, or an in-memory Arrow table.
+
+    ``names`` are the columns exactly as the source spells them (repeats included);
+    DuckDB sees them as ``c0 .. c{n-1}``.
+    """
+
+    label: str
+    kind: str  # "csv" | "parquet" | "arrow"
+    names: tuple[str, ...]
+    target: Any  # the path / glob DuckDB reads, or the Arrow table
+    sep: str = ","
+    text_columns: tuple[bool, ...] = ()
+
+    def positions(
+        self, requested: Sequence[str], *, kind: str = "quasi-identifier"
+    ) -> tuple[int, ...]:
+        return resolve_columns(requested, self.names, kind=kind)
+
+
+def open_file(path: str | Path, *, sep: str = ",") -> Source:
+    """Describe a CSV or Parquet file (or a directory / glob of Parquet files) for reading."""
+    if len(sep) != 1 or sep in {'"', "\n", "\r"}:
+        raise InvalidInputError(f"--sep must be a single character other than a quote, got {sep!r}")
+    spec = str(path)
+    p = Path(spec)
+    if p.is_dir() or any(ch in spec for ch in "*?[") or (p.exists() and is_parquet(p)):
+        target, files = _parquet_paths(spec)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            schema = pq.read_schema(files[0])
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InvalidInputError(
+                f"{files[0]}: not a readable Parquet file ({type(exc).__name__})"
+            ) from None
+        text = tuple(
+            pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+            for t in schema.types
         )
-    if "UTF8" in text or "UTF-8" in text or "utf8" in text:
-        return InvalidInputError(f"{path}: not valid UTF-8 text (convert the file to UTF-8)")
-    # Arrow's own wording may quote row content: keep only its first clause.
-    head = text.split(":")[0][:120]
-    return InvalidInputError(f"{path}: cannot be parsed as CSV ({head})")
+        return Source(spec, "parquet", tuple(schema.names), target, sep, text)
+    _check_readable(p)
+    names = tuple(_csv_header(p, sep))
+    return Source(spec, "csv", names, spec, sep, tuple(True for _ in names))
 
 
 def file_columns(path: str | Path, *, sep: str = ",") -> list[str]:
-    """Column names of a CSV or Parquet file."""
-    p = Path(path)
-    _check_readable(p)
-    if is_parquet(p):
-        try:
-            return list(pq.read_schema(p).names)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise InvalidInputError(f"{p}: not a readable Parquet file ({exc})") from None
-    return _csv_header(p, sep)
+    """Column names of a CSV or Parquet file, exactly as written."""
+    return list(open_file(path, sep=sep).names)
 
 
-def read_columns(
-    path: str | Path,
-    columns: Sequence[str],
-    *,
-    sep: str = ",",
-    dictionary: bool = True,
-) -> pa.Table:
-    """Read the named columns of a CSV or Parquet file into an Arrow table.
+def open_frame(frame: Any, *, label: str = "the DataFrame") -> Source:
+    """Describe a pandas DataFrame or an Arrow table for reading (see ``docs/reading.md``)."""
+    from reident_airflow.sources._frames import frame_to_arrow
 
-    CSV values are read as text (``1`` and ``01`` stay different, as in ARX); an empty field is
-    a missing value. The whole file is still parsed, so a ragged row anywhere is an error.
-    Parquet string columns are read as dictionaries (``dictionary=True``), which is what makes
-    grouping fast.
-    """
-    p = Path(path)
-    _check_readable(p)
-    if len(sep) != 1:
-        raise InvalidInputError(f"--sep must be a single character, got {sep!r}")
-    names = validate_quasi_identifiers(columns, file_columns(p, sep=sep))
-    if is_parquet(p):
-        try:
-            return pq.read_table(
-                p, columns=list(names), read_dictionary=list(names) if dictionary else None
-            )
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise InvalidInputError(f"{p}: not a readable Parquet file ({exc})") from None
-    header = _csv_header(p, sep)
+    table = frame_to_arrow(frame, label)
+    import pyarrow as pa
+
+    text = tuple(
+        pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+        for t in table.schema.types
+    )
+    names = tuple(str(n) for n in table.column_names)
+    renamed = table.rename_columns([f"c{i}" for i in range(len(names))])
+    return Source(label, "arrow", names, renamed, ",", text)
+
+
+# ------------------------------------------------------------------------------- DuckDB
+def _memory_limit(value: str | None) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not _MEMORY.match(text):
+        raise InvalidInputError(f"memory limit must be a size such as 1GB or 512MB, got {value!r}")
+    return text
+
+
+@contextmanager
+def _duckdb(memory_limit: str | None = None) -> Iterator[Any]:
+    """An in-memory DuckDB connection that spills to a private temporary folder."""
+    import duckdb
+
+    limit = _memory_limit(memory_limit)
+    spill = tempfile.mkdtemp(prefix="reident-spill-")
+    config: dict[str, Any] = {"temp_directory": spill, "preserve_insertion_order": False}
+    if limit is not None:
+        config["memory_limit"] = limit
+    con = duckdb.connect(":memory:", config=config)
     try:
-        return pcsv.read_csv(
-            p,
-            parse_options=pcsv.ParseOptions(delimiter=sep),
-            convert_options=pcsv.ConvertOptions(
-                include_columns=list(names),
-                column_types={c: pa.string() for c in header},
-                strings_can_be_null=True,
-                null_values=[""],
-                quoted_strings_can_be_null=False,
-            ),
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _relation(source: Source, con: Any) -> tuple[str, dict[str, Any]]:
+    """SQL for the source with positional column names, and its parameters."""
+    cols = ", ".join(f"c{i}" for i in range(len(source.names)))
+    if source.kind == "csv":
+        sql = (
+            "read_csv($path, auto_detect = false, columns = $columns, header = true, "
+            "delim = $sep, quote = '\"', escape = '\"', strict_mode = true, "
+            "null_padding = false, allow_quoted_nulls = false, "
+            "max_line_size = 2147483647, compression = 'auto', encoding = 'utf-8')"
         )
-    except pa.ArrowInvalid as exc:
-        raise _csv_error(p, exc) from None
+        columns = {f"c{i}": "VARCHAR" for i in range(len(source.names))}
+        return sql, {"path": source.target, "columns": columns, "sep": source.sep}
+    if source.kind == "parquet":
+        return f"read_parquet($path) AS src({cols})", {"path": source.target}
+    con.register("reident_source", source.target)
+    return "reident_source", {}
 
 
-def class_table_from_file(path: str | Path, qis: Sequence[str], *, sep: str = ",") -> ClassTable:
-    """The class table of a CSV or Parquet file on the given QIs."""
-    table = read_columns(path, qis, sep=sep)
+_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_COLUMNS = re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)")
+
+
+def _translate(source: Source, exc: Exception) -> Exception:
+    """A DuckDB error as an input error naming the file and line, never a value."""
+    import duckdb
+
+    text = str(exc)
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return InvalidInputError(
+            f"{source.label}: the grouping ran out of memory (raise --memory-limit, or free "
+            "disk space for spilling)"
+        )
+    if not isinstance(exc, duckdb.Error):
+        return exc
+    line = _LINE.search(text)
+    where = f"line {line.group(1)}" if line else "a record"
+    if source.kind == "csv":
+        if "unterminated quote" in text:
+            return InvalidInputError(
+                f"{source.label}: CSV error at {where}: a quote that is never closed, or text "
+                "after a closing quote (no record was read; fix the quoting)"
+            )
+        cols = _COLUMNS.search(text)
+        if cols:
+            return InvalidInputError(
+                f"{source.label}: ragged CSV at {where}: {cols.group(2)} fields where the "
+                f"header has {cols.group(1)} (check --sep and quoting)"
+            )
+        if "unicode" in text.lower() or "utf-8" in text.lower() or "utf8" in text.lower():
+            return InvalidInputError(
+                f"{source.label}: not UTF-8 text at {where}: convert the file to UTF-8"
+            )
+        if line:
+            return InvalidInputError(f"{source.label}: cannot be read as CSV at {where}")
+    if isinstance(exc, duckdb.IOException):
+        return InvalidInputError(f"{source.label}: cannot be read ({type(exc).__name__})")
+    if isinstance(exc, duckdb.InvalidInputException) and source.kind == "parquet":
+        return InvalidInputError(
+            f"{source.label}: not a readable Parquet file (or its files do not share their columns)"
+        )
+    return InvalidInputError(f"{source.label}: cannot be read ({type(exc).__name__})")
+
+
+def _run(source: Source, con: Any, sql: str, params: Mapping[str, Any]) -> Any:
+    try:
+        return con.sql(sql, params=dict(params)).to_arrow_table()
+    except Exception as exc:
+        raise _translate(source, exc) from None
+
+
+def _star(source: Source, qis: Sequence[int]) -> str:
+    """SQL for "every QI of this class is the suppression marker" (False for non-text QIs)."""
+    if not all(source.text_columns[i] for i in qis):
+        return "false"
+    return "coalesce(" + " and ".join(f"c{i} = '{_SUPPRESSION_MARKER}'" for i in qis) + ", false)"
+
+
+# --------------------------------------------------------------------------- histogram
+def _histogram(source: Source, qis: Sequence[str], memory_limit: str | None) -> ClassSizes:
+    pos = source.positions(qis)
+    keys = ", ".join(f"c{i}" for i in pos)
+    with _duckdb(memory_limit) as con:
+        rel, params = _relation(source, con)
+        sql = (
+            f"SELECT size, star, count(*) AS classes FROM (SELECT count(*) AS size, "
+            f"{_star(source, pos)} AS star FROM {rel} GROUP BY {keys}) GROUP BY size, star "
+            "ORDER BY size"
+        )
+        table = _run(source, con, sql, params)
+    size = np.asarray(table.column("size").to_numpy(), dtype=np.int64)
+    star = np.asarray(table.column("star").to_numpy(zero_copy_only=False), dtype=bool)
+    count = np.asarray(table.column("classes").to_numpy(), dtype=np.int64)
+    names = tuple(source.names[i] for i in pos)
+    excluded = int((size[star] * count[star]).sum())
+    if size.shape[0] == 0:
+        raise EmptyDatasetError(f"{source.label}: the table has no records: nothing to assess")
+    if star.all():
+        raise EmptyDatasetError(
+            f"{source.label}: every record ({excluded}) is fully suppressed ('*' in every "
+            "quasi-identifier): there is nothing to assess"
+        )
+    return ClassSizes(names, size[~star], count[~star], excluded_records=excluded)
+
+
+def histogram_from_file(
+    path: str | Path, qis: Sequence[str], *, sep: str = ",", memory_limit: str | None = None
+) -> ClassSizes:
+    """The class-size histogram of a file, counted by DuckDB: one row per distinct size."""
+    return _histogram(open_file(path, sep=sep), qis, memory_limit)
+
+
+def histogram_from_frame(frame: Any, qis: Sequence[str]) -> ClassSizes:
+    """The class-size histogram of a pandas DataFrame or Arrow table."""
+    return _histogram(open_frame(frame), qis, None)
+
+
+# ------------------------------------------------------------------------- class tables
+def _aggregates(
+    source: Source,
+    qis: Sequence[str],
+    weight: str | None,
+    sensitive: Sequence[str],
+    memory_limit: str | None,
+) -> Any:
+    from reident_airflow.engine.aggregates import check_extra_columns
+
+    pos = source.positions(qis)
+    names = tuple(source.names[i] for i in pos)
+    if isinstance(sensitive, str):
+        sensitive = [sensitive]
+    weight, extra = (
+        check_extra_columns(
+            names,
+            source.names,
+            weight=weight,
+            sensitive=[_exact_name(s, source) for s in sensitive],
+        )
+        if (weight is not None or sensitive)
+        else (None, ())
+    )
+    wpos = None if weight is None else source.positions([weight], kind="weight column")[0]
+    spos = [source.positions([s], kind="sensitive column")[0] for s in extra]
+    keys = [f"c{i}" for i in pos]
+    key_sql = ", ".join(keys)
+    weight_exprs: list[tuple[str, str]] = []
+    if wpos is not None:
+        w = f"c{wpos}"
+        num = f"TRY_CAST({w} AS DOUBLE)"
+        weight_exprs = [
+            ("wsum", f"sum({num})"),
+            ("wmissing", f"count(*) FILTER (WHERE {w} IS NULL)"),
+            ("wtext", f"count(*) FILTER (WHERE {w} IS NOT NULL AND {num} IS NULL)"),
+            ("wnonpositive", f"count(*) FILTER (WHERE {num} <= 0)"),
+            ("winfinite", f"count(*) FILTER (WHERE NOT isfinite({num}))"),
+        ]
+    weight_aggs = "".join(f", {expr} AS {alias}" for alias, expr in weight_exprs)
+    with _duckdb(memory_limit) as con:
+        rel, params = _relation(source, con)
+        if not spos:
+            sql = f"SELECT {key_sql}, count(*) AS size{weight_aggs} FROM {rel} GROUP BY {key_sql}"
+        else:
+            svals = [f"c{i}" for i in spos]
+            sets = ", ".join(f"({key_sql}, {s})" for s in svals)
+            grouping = f"GROUPING({', '.join(svals)})" if len(svals) > 1 else "0"
+            # the grouping set of sensitive column j leaves every other one ungrouped
+            g = [
+                sum(1 << (len(svals) - 1 - k) for k in range(len(svals)) if k != j)
+                for j in range(len(svals))
+            ]
+            pair_aggs = "".join(f", {expr} AS p_{alias}" for alias, expr in weight_exprs)
+            inner = (
+                f"SELECT {key_sql}, {grouping} AS g, count(*) AS n{pair_aggs} "
+                f"FROM {rel} GROUP BY GROUPING SETS ({sets})"
+            )
+            outer_w = ""
+            if wpos is not None:
+                outer_w = "".join(
+                    f", sum(p_{a}) FILTER (WHERE g = {g[0]}) AS {a}" for a, _ in weight_exprs
+                )
+            lists = ", ".join(
+                f"list(n) FILTER (WHERE g = {g[j]}) AS v{j}" for j in range(len(svals))
+            )
+            sql = (
+                f"SELECT {key_sql}, sum(n) FILTER (WHERE g = {g[0]}) AS size{outer_w}, {lists} "
+                f"FROM ({inner}) GROUP BY {key_sql}"
+            )
+        table = _run(source, con, sql, params)
     if table.num_rows == 0:
-        raise EmptyDatasetError(f"{path}: the table has no records: there is nothing to assess")
-    return class_table_from_codes(encode_arrow(table, qis))
+        raise EmptyDatasetError(f"{source.label}: the table has no records: nothing to assess")
+    if wpos is not None:
+        _check_weights(table, source.names[wpos])
+    return _to_aggregates(table, keys, names, weight, list(extra))
+
+
+def _exact_name(name: str, source: Source) -> str:
+    pos = source.positions([name], kind="sensitive column")[0]
+    return source.names[pos]
+
+
+def _check_weights(table: Any, column: str) -> None:
+    def total(name: str) -> int:
+        return int(np.asarray(table.column(name).to_numpy(zero_copy_only=False)).sum())
+
+    bad_text = total("wtext")
+    if bad_text:
+        raise InvalidInputError(
+            f"weight column {column!r} is not numeric: {bad_text} value(s) cannot be read as a "
+            "number"
+        )
+    for label, message in (
+        ("wmissing", "missing value(s): every record needs a sampling weight"),
+        ("winfinite", "value(s) that are not finite"),
+        (
+            "wnonpositive",
+            "zero or negative weight(s): a sampling weight is the number of population "
+            "units a record stands for, and must be > 0",
+        ),
+    ):
+        bad = total(label)
+        if bad:
+            raise InvalidInputError(f"weight column {column!r} has {bad} {message}")
+
+
+def _float_canonical(column: Any) -> Any:
+    """-0.0 as 0.0 and every NaN as one NaN: DuckDB grouped them so, codes must agree."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_floating(column.type):
+        return column
+    column = pc.add(column, pa.scalar(0.0, type=column.type))
+    return pc.if_else(pc.is_nan(column), pa.scalar(float("nan"), type=column.type), column)
+
+
+def _to_aggregates(
+    table: Any, keys: list[str], names: tuple[str, ...], weight: str | None, extra: list[str]
+) -> Any:
+    import pyarrow as pa
+
+    from reident_airflow.engine.aggregates import _Counted, _finish
+    from reident_airflow.engine.classes import _encoded, encode_arrow_column
+
+    parts = [encode_arrow_column(_float_canonical(table.column(k))) for k in keys]
+    encoded = _encoded(names, parts)
+    class_codes = (
+        np.column_stack([c for c, _, _ in parts]).astype(np.int64, copy=False)
+        if parts
+        else np.zeros((table.num_rows, 0), dtype=np.int64)
+    )
+    sizes = np.asarray(table.column("size").to_numpy(zero_copy_only=False), dtype=np.int64)
+    sums = None
+    if weight is not None:
+        sums = np.asarray(table.column("wsum").to_numpy(zero_copy_only=False), dtype=np.float64)
+    pairs: dict[str, _Counted] = {}
+    for j, name in enumerate(extra):
+        lists = table.column(f"v{j}").combine_chunks()
+        if isinstance(lists, pa.ChunkedArray):  # pragma: no cover - an empty result
+            lists = pa.concat_arrays(lists.chunks)
+        offsets = np.asarray(lists.offsets.to_numpy(), dtype=np.int64)
+        counts = np.asarray(lists.values.to_numpy(zero_copy_only=False), dtype=np.int64)
+        pairs[name] = _Counted(counts, starts=offsets[:-1])
+    return _finish(
+        encoded, class_codes, sizes, sums=sums, weight_column=weight, pairs=pairs, inverse=None
+    )
 
 
 def aggregates_from_file(
@@ -163,19 +558,56 @@ def aggregates_from_file(
     sep: str = ",",
     weight: str | None = None,
     sensitive: Sequence[str] = (),
-) -> ClassAggregates:
+    memory_limit: str | None = None,
+) -> Any:
     """The class table of a file with per-class weight sums and sensitive value counts.
 
-    Only the QI, weight and sensitive columns are read; they are grouped in one pass
-    (:func:`~reident_airflow.engine.aggregates.aggregate_arrow`). A weight column read from
-    CSV text is parsed as numbers.
+    DuckDB groups the records; one row per class comes back, with its size, the sum of its
+    weights and, per sensitive column, the counts of its distinct values. Returns a
+    :class:`~reident_airflow.engine.aggregates.ClassAggregates`.
     """
-    p = Path(path)
-    header = file_columns(p, sep=sep)
-    names = validate_quasi_identifiers(qis, header)
-    weight, extra = check_extra_columns(names, header, weight=weight, sensitive=sensitive)
-    columns = [*names, *([] if weight is None else [weight]), *extra]
-    table = read_columns(p, columns, sep=sep)
-    if table.num_rows == 0:
-        raise EmptyDatasetError(f"{path}: the table has no records: there is nothing to assess")
-    return aggregate_arrow(table, names, weight=weight, sensitive=extra)
+    return _aggregates(open_file(path, sep=sep), qis, weight, sensitive, memory_limit)
+
+
+def aggregates_from_frame(
+    frame: Any, qis: Sequence[str], *, weight: str | None = None, sensitive: Sequence[str] = ()
+) -> Any:
+    """:func:`aggregates_from_file` for a pandas DataFrame or an Arrow table."""
+    return _aggregates(open_frame(frame), qis, weight, sensitive, None)
+
+
+def class_table_from_file(
+    path: str | Path, qis: Sequence[str], *, sep: str = ",", memory_limit: str | None = None
+) -> ClassTable:
+    """The class table of a CSV or Parquet file on the given QIs."""
+    table: ClassTable = aggregates_from_file(path, qis, sep=sep, memory_limit=memory_limit).table
+    return table
+
+
+def class_table_from_frame(frame: Any, qis: Sequence[str]) -> ClassTable:
+    """The class table of a pandas DataFrame or an Arrow table on the given QIs."""
+    table: ClassTable = aggregates_from_frame(frame, qis).table
+    return table
+
+
+# ------------------------------------------------------------------------------ records
+def read_columns(
+    path: str | Path,
+    columns: Sequence[str],
+    *,
+    sep: str = ",",
+    dictionary: bool = True,
+) -> Any:
+    """Read the named columns of a CSV or Parquet file into an Arrow table (names as given).
+
+    The records are read by DuckDB under the reading contract (CSV values as text, an empty
+    unquoted field missing). ``dictionary`` is accepted for compatibility and ignored.
+    """
+    del dictionary
+    source = open_file(path, sep=sep)
+    pos = source.positions(columns, kind="column")
+    select = ", ".join(f"c{i}" for i in pos)
+    with _duckdb() as con:
+        rel, params = _relation(source, con)
+        table = _run(source, con, f"SELECT {select} FROM {rel}", params)
+    return table.rename_columns([source.names[i] for i in pos])

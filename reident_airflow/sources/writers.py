@@ -51,7 +51,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.files import _check_readable, _csv_error, file_columns, is_parquet
+from reident_airflow.sources.files import file_columns, read_columns
 from reident_airflow.sources.sql import make_engine, query_source, reflect_table
 
 __all__ = [
@@ -262,38 +262,13 @@ def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
 def read_file_frame(
     path: str | Path, *, sep: str = ",", categorical: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """Every column of a CSV (as text: an empty field is ``""``) or Parquet file.
+    """Every column of a CSV (as text) or Parquet file, read under ``docs/reading.md``.
 
-    Text columns named in ``categorical`` come as pandas Categoricals (Parquet dictionaries
-    read as they are stored, CSV columns dictionary-encoded by Arrow): the same values, grouped
-    on integer codes; Datafly passes its QIs here.
+    Text columns named in ``categorical`` come as pandas Categoricals (dictionary-encoded by
+    Arrow): the same values, grouped on integer codes; Datafly passes its QIs here.
     """
     p = Path(path)
-    _check_readable(p)
-    if is_parquet(p):
-        try:
-            names = set(pq.read_schema(p).names)
-            wanted = [c for c in categorical if c in names]
-            table = pq.read_table(p, read_dictionary=wanted or None)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise InvalidInputError(f"{p}: not a readable Parquet file ({exc})") from None
-    else:
-        if len(sep) != 1:
-            raise InvalidInputError(f"--sep must be a single character, got {sep!r}")
-        header = file_columns(p, sep=sep)
-        if len(set(header)) != len(header):
-            raise InvalidInputError(f"{p}: the header repeats a column name")
-        try:
-            table = pcsv.read_csv(
-                p,
-                parse_options=pcsv.ParseOptions(delimiter=sep),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={c: pa.string() for c in header},
-                    strings_can_be_null=False,
-                ),
-            )
-        except pa.ArrowInvalid as exc:
-            raise _csv_error(p, exc) from None
+    table = read_columns(p, file_columns(p, sep=sep), sep=sep)
     if table.num_rows == 0:
         raise EmptyDatasetError(f"{p}: the table has no records")
     encoded: dict[str, pd.Categorical] = {}

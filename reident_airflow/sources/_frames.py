@@ -1,0 +1,115 @@
+"""A pandas DataFrame (or Arrow table) as an Arrow table that follows the reading contract.
+
+pandas keeps a missing value as ``None``, ``NaN``, ``pd.NA`` or ``NaT`` depending on the
+column (``docs/reading.md``, "pandas DataFrames"): in a column of text, ``NaN`` is pandas'
+marker for a missing value; in a numeric column it is a NaN value, and ``pd.NA`` is missing.
+An object column that mixes kinds of values (``1`` and ``"1"``) cannot be compared by one rule
+and is an error naming the column.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from reident_airflow.engine.errors import InvalidInputError
+
+__all__ = ["frame_to_arrow"]
+
+
+def _kind(value: Any) -> str | None:
+    """The kind of one object-column value; ``None`` for pandas' missing markers."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "bytes"
+    if isinstance(value, int):
+        return "number"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else "number"
+    import pandas as pd
+
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return type(value).__name__
+
+
+def _object_column(values: Any, name: str, label: str) -> Any:
+    import pyarrow as pa
+
+    kinds = {_kind(v) for v in values}
+    kinds.discard(None)
+    if "nan" in kinds and kinds - {"nan", "number"}:
+        kinds.discard("nan")  # NaN beside text or bytes: pandas' missing marker there
+        values = [None if isinstance(v, float) and math.isnan(v) else v for v in values]
+    if "nan" in kinds:
+        kinds = (kinds - {"nan"}) | {"number"}
+    if len(kinds) > 1:
+        raise InvalidInputError(
+            f"{label}: column {name!r} holds values of different kinds ({', '.join(sorted(kinds))})"
+            ": they cannot be compared by one rule; convert the column to one type first"
+        )
+    kind = next(iter(kinds), "text")
+    clean = [
+        None if _kind(v) is None else bytes(v) if isinstance(v, bytearray | memoryview) else v
+        for v in values
+    ]
+    if kind == "text":
+        return pa.array(clean, type=pa.large_string())
+    if kind == "bytes":
+        return pa.array(clean, type=pa.large_binary())
+    if kind == "bool":
+        return pa.array(clean, type=pa.bool_())
+    if kind == "number":
+        if all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in clean):
+            try:
+                return pa.array(clean, type=pa.int64())
+            except OverflowError:
+                pass
+        return pa.array([None if v is None else float(v) for v in clean], type=pa.float64())
+    try:
+        return pa.array(clean)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise InvalidInputError(
+            f"{label}: column {name!r} holds values of a kind that cannot be grouped ({kind})"
+        ) from None
+
+
+def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
+    """The columns of ``frame`` as an Arrow table, missing values as the contract says."""
+    import pyarrow as pa
+
+    if isinstance(frame, pa.Table):
+        return frame
+    if isinstance(frame, pa.RecordBatch):
+        return pa.Table.from_batches([frame])
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame):
+        raise InvalidInputError(
+            f"{label}: expected a pandas DataFrame or an Arrow table, got {type(frame).__name__}"
+        )
+    arrays = []
+    for i in range(frame.shape[1]):
+        series = frame.iloc[:, i]
+        name = str(frame.columns[i])
+        dtype = series.dtype
+        if isinstance(dtype, pd.ArrowDtype):
+            arrays.append(pa.array(series.array))  # Arrow-backed: NaN and NA stay apart
+        elif dtype.kind == "O" or isinstance(dtype, pd.StringDtype):
+            values = series.to_numpy(dtype=object, na_value=None)
+            arrays.append(_object_column(values, name, label))
+        elif isinstance(dtype, pd.CategoricalDtype):
+            values = series.astype(object).to_numpy(dtype=object, na_value=None)
+            arrays.append(_object_column(values, name, label))
+        elif dtype.kind == "f":
+            arrays.append(pa.array(series.to_numpy(), from_pandas=False))  # NaN is a value
+        else:
+            # nullable extension dtypes (Int64, Float64, boolean) carry pd.NA as a mask
+            arrays.append(pa.array(series, from_pandas=False))
+    names = [str(c) for c in frame.columns]
+    return pa.Table.from_arrays(arrays, names=names) if arrays else pa.table({})
