@@ -5,11 +5,18 @@ Great Expectations; the operators (:mod:`reident_airflow.operators`) and expecta
 (:mod:`reident_airflow.gx`) are thin adapters over it.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("reident-airflow")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
+from __future__ import annotations
 
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> str:
+    # read from the installed metadata on first use: importing the package stays cheap
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("reident-airflow")
+        except PackageNotFoundError:  # pragma: no cover - a source tree without install
+            return "0.0.0"
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

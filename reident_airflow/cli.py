@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C
 from reident_airflow.engine.errors import InvalidInputError, ReidentError
 
 EXIT_PASSED = 0
@@ -69,6 +70,23 @@ def _qi_list(text: str) -> list[str]:
     return names
 
 
+def _column_list(text: str) -> list[str]:
+    """Column names separated by commas, kept as written: the reader looks each name up
+    exactly first and only then without its surrounding spaces (docs/reading.md)."""
+    names = text.split(",")
+    if not text.strip() or any(not n.strip() for n in names):
+        raise argparse.ArgumentTypeError("needs one or more column names separated by commas")
+    return names
+
+
+def _memory_size(text: str) -> str:
+    import re
+
+    if not re.fullmatch(r"\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*", text, flags=re.IGNORECASE):
+        raise argparse.ArgumentTypeError(f"must be a size such as 1GB or 512MB, got {text!r}")
+    return text.strip()
+
+
 def _positive_number(text: str) -> float:
     try:
         v = float(text)
@@ -110,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument(
         "--qi",
         required=True,
-        type=_qi_list,
+        type=_column_list,
         metavar="COL[,COL...]",
         help="quasi-identifier columns, exactly as in the header",
     )
@@ -120,9 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument(
         "--record-threshold",
         type=_share("--record-threshold"),
-        default=0.2,
+        default=DEFAULT_RECORD_THRESHOLD,
         metavar="T",
-        help="record risk above which a record is 'at risk' (0.2)",
+        help=f"record risk above which a record is 'at risk' ({DEFAULT_RECORD_THRESHOLD:g})",
     )
     pop = a.add_mutually_exclusive_group()
     pop.add_argument(
@@ -170,14 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument(
         "--sensitive",
-        type=_qi_list,
+        type=_column_list,
         metavar="COL[,COL...]",
         help="sensitive columns: distinct, entropy and recursive (c,l) l-diversity",
     )
     a.add_argument(
         "--recursive-c",
         type=_positive_number,
-        default=2.0,
+        default=DEFAULT_RECURSIVE_C,
         metavar="C",
         help="c of recursive (c,l)-diversity (default 2, as sdcMicro)",
     )
@@ -197,6 +215,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         metavar="S",
         help="rank QI subsets up to S columns (default: all when <= 10 QIs)",
+    )
+    a.add_argument(
+        "--no-ranking",
+        action="store_true",
+        help="skip the QI ranking (which columns re-identify): the verdict then needs only "
+        "the class-size histogram, counted where the data is",
+    )
+    a.add_argument(
+        "--memory-limit",
+        type=_memory_size,
+        metavar="SIZE",
+        help="most memory the embedded engine may use for a file (e.g. 1GB); beyond it, it "
+        "spills to a temporary folder",
     )
     a.add_argument("--json", metavar="PATH", help="write the assessment JSON here ('-' = stdout)")
     a.add_argument(
@@ -231,7 +262,25 @@ def _load_class_table(
         raise InvalidInputError("--table applies only to a database URL")
     from reident_airflow.sources.files import class_table_from_file
 
-    return class_table_from_file(path or source, args.qi, sep=args.sep)
+    return class_table_from_file(
+        path or source, args.qi, sep=args.sep, memory_limit=args.memory_limit
+    )
+
+
+def _load_histogram(args: argparse.Namespace) -> Any:
+    """INPUT's class-size histogram, counted where the data is (nothing per class fetched)."""
+    source: str = args.input
+    if "://" in source:
+        from reident_airflow.sources.sql import histogram_from_sql
+
+        if not args.table:
+            raise InvalidInputError("a database URL needs --table NAME")
+        return histogram_from_sql(source, args.qi, table=args.table, schema=args.schema)
+    if args.table:
+        raise InvalidInputError("--table applies only to a database URL")
+    from reident_airflow.sources.files import histogram_from_file
+
+    return histogram_from_file(source, args.qi, sep=args.sep, memory_limit=args.memory_limit)
 
 
 def _load_aggregates(args: argparse.Namespace) -> Any:
@@ -256,7 +305,12 @@ def _load_aggregates(args: argparse.Namespace) -> Any:
     from reident_airflow.sources.files import aggregates_from_file
 
     return aggregates_from_file(
-        source, args.qi, sep=args.sep, weight=args.weight, sensitive=sensitive
+        source,
+        args.qi,
+        sep=args.sep,
+        weight=args.weight,
+        sensitive=sensitive,
+        memory_limit=args.memory_limit,
     )
 
 
@@ -267,6 +321,8 @@ def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidInputError("--max-global-risk gates the individual risk: give --weight COL")
     if args.min_l is not None and not args.sensitive:
         raise InvalidInputError("--min-l gates l-diversity: give --sensitive COL[,COL...]")
+    if args.no_ranking and args.max_subset_size is not None:
+        raise InvalidInputError("--max-subset-size sizes the QI ranking, which --no-ranking skips")
     if args.suda_max_size is not None and not args.suda:
         raise InvalidInputError("--suda-max-size applies to --suda")
     thresholds = Thresholds(
@@ -278,12 +334,15 @@ def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
         min_l=args.min_l,
     )
     weights = sensitive = None
+    ranking = not args.no_ranking
     if args.weight or args.sensitive:
         aggregates = _load_aggregates(args)
         table, weights = aggregates.table, aggregates.weights
         sensitive = aggregates.sensitive if args.sensitive else None
-    else:
+    elif ranking or args.suda or args.population_table:
         table = _load_class_table(args)
+    else:
+        table = _load_histogram(args)
     register = None
     if args.population_table:
         if "://" in args.input:
@@ -297,6 +356,7 @@ def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
         sampling_fraction=args.sampling_fraction,
         region=args.region,
         thresholds=thresholds,
+        attributes=ranking,
         max_subset_size=args.max_subset_size,
         population_table=register,
         weights=weights,

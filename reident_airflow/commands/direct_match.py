@@ -30,9 +30,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any, TextIO
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, TextIO
 
 from reident_airflow.cli import (
     EXIT_BREACHED,
@@ -41,12 +39,13 @@ from reident_airflow.cli import (
     _separator,
     emit_outputs,
 )
-from reident_airflow.engine.direct_match import (
-    DEFAULT_TARGET,
-    DirectMatchResult,
-    direct_match_protection,
-)
+from reident_airflow.engine.defaults import DEFAULT_TARGET
 from reident_airflow.engine.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from reident_airflow.engine.direct_match import DirectMatchResult
 
 __all__ = [
     "BREACH_METRIC",
@@ -116,6 +115,8 @@ def read_file_frame(path: str | Path, *, sep: str = ",") -> pd.DataFrame:
     from reident_airflow.sources.files import file_columns, read_columns
 
     table = read_columns(path, file_columns(path, sep=sep), sep=sep, dictionary=False)
+    import pandas as pd
+
     frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
     return frame
 
@@ -190,6 +191,8 @@ def compute(args: argparse.Namespace) -> DirectMatchResult:
         )
     original = _frame(args.original, args.original_table, args.schema, args.sep)
     avatar = _frame(args.avatar, args.avatar_table, avatar_schema, args.sep)
+    from reident_airflow.engine.direct_match import direct_match_protection
+
     return direct_match_protection(
         original, avatar, key=args.key, target=args.target, columns=args.columns
     )

@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from reident_airflow.engine.defaults import DEFAULT_TARGET
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
@@ -58,20 +59,6 @@ __all__ = [
 ]
 
 SCHEMA: Final = "reident.direct_match/v1"
-
-DEFAULT_TARGET: float = 50.0
-"""Default target for Column Direct Match Protection, in percent.
-
-``P_c < 50`` means ``m_c * u_c / n^2 > 1/2``: by the reading in the module docstring, more
-than half of the individuals are expected to be re-identified from that single column, so the
-column protects fewer individuals than it exposes. Because ``m_c <= n`` and ``u_c <= n``,
-``P_c < 50`` is only possible when *both* ``m_c > n/2`` (most values released unchanged) and
-``u_c > n/2`` (most values distinct): that is the signature of an identifier or near-identifier
-left in place, which is what this metric exists to catch. At 50 the gate never fails a
-low-cardinality column however much of it is kept (``u_c <= n/2`` gives ``P_c >= 50``), nor a
-column that was mostly perturbed (``m_c <= n/2`` gives ``P_c >= 50``). Stricter releases can
-raise the target (e.g. 90: at most a tenth of the individuals re-identifiable by one column).
-"""
 
 # Text columns: how many leading non-missing values are cast first, so that a column of
 # ordinary text is recognised as non-numeric without parsing all of it.

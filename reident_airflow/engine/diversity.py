@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from reident_airflow.engine.aggregates import ValueCounts, _run_lengths
+from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = ["DEFAULT_RECURSIVE_C", "LDiversity", "l_diversity", "validate_recursive_c"]
@@ -42,9 +43,6 @@ FloatArray = NDArray[np.float64]
 
 # Pairs per block of the entropy sums (whole classes; a few MiB of temporaries).
 _BLOCK = 1 << 18
-
-#: Default constant c of recursive (c, l)-diversity (sdcMicro's ``l_recurs_c`` default).
-DEFAULT_RECURSIVE_C = 2.0
 
 
 def validate_recursive_c(value: Any) -> float:

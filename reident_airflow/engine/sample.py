@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
@@ -32,8 +33,6 @@ __all__ = [
 
 IntArray = NDArray[np.int64]
 
-#: Default record-risk threshold for "records at risk" (a record at risk has 1/f > 0.2).
-DEFAULT_RECORD_THRESHOLD = 0.2
 
 #: Upper edges of ARX's risk bands; band i is ``(RISK_BANDS[i-1], RISK_BANDS[i]]``.
 RISK_BANDS: tuple[float, ...] = (

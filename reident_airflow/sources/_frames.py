@@ -41,8 +41,7 @@ def _kind(value: Any) -> str | None:
 def _object_column(values: Any, name: str, label: str) -> Any:
     import pyarrow as pa
 
-    kinds = {_kind(v) for v in values}
-    kinds.discard(None)
+    kinds: set[str] = {k for k in (_kind(v) for v in values) if k is not None}
     if "nan" in kinds and kinds - {"nan", "number"}:
         kinds.discard("nan")  # NaN beside text or bytes: pandas' missing marker there
         values = [None if isinstance(v, float) and math.isnan(v) else v for v in values]
@@ -79,6 +78,11 @@ def _object_column(values: Any, name: str, label: str) -> Any:
         ) from None
 
 
+def _python_values(series: Any) -> list[Any]:
+    """The values of a pandas column as Python objects, pandas' missing markers as they are."""
+    return list(series.array)
+
+
 def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
     """The columns of ``frame`` as an Arrow table, missing values as the contract says."""
     import pyarrow as pa
@@ -101,11 +105,9 @@ def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
         if isinstance(dtype, pd.ArrowDtype):
             arrays.append(pa.array(series.array))  # Arrow-backed: NaN and NA stay apart
         elif dtype.kind == "O" or isinstance(dtype, pd.StringDtype):
-            values = series.to_numpy(dtype=object, na_value=None)
-            arrays.append(_object_column(values, name, label))
+            arrays.append(_object_column(_python_values(series), name, label))
         elif isinstance(dtype, pd.CategoricalDtype):
-            values = series.astype(object).to_numpy(dtype=object, na_value=None)
-            arrays.append(_object_column(values, name, label))
+            arrays.append(_object_column(_python_values(series.astype(object)), name, label))
         elif dtype.kind == "f":
             arrays.append(pa.array(series.to_numpy(), from_pandas=False))  # NaN is a value
         else:

@@ -62,10 +62,10 @@ def resolve_columns(
 ) -> tuple[int, ...]:
     """Positions of the requested columns in ``available`` (a header, a table's columns).
 
-    A name is looked up exactly as given first; only when no column has that name is it
-    looked up with its surrounding spaces removed. A name that several columns share, an
-    unknown name (the error lists the columns and the closest match) and an empty name are
-    errors; so is a name requested twice.
+    A name is looked up exactly as given first; only when no column has that name are names
+    compared with their surrounding spaces removed (on both sides). A name that several
+    columns share, an unknown name (the error lists the columns and the closest match) and an
+    empty name are errors; so is a name requested twice.
     """
     avail = [str(a) for a in available]
     positions: list[int] = []
@@ -75,8 +75,8 @@ def resolve_columns(
         if not name.strip():
             raise InvalidInputError(f"an empty {kind} name was given")
         hits = [i for i, a in enumerate(avail) if a == name]
-        if not hits and name != name.strip():
-            hits = [i for i, a in enumerate(avail) if a == name.strip()]
+        if not hits:  # then without surrounding spaces, on both sides
+            hits = [i for i, a in enumerate(avail) if a.strip() == name.strip()]
         if not hits:
             raise InvalidInputError(_unknown(name, avail, kind))
         if len(hits) > 1:
@@ -149,13 +149,10 @@ def _csv_header(path: Path, sep: str) -> list[str]:
     limit = csv.field_size_limit()
     csv.field_size_limit(sys.maxsize)
     try:
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+        # undecodable bytes after the header are DuckDB's to report, with their line
+        with opener(path, "rt", encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
             reader = csv.reader(fh, delimiter=sep, quotechar='"', doublequote=True, strict=True)
             header = next(reader, None)
-    except UnicodeDecodeError:
-        raise InvalidInputError(
-            f"{path}: the header (line 1) is not UTF-8 text: convert the file to UTF-8"
-        ) from None
     except csv.Error:
         raise InvalidInputError(
             f"{path}: the header (line 1) is not valid CSV (a quote that is never closed, or "
@@ -167,6 +164,13 @@ def _csv_header(path: Path, sep: str) -> list[str]:
         csv.field_size_limit(limit)
     if not header:
         raise EmptyDatasetError(f"{path}: the file is empty (no header, no records)")
+    for name in header:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                f"{path}: the header (line 1) is not UTF-8 text: convert the file to UTF-8"
+            ) from None
     return header
 
 
