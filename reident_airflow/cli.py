@@ -214,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-subset-size",
         type=_positive_int,
         metavar="S",
-        help="rank QI subsets up to S columns (default: all when <= 10 QIs)",
+        help="rank QI subsets up to S columns (default: every subset when there are at most 8 "
+        "QIs; otherwise subsets of 1 and 2 columns and the full set)",
     )
     a.add_argument(
         "--no-ranking",

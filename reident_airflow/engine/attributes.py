@@ -36,8 +36,8 @@ IntArray = NDArray[np.int64]
 
 #: Above this many QIs only subsets up to :data:`DEFAULT_MAX_SUBSET_SIZE` columns are ranked
 #: by default (2^m subsets grow fast); up to it, every subset is.
-ALL_SUBSETS_UP_TO = 10
-DEFAULT_MAX_SUBSET_SIZE = 3
+ALL_SUBSETS_UP_TO = 8
+DEFAULT_MAX_SUBSET_SIZE = 2
 # Code combinations up to which a regrouping (or a subset's marginal) may be dense whatever
 # the number of classes; above it, only when at most 4 combinations per class merged.
 _DENSE_LIMIT = 1 << 16
@@ -252,7 +252,8 @@ def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[Att
     """Distinction and separation of every QI subset, most re-identifying first.
 
     ``max_size`` bounds the subset size; by default every subset is ranked when there are at
-    most 10 QIs, and subsets of up to 3 columns (plus the full set) otherwise. Ranking:
+    most 8 QIs (255 subsets), and subsets of up to 2 columns plus the full set otherwise
+    (``m + m(m-1)/2 + 1`` subsets: 79 for 12 QIs); any bound on request. Ranking:
     distinction descending, then separation descending, then fewer columns, then QI order.
     """
     m = len(table.quasi_identifiers)

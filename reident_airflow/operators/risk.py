@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from reident_airflow._compat import BaseOperator, Context
 from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Assessment, Thresholds, assess
-from reident_airflow.engine.classes import ClassTable
+from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.errors import ReidentError
 from reident_airflow.operators._common import (
     ON_BREACH_CHOICES,
@@ -56,6 +56,11 @@ class ReidentificationRiskOperator(BaseOperator):
         re-identifications from ``weight``, ``min_l`` the distinct l of every sensitive column.
     :param on_breach: ``"fail"`` (default: the task fails, no retries), ``"skip"`` (the task
         and its downstream are skipped: nothing is published) or ``"warn"`` (log, succeed).
+    :param rank_attributes: rank the QI subsets (which columns re-identify; default). With
+        ``False`` and no weight, sensitive columns, SUDA2 or register, only the class-size
+        histogram is counted where the data is: nothing per class leaves the database.
+    :param memory_limit: most memory the embedded engine (DuckDB) may use for a ``path``
+        (e.g. ``"1GB"``; templated); beyond it, it spills to a temporary folder.
     :param report_path: where to write a self-contained HTML risk report (templated; a local
         path or an object-storage URL), also when the gate is breached; its location is pushed
         to XCom under ``reident_report_path``. Needs the ``report`` extra (matplotlib).
@@ -89,6 +94,7 @@ class ReidentificationRiskOperator(BaseOperator):
         "min_l",
         "on_breach",
         "report_path",
+        "memory_limit",
     )
     ui_color = "#f0e4ff"
 
@@ -120,6 +126,8 @@ class ReidentificationRiskOperator(BaseOperator):
         on_breach: str = "fail",
         max_subset_size: int | None = None,
         report_path: str | None = None,
+        rank_attributes: bool = True,
+        memory_limit: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -148,6 +156,8 @@ class ReidentificationRiskOperator(BaseOperator):
         self.on_breach = on_breach
         self.max_subset_size = max_subset_size
         self.report_path = report_path
+        self.rank_attributes = rank_attributes
+        self.memory_limit = memory_limit
 
     # -- seams -----------------------------------------------------------------------------
     def get_engine(self) -> Engine:
@@ -208,14 +218,15 @@ class ReidentificationRiskOperator(BaseOperator):
         if self.path:
             from reident_airflow.sources.files import aggregates_from_file, class_table_from_file
 
+            limit = self.memory_limit or None
             with local_file(self.path) as local:
                 table = aggregates_from_file(
-                    local, qis, sep=self.sep, weight=weight, sensitive=sensitive
+                    local, qis, sep=self.sep, weight=weight, sensitive=sensitive, memory_limit=limit
                 )
             register = None
             if self.population_table:
                 with local_file(self.population_table) as local:
-                    register = class_table_from_file(local, qis, sep=self.sep)
+                    register = class_table_from_file(local, qis, sep=self.sep, memory_limit=limit)
             return table, register
         from reident_airflow.sources.sql import aggregates_from_sql, class_table_from_sql
 
@@ -239,13 +250,45 @@ class ReidentificationRiskOperator(BaseOperator):
             engine.dispose()
         return table, register
 
+    def _histogram(self, qis: list[str]) -> ClassSizes:
+        """The staged table's class-size histogram, counted where the data is."""
+        if self.path:
+            from reident_airflow.sources.files import histogram_from_file
+
+            with local_file(self.path) as local:
+                return histogram_from_file(
+                    local, qis, sep=self.sep, memory_limit=self.memory_limit or None
+                )
+        from reident_airflow.sources.sql import histogram_from_sql
+
+        engine = self.get_engine()
+        try:
+            return histogram_from_sql(
+                engine, qis, table=self.table or None, sql=self.sql or None, schema=self.schema
+            )
+        finally:
+            engine.dispose()
+
     def execute(self, context: Context) -> dict[str, Any]:
         params = self._validated()
         qis = params["qis"]
+        ranking = bool(self.rank_attributes)
+        histogram_only = not (
+            ranking or params["weight"] or params["sensitive"] or self.suda or self.population_table
+        )
         try:
-            aggregates, register = self._class_tables(qis, params["weight"], params["sensitive"])
+            if histogram_only:
+                table: ClassTable | ClassSizes = self._histogram(qis)
+                weights, sensitive, register = None, None, None
+            else:
+                aggregates, register = self._class_tables(
+                    qis, params["weight"], params["sensitive"]
+                )
+                table, weights = aggregates.table, aggregates.weights
+                sensitive = aggregates.sensitive if params["sensitive"] else None
             result = assess(
-                aggregates.table,
+                table,
+                attributes=ranking,
                 record_threshold=params["record_threshold"],
                 population_size=params["population_size"],
                 sampling_fraction=params["sampling_fraction"],
@@ -253,8 +296,8 @@ class ReidentificationRiskOperator(BaseOperator):
                 thresholds=params["thresholds"],
                 max_subset_size=self.max_subset_size,
                 population_table=register,
-                weights=aggregates.weights,
-                sensitive=aggregates.sensitive if params["sensitive"] else None,
+                weights=weights,
+                sensitive=sensitive,
                 recursive_c=params["recursive_c"],
                 suda=bool(self.suda),
             )

@@ -207,3 +207,30 @@ def test_provider_info_names_importable_classes() -> None:
     for path in info["notifications"]:
         module, name = path.rsplit(".", 1)
         assert hasattr(importlib.import_module(module), name)
+
+
+def test_verdict_without_ranking_counts_only_the_histogram(
+    adult_in: tuple[sa.Engine, str], tmp_path: Path
+) -> None:
+    # rank_attributes=False: the database (or DuckDB for a file) hands over the class-size
+    # histogram only; the numbers must equal the class-table path's, and no ranking is made.
+    engine, name = adult_in
+    full = _operator(engine, table=name, quasi_identifiers=QIS).execute({"ti": _TI()})
+    quick = _operator(engine, table=name, quasi_identifiers=QIS, rank_attributes=False).execute(
+        {"ti": _TI()}
+    )
+    assert quick["attributes"] == []
+    for key in ("records", "classes", "k", "class_size_histogram", "prosecutor", "marketer"):
+        assert quick[key] == full[key], key
+    path = tmp_path / "adult.csv"
+    path.write_bytes(oracle_data("adult.csv").read_bytes())
+    from_file = ReidentificationRiskOperator(
+        task_id="file_verdict",
+        path=str(path),
+        sep=";",
+        quasi_identifiers=QIS,
+        rank_attributes=False,
+        memory_limit="512MB",
+    ).execute({"ti": _TI()})
+    for key in ("records", "classes", "k", "class_size_histogram", "prosecutor"):
+        assert from_file[key] == full[key], key
