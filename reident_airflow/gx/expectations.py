@@ -20,6 +20,12 @@ Four batch expectations, each a thin adapter: a metric counts where the data is
     or recursive (c, l)-diversity of at least ``l``: ``measure``); ``observed_value`` is
     ``reident assess --sensitive COLS --recursive-c C`` (with ``--min-l L`` for ``distinct``).
 
+The three assessing expectations rank the QI subsets (the ``attributes`` section) as
+``reident assess`` does, which needs the class table. ``rank_attributes=False`` skips the
+ranking, as ``--no-ranking`` does (and as the operator's ``rank_attributes=False``): the risk
+and k-anonymity expectations then read only the class-size histogram metric, which is all their
+verdicts need.
+
 Parameters that can be checked without data (a misspelt measure, ``k < 1``, a limit out of
 range) fail when the expectation is built, as GE 1.x's own expectations do (a pydantic
 ``ValidationError`` with a readable message). Problems only the data can reveal (an unknown
@@ -51,8 +57,9 @@ from great_expectations.render.components import (
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.render.renderer_configuration import RendererConfiguration
 
+from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Thresholds, assess
-from reident_airflow.engine.classes import validate_quasi_identifiers
+from reident_airflow.engine.classes import ClassSizes, ClassTable, validate_quasi_identifiers
 from reident_airflow.engine.diversity import DEFAULT_RECURSIVE_C, validate_recursive_c
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.population import REGIONS
@@ -60,9 +67,9 @@ from reident_airflow.engine.sample import DEFAULT_RECORD_THRESHOLD, validate_thr
 from reident_airflow.gx.metrics import (
     CLASS_TABLE_METRIC,
     DIRECT_MATCH_METRIC,
+    HISTOGRAM_METRIC,
     SENSITIVE_COUNTS_METRIC,
-    aggregates_from_payload,
-    class_table_from_payload,
+    MetricError,
 )
 
 __all__ = [
@@ -261,10 +268,28 @@ def _max_subset_size_field(cls: Any, value: Any) -> Any:
     return None if value is None else _check_whole(value, "max_subset_size", 1)
 
 
+def _rank_attributes_field(cls: Any, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"rank_attributes must be true or false, got {value!r}")
+    return value
+
+
+def _check_ranking(values: Mapping[str, Any]) -> None:
+    """``max_subset_size`` sizes the QI ranking: without the ranking it is a mistake.
+
+    As ``reident assess --max-subset-size S --no-ranking`` is an error.
+    """
+    if not values.get("rank_attributes", True) and values.get("max_subset_size") is not None:
+        raise ValueError("max_subset_size sizes the QI ranking, which rank_attributes=False skips")
+
+
 # The validators of fields several expectations share (pydantic reuses one function).
 _QIS_VALIDATOR = pydantic.validator("quasi_identifiers", pre=True, allow_reuse=True)(_qis_field)
 _MAX_SUBSET_SIZE_VALIDATOR = pydantic.validator("max_subset_size", pre=True, allow_reuse=True)(
     _max_subset_size_field
+)
+_RANK_ATTRIBUTES_VALIDATOR = pydantic.validator("rank_attributes", pre=True, allow_reuse=True)(
+    _rank_attributes_field
 )
 
 
@@ -374,8 +399,30 @@ class _ReidentExpectation(BatchExpectation):
     def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         raise NotImplementedError
 
-    def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def _evaluate(self, counted: Any) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _metric(self) -> str:
+        """The one metric this expectation reads, of its ``metric_dependencies``."""
+        return self.metric_dependencies[0]
+
+    def get_validation_dependencies(
+        self,
+        execution_engine: Any = None,
+        runtime_configuration: dict[str, Any] | None = None,
+    ) -> Any:
+        """GE's dependencies on ``metric_dependencies``, less those this configuration skips.
+
+        An expectation that can be answered from the class-size histogram lists it beside the
+        class table; only the one :meth:`_metric` names is computed.
+        """
+        dependencies = super().get_validation_dependencies(
+            execution_engine=execution_engine, runtime_configuration=runtime_configuration
+        )
+        for name in self.metric_dependencies:
+            if name != self._metric():
+                dependencies.remove_metric_configuration(name)
+        return dependencies
 
     def _validate(
         self,
@@ -383,21 +430,21 @@ class _ReidentExpectation(BatchExpectation):
         runtime_configuration: dict[str, Any] | None = None,
         execution_engine: Any = None,
     ) -> dict[str, Any]:
-        """The outcome of the expectation's one metric (its ``metric_dependencies``)."""
-        (metric,) = self.metric_dependencies
-        return self._outcome(metrics[metric])
+        """The outcome of the expectation's one metric (see :meth:`_metric`)."""
+        return self._outcome(metrics[self._metric()])
 
-    def _outcome(self, payload: Mapping[str, Any]) -> dict[str, Any]:
-        """Evaluate the metric's payload; an input error becomes a failed result, not a crash.
+    def _outcome(self, value: Any) -> dict[str, Any]:
+        """Evaluate the metric's value; an input error becomes a failed result, not a crash.
 
         The result then carries GE's ``exception_info`` with the engine's message (names and
         counts only) and no stack trace: there is nothing to debug, only a parameter to fix.
         """
-        message = payload.get("error")
         kind = "InvalidInputError"
-        if message is None:
+        if isinstance(value, MetricError):
+            message = value.message
+        else:
             try:
-                return self._evaluate(payload)
+                return self._evaluate(value)
             except InvalidInputError as exc:
                 message, kind = str(exc), type(exc).__name__
         return {
@@ -482,6 +529,7 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
 
     ``result.observed_value`` is the ``reident.assessment/v1`` JSON that ``reident assess``
     prints for the same options; ``result.details`` holds the measure, its value and the limit.
+    With ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is counted.
     """
 
     quasi_identifiers: list[str] = pydantic.Field(
@@ -510,8 +558,13 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
     max_subset_size: int | None = pydantic.Field(
         default=None, description="Largest QI subset ranked in the 'attributes' section."
     )
+    rank_attributes: bool = pydantic.Field(
+        default=True,
+        description="Rank the QI subsets in the 'attributes' section (which columns re-identify)."
+        " With false the verdict needs only the class-size histogram.",
+    )
 
-    metric_dependencies = (CLASS_TABLE_METRIC,)
+    metric_dependencies = (HISTOGRAM_METRIC, CLASS_TABLE_METRIC)
     success_keys = (
         "quasi_identifiers",
         "measure",
@@ -521,6 +574,7 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
         "sampling_fraction",
         "region",
         "max_subset_size",
+        "rank_attributes",
     )
     args_keys = ("quasi_identifiers", "measure", "max_value")
 
@@ -563,9 +617,11 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
         return validate_threshold(value, "sampling_fraction")
 
     _validate_max_subset_size = _MAX_SUBSET_SIZE_VALIDATOR
+    _validate_rank_attributes = _RANK_ATTRIBUTES_VALIDATOR
 
     @pydantic.root_validator(skip_on_failure=True)
     def _validate_together(cls, values: dict[str, Any]) -> dict[str, Any]:
+        _check_ranking(values)
         measure = values["measure"]
         limit = values.get("max_value")
         if limit is None:
@@ -607,12 +663,16 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
                 template += f", assuming {words}"
         return template + ".", params
 
-    def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def _metric(self) -> str:
+        # every measure is a function of the class sizes: only the ranking needs the classes
+        return CLASS_TABLE_METRIC if self.rank_attributes else HISTOGRAM_METRIC
+
+    def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
         measure = MEASURES[self.measure]
         limit = _check_limit(self.measure, self.max_value)
         _check_population(self.__dict__)
         assessment = assess(
-            class_table_from_payload(payload),
+            counted,
             record_threshold=validate_threshold(
                 self.record_threshold,  # type: ignore[arg-type]  # suite parameters resolved
                 "record_threshold",
@@ -621,6 +681,7 @@ class ExpectTableReidentificationRiskToBeBelow(_ReidentExpectation):
             sampling_fraction=self.sampling_fraction,  # type: ignore[arg-type]
             region=self.region,
             thresholds=_gate(self.measure, limit),
+            attributes=self.rank_attributes,
             max_subset_size=self.max_subset_size,
         )
         document = assessment.to_dict()
@@ -649,7 +710,8 @@ class ExpectTableToBeKAnonymous(_ReidentExpectation):
     at least ``k`` records (Sweeney 2002); equivalently the highest prosecutor risk is at most
     ``1/k``. Missing values form a group of their own; records suppressed in every QI (``*``)
     are left out, as ARX does. ``result.observed_value`` is what ``reident assess --min-k K``
-    prints.
+    prints; with ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is
+    counted.
     """
 
     quasi_identifiers: list[str] = pydantic.Field(
@@ -661,9 +723,14 @@ class ExpectTableToBeKAnonymous(_ReidentExpectation):
     max_subset_size: int | None = pydantic.Field(
         default=None, description="Largest QI subset ranked in the 'attributes' section."
     )
+    rank_attributes: bool = pydantic.Field(
+        default=True,
+        description="Rank the QI subsets in the 'attributes' section (which columns re-identify)."
+        " With false the verdict needs only the class-size histogram.",
+    )
 
-    metric_dependencies = (CLASS_TABLE_METRIC,)
-    success_keys = ("quasi_identifiers", "k", "max_subset_size")
+    metric_dependencies = (HISTOGRAM_METRIC, CLASS_TABLE_METRIC)
+    success_keys = ("quasi_identifiers", "k", "max_subset_size", "rank_attributes")
     args_keys = ("quasi_identifiers", "k")
 
     class Config:
@@ -685,6 +752,12 @@ class ExpectTableToBeKAnonymous(_ReidentExpectation):
         return value if _is_parameter(value) else _check_whole(value, "k", 1)
 
     _validate_max_subset_size = _MAX_SUBSET_SIZE_VALIDATOR
+    _validate_rank_attributes = _RANK_ATTRIBUTES_VALIDATOR
+
+    @pydantic.root_validator(skip_on_failure=True)
+    def _validate_together(cls, values: dict[str, Any]) -> dict[str, Any]:
+        _check_ranking(values)
+        return values
 
     @classmethod
     def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -696,11 +769,16 @@ class ExpectTableToBeKAnonymous(_ReidentExpectation):
         )
         return template, params
 
-    def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def _metric(self) -> str:
+        # k is the smallest class size: only the ranking needs the classes themselves
+        return CLASS_TABLE_METRIC if self.rank_attributes else HISTOGRAM_METRIC
+
+    def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
         k = _check_whole(self.k, "k", 1)
         assessment = assess(
-            class_table_from_payload(payload),
+            counted,
             thresholds=Thresholds(min_k=k),
+            attributes=self.rank_attributes,
             max_subset_size=self.max_subset_size,
         )
         document = assessment.to_dict()
@@ -787,6 +865,10 @@ class ExpectTableToBeLDiverse(_ReidentExpectation):
     max_subset_size: int | None = pydantic.Field(
         default=None, description="Largest QI subset ranked in the 'attributes' section."
     )
+    rank_attributes: bool = pydantic.Field(
+        default=True,
+        description="Rank the QI subsets in the 'attributes' section (which columns re-identify).",
+    )
 
     metric_dependencies = (SENSITIVE_COUNTS_METRIC,)
     success_keys = (
@@ -796,6 +878,7 @@ class ExpectTableToBeLDiverse(_ReidentExpectation):
         "measure",
         "c",
         "max_subset_size",
+        "rank_attributes",
     )
     args_keys = ("quasi_identifiers", "sensitive_columns", "l")
 
@@ -831,9 +914,11 @@ class ExpectTableToBeLDiverse(_ReidentExpectation):
         return value if _is_parameter(value) else validate_recursive_c(value)
 
     _validate_max_subset_size = _MAX_SUBSET_SIZE_VALIDATOR
+    _validate_rank_attributes = _RANK_ATTRIBUTES_VALIDATOR
 
     @pydantic.root_validator(skip_on_failure=True)
     def _validate_together(cls, values: dict[str, Any]) -> dict[str, Any]:
+        _check_ranking(values)
         limit = values.get("l")
         if limit is None:
             raise ValueError("l is required: the smallest acceptable l")
@@ -862,18 +947,18 @@ class ExpectTableToBeLDiverse(_ReidentExpectation):
         )
         return template, params
 
-    def _evaluate(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def _evaluate(self, counted: ClassAggregates) -> dict[str, Any]:
         limit = _check_l(self.l, self.measure)
         c = validate_recursive_c(self.c)
-        table, sensitive = aggregates_from_payload(payload)
         gate = None
         if self.measure == "distinct":
             gate = Thresholds(min_l=int(limit))
         assessment = assess(
-            table,
-            sensitive=sensitive,
+            counted.table,
+            sensitive=counted.sensitive,
             recursive_c=c,
             thresholds=gate,
+            attributes=self.rank_attributes,
             max_subset_size=self.max_subset_size,
         )
         document = assessment.to_dict()

@@ -1,25 +1,44 @@
 """Great Expectations metrics: count where the data is, compute nothing else.
 
-Two table metrics, each with one implementation per execution engine:
+Four table metrics, each with one implementation per execution engine. A DataFrame batch is
+read by the embedded engine (DuckDB, :mod:`reident_airflow.sources.files`) under the reading
+contract of ``docs/reading.md``, exactly as ``reident assess`` reads a file; a SQLAlchemy batch
+is grouped by its database. A metric's value is the engine's own object, handed to the
+expectation in memory (GE 1.x keeps metric values in a dictionary and passes them to the
+expectation as they are: nothing is serialised). It holds integer codes and counts only: the
+codes' dictionaries (the QI values) are dropped before the metric returns, so GE's metric cache
+holds no value of any record.
+
+``reident.class_size_histogram`` (value key ``quasi_identifiers``)
+    The class-size histogram of the batch on its quasi-identifiers, a
+    :class:`~reident_airflow.engine.classes.ClassSizes`: how many classes have each size, and
+    nothing per class. Every verdict of the risk and k-anonymity expectations needs no more.
+    pandas: one DuckDB statement returns one row per distinct class size. SQLAlchemy: for now
+    the class table below, reduced to its histogram.
 
 ``reident.class_table`` (value key ``quasi_identifiers``)
-    The equivalence classes of the batch on its quasi-identifiers (metrics.md §1), as a plain,
-    JSON-serialisable structure of integer codes and class sizes (:func:`class_table_payload`).
-    pandas groups the DataFrame; SQLAlchemy runs one ``GROUP BY`` in the database and fetches
-    one row per class, never a record. QI values are turned into integer codes before the
-    metric returns, so GE's metric cache holds no value of any record.
+    The equivalence classes of the batch (metrics.md §1), a
+    :class:`~reident_airflow.engine.classes.ClassTable` (``sizes``, ``codes``,
+    ``cardinalities``: numpy arrays), for the QI ranking. pandas: DuckDB groups the DataFrame;
+    SQLAlchemy: one ``GROUP BY`` in the database, one row per class fetched, never a record.
+
+``reident.sensitive_value_counts`` (value keys ``quasi_identifiers``, ``sensitive_columns``)
+    The class table as above, plus, for each sensitive column, how many records of each class
+    hold each of its values: a :class:`~reident_airflow.engine.aggregates.ClassAggregates`
+    (one ``GROUP BY qis, column`` per column in the database). Only the counts are returned,
+    never a value: l-diversity (metrics.md §7) needs nothing more.
 
 ``reident.direct_match_counts`` (value keys ``original_table``, ``original_schema``, ``key``,
 ``columns``, ``sep``)
     For each column, the number of rows whose released value equals the original one and the
-    number of distinct released values (``m_c``, ``u_c`` of metrics.md §8). pandas reads the
-    original table from a CSV or Parquet path and counts with the engine; SQLAlchemy joins the
-    batch to the original table of the same database on ``key`` and counts in SQL.
+    number of distinct released values (``m_c``, ``u_c`` of metrics.md §8), as a small dict.
+    pandas reads the original table from a CSV or Parquet path and counts with the engine;
+    SQLAlchemy joins the batch to the original table of the same database on ``key`` and counts
+    in SQL.
 
-``reident.sensitive_value_counts`` (value keys ``quasi_identifiers``, ``sensitive_columns``)
-    The class table as above, plus, for each sensitive column, how many records of each class
-    hold each of its values (one ``GROUP BY qis, column`` per column in the database). Only the
-    counts are returned, never a value: l-diversity (metrics.md §7) needs nothing more.
+A problem the data reveals (an unknown column, an empty table, a DataFrame column holding values
+of different kinds) is returned as a :class:`MetricError` carrying the engine's message (names
+and counts only): the expectation turns it into a failed result, and GE does not retry.
 
 The expectations (:mod:`reident_airflow.gx.expectations`) turn these counts into risk with the
 engine (:func:`~reident_airflow.engine.assessment.assess`,
@@ -29,12 +48,12 @@ engine gives the same numbers, bit for bit, as ``reident assess`` does.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from great_expectations.core.metric_domain_types import MetricDomainTypes
@@ -49,19 +68,25 @@ from great_expectations.validator.metric_configuration import MetricConfiguratio
 
 from reident_airflow.engine.aggregates import (
     ClassAggregates,
-    ValueCounts,
-    aggregate_frame,
     aggregate_grouped,
     check_extra_columns,
 )
 from reident_airflow.engine.classes import (
+    ClassSizes,
     ClassTable,
-    class_table_from_frame,
     class_table_from_grouped,
     validate_quasi_identifiers,
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources.direct_match_sql import direct_match_counts_sql
+from reident_airflow.sources.files import (
+    aggregates_from_frame,
+    class_table_from_frame,
+    file_columns,
+    histogram_from_frame,
+    read_columns,
+    resolve_columns,
+)
 from reident_airflow.sources.sql import (
     COUNT_LABEL,
     grouped_counts,
@@ -72,76 +97,75 @@ from reident_airflow.sources.sql import (
 __all__ = [
     "CLASS_TABLE_METRIC",
     "DIRECT_MATCH_METRIC",
+    "HISTOGRAM_METRIC",
     "SENSITIVE_COUNTS_METRIC",
+    "ClassSizeHistogramMetric",
     "ClassTableMetric",
     "DirectMatchCountsMetric",
+    "MetricError",
     "SensitiveValueCountsMetric",
-    "aggregates_from_payload",
-    "aggregates_payload",
-    "class_table_from_payload",
-    "class_table_payload",
+    "codes_only",
+    "histogram_of",
 ]
 
 CLASS_TABLE_METRIC = "reident.class_table"
+HISTOGRAM_METRIC = "reident.class_size_histogram"
 DIRECT_MATCH_METRIC = "reident.direct_match_counts"
 SENSITIVE_COUNTS_METRIC = "reident.sensitive_value_counts"
 
 _COLUMN_TYPES = "table.column_types"
 
+_T = TypeVar("_T")
 
-# --------------------------------------------------------------------------- class table payload
-def _reported(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
-    """Return an input error as ``{"error": message}`` instead of raising it.
+
+# ------------------------------------------------------------------------------ metric values
+@dataclasses.dataclass(frozen=True)
+class MetricError:
+    """An input error met while computing a metric: the engine's message, names and counts only.
 
     An unknown column or an empty table is a fact about the data, not a failure to compute:
-    the expectation turns it into a failed result with the engine's message (aggregates only),
-    and GE does not retry the metric.
+    the expectation turns it into a failed result with this message, and GE does not retry
+    the metric.
     """
 
+    message: str
+
+
+def _reported(fn: Callable[..., _T]) -> Callable[..., _T | MetricError]:
+    """Return an input error as a :class:`MetricError` instead of raising it."""
+
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> _T | MetricError:
         try:
             return fn(*args, **kwargs)
         except InvalidInputError as exc:
-            return {"error": str(exc)}
+            return MetricError(str(exc))
 
     return wrapper
 
 
-def class_table_payload(table: ClassTable) -> dict[str, Any]:
-    """A class table as plain Python types: codes and sizes only, never a value.
+def codes_only(table: ClassTable) -> ClassTable:
+    """The class table without its dictionaries: codes and sizes, no value of any record.
 
-    ``codes[j][i]`` is the code of class j's value of QI i (``0 <= code < cardinalities[i]``)
-    and ``sizes[j]`` its number of records; records whose QIs are all ``*`` are counted in
-    ``excluded_records`` (ARX behaviour).
+    The arrays are shared, not copied. ``codes[j, i]`` is the code of class j's value of QI i
+    (``0 <= code < cardinalities[i]``) and ``sizes[j]`` its number of records; records whose
+    QIs are all ``*`` are counted in ``excluded_records`` (ARX behaviour).
     """
-    return {
-        "quasi_identifiers": list(table.quasi_identifiers),
-        "sizes": table.sizes.tolist(),
-        "codes": table.codes.tolist(),
-        "cardinalities": [int(c) for c in table.cardinalities],
-        "excluded_records": int(table.excluded_records),
-    }
+    if table.dictionaries is None:
+        return table
+    return dataclasses.replace(table, dictionaries=None)
 
 
-def class_table_from_payload(payload: Mapping[str, Any]) -> ClassTable:
-    """The :class:`ClassTable` back from :func:`class_table_payload`."""
-    try:
-        qis = tuple(str(q) for q in payload["quasi_identifiers"])
-        sizes = np.asarray(payload["sizes"], dtype=np.int64).reshape(-1)
-        codes = np.asarray(payload["codes"], dtype=np.int64).reshape(sizes.shape[0], len(qis))
-        cards = tuple(int(c) for c in payload["cardinalities"])
-        excluded = int(payload.get("excluded_records", 0))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidInputError(f"not a class table payload ({type(exc).__name__})") from None
-    if sizes.shape[0] == 0:
-        raise EmptyDatasetError("the table has no records: there is nothing to assess")
-    return ClassTable(
-        quasi_identifiers=qis,
-        sizes=sizes,
-        codes=codes,
-        cardinalities=cards,
-        excluded_records=excluded,
+def _aggregates_codes_only(aggregates: ClassAggregates) -> ClassAggregates:
+    """Class aggregates whose class table holds no value (see :func:`codes_only`)."""
+    return dataclasses.replace(aggregates, table=codes_only(aggregates.table), inverse=None)
+
+
+def histogram_of(table: ClassTable) -> ClassSizes:
+    """The class-size histogram of a class table (its excluded records carried over)."""
+    sizes, counts = table.histogram()
+    return ClassSizes(
+        table.quasi_identifiers, sizes, counts, excluded_records=table.excluded_records
     )
 
 
@@ -220,6 +244,28 @@ def _pandas_frame(
     return frame
 
 
+def _read_columns(
+    frame: pd.DataFrame, qis: Sequence[str], sensitive: Sequence[str] = ()
+) -> pd.DataFrame:
+    """The columns of the batch a metric reads, for the DuckDB reader.
+
+    The reader converts every column it is handed (an object column value by value), so the
+    others are left out: a wide DataFrame costs what its QIs cost, and a column the metric does
+    not read cannot fail it. Names are resolved as the reader resolves them (exact name first,
+    then without surrounding spaces; its messages list every column of the batch); the reader
+    then finds the same columns among these.
+    """
+    names = [str(c) for c in frame.columns]
+    positions = list(resolve_columns(qis, names))
+    for name in sensitive:
+        (position,) = resolve_columns([name], names, kind="sensitive column")
+        if position not in positions:  # a sensitive QI: the reader reports it
+            positions.append(position)
+    if positions == list(range(len(names))):
+        return frame
+    return frame.iloc[:, positions]
+
+
 def _sql_class_counts(
     execution_engine: SqlAlchemyExecutionEngine,
     metric_domain_kwargs: dict[str, Any],
@@ -263,10 +309,10 @@ class ClassTableMetric(_ReidentTableMetric):
         metric_value_kwargs: dict[str, Any],
         metrics: dict[str, Any],
         runtime_configuration: dict[str, Any],
-    ) -> dict[str, Any]:
+    ) -> ClassTable:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        df = _pandas_frame(execution_engine, metric_domain_kwargs)
-        return class_table_payload(class_table_from_frame(df, qis))
+        df = _read_columns(_pandas_frame(execution_engine, metric_domain_kwargs), qis)
+        return codes_only(class_table_from_frame(df, qis))
 
     @metric_value(engine=SqlAlchemyExecutionEngine)
     @_reported
@@ -277,17 +323,55 @@ class ClassTableMetric(_ReidentTableMetric):
         metric_value_kwargs: dict[str, Any],
         metrics: dict[str, Any],
         runtime_configuration: dict[str, Any],
-    ) -> dict[str, Any]:
+    ) -> ClassTable:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
         grouped, _ = _sql_class_counts(execution_engine, metric_domain_kwargs, metrics, qis)
-        return class_table_payload(class_table_from_grouped(grouped, qis, COUNT_LABEL))
+        return codes_only(class_table_from_grouped(grouped, qis, COUNT_LABEL))
+
+
+# ---------------------------------------------------------------------- class size histogram
+class ClassSizeHistogramMetric(_ReidentTableMetric):
+    """``reident.class_size_histogram``: how many classes of each size, on ``quasi_identifiers``.
+
+    pandas: DuckDB counts the histogram itself, one row per distinct class size. SQLAlchemy:
+    the class table's ``GROUP BY`` for now, reduced here to its histogram.
+    """
+
+    metric_name = HISTOGRAM_METRIC
+    value_keys = ("quasi_identifiers",)
+
+    @metric_value(engine=PandasExecutionEngine)
+    @_reported
+    def _pandas(
+        cls,
+        execution_engine: PandasExecutionEngine,
+        metric_domain_kwargs: dict[str, Any],
+        metric_value_kwargs: dict[str, Any],
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any],
+    ) -> ClassSizes:
+        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
+        df = _read_columns(_pandas_frame(execution_engine, metric_domain_kwargs), qis)
+        return histogram_from_frame(df, qis)
+
+    @metric_value(engine=SqlAlchemyExecutionEngine)
+    @_reported
+    def _sqlalchemy(
+        cls,
+        execution_engine: SqlAlchemyExecutionEngine,
+        metric_domain_kwargs: dict[str, Any],
+        metric_value_kwargs: dict[str, Any],
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any],
+    ) -> ClassSizes:
+        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
+        grouped, _ = _sql_class_counts(execution_engine, metric_domain_kwargs, metrics, qis)
+        return histogram_of(class_table_from_grouped(grouped, qis, COUNT_LABEL))
 
 
 # ------------------------------------------------------------------------ direct match metric
 def _read_original(path: str, sep: str) -> pd.DataFrame:
     """The original table from a CSV (values as text, empty = missing) or Parquet file."""
-    from reident_airflow.sources.files import file_columns, read_columns
-
     p = Path(path)
     columns = file_columns(p, sep=sep)
     frame: pd.DataFrame = read_columns(p, columns, sep=sep, dictionary=False).to_pandas()
@@ -381,36 +465,6 @@ class DirectMatchCountsMetric(_ReidentTableMetric):
 
 
 # --------------------------------------------------------------- sensitive value counts metric
-def aggregates_payload(aggregates: ClassAggregates) -> dict[str, Any]:
-    """A class table and its sensitive value counts as plain Python types (no value)."""
-    return {
-        **class_table_payload(aggregates.table),
-        "sensitive": {
-            name: {"classes": vc.classes.tolist(), "counts": vc.counts.tolist()}
-            for name, vc in aggregates.sensitive.items()
-        },
-    }
-
-
-def aggregates_from_payload(
-    payload: Mapping[str, Any],
-) -> tuple[ClassTable, dict[str, ValueCounts]]:
-    """The class table and value counts back from :func:`aggregates_payload`."""
-    table = class_table_from_payload(payload)
-    try:
-        sensitive = {
-            str(name): ValueCounts(
-                str(name),
-                np.asarray(item["classes"], dtype=np.int64).reshape(-1),
-                np.asarray(item["counts"], dtype=np.int64).reshape(-1),
-            )
-            for name, item in dict(payload["sensitive"]).items()
-        }
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidInputError(f"not a value counts payload ({type(exc).__name__})") from None
-    return table, sensitive
-
-
 def _column_list(value: Any, what: str) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence) or not value:
         raise InvalidInputError(f"{what} must be a list of column names")
@@ -432,11 +486,11 @@ class SensitiveValueCountsMetric(_ReidentTableMetric):
         metric_value_kwargs: dict[str, Any],
         metrics: dict[str, Any],
         runtime_configuration: dict[str, Any],
-    ) -> dict[str, Any]:
+    ) -> ClassAggregates:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
         columns = _column_list(metric_value_kwargs.get("sensitive_columns"), "sensitive_columns")
-        df = _pandas_frame(execution_engine, metric_domain_kwargs)
-        return aggregates_payload(aggregate_frame(df, qis, sensitive=columns))
+        df = _read_columns(_pandas_frame(execution_engine, metric_domain_kwargs), qis, columns)
+        return _aggregates_codes_only(aggregates_from_frame(df, qis, sensitive=columns))
 
     @metric_value(engine=SqlAlchemyExecutionEngine)
     @_reported
@@ -447,11 +501,11 @@ class SensitiveValueCountsMetric(_ReidentTableMetric):
         metric_value_kwargs: dict[str, Any],
         metrics: dict[str, Any],
         runtime_configuration: dict[str, Any],
-    ) -> dict[str, Any]:
+    ) -> ClassAggregates:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
         columns = _column_list(metric_value_kwargs.get("sensitive_columns"), "sensitive_columns")
         counts, value_counts = _sql_class_counts(
             execution_engine, metric_domain_kwargs, metrics, qis, sensitive=columns
         )
         aggregates = aggregate_grouped(counts, qis, COUNT_LABEL, value_counts=value_counts)
-        return aggregates_payload(aggregates)
+        return _aggregates_codes_only(aggregates)

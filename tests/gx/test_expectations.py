@@ -14,12 +14,12 @@ import pytest
 from great_expectations.compatibility import pydantic
 
 from reident_airflow.engine.assessment import assess
-from reident_airflow.engine.classes import class_table_from_frame
 from reident_airflow.gx import (
     MEASURES,
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
 )
+from reident_airflow.sources.files import class_table_from_frame
 from tests.gx.conftest import sql_batch
 
 SMALL = pd.DataFrame(
@@ -196,6 +196,16 @@ def test_empty_table_is_a_failed_result(pandas_batch: Any, context: Any, sqlite_
         (
             lambda: ExpectTableReidentificationRiskToBeBelow(quasi_identifiers=SMALL_QIS),
             "max_value\n  field required",
+        ),
+        (
+            lambda: ExpectTableToBeKAnonymous(
+                quasi_identifiers=SMALL_QIS, k=2, rank_attributes=False, max_subset_size=2
+            ),
+            "max_subset_size sizes the QI ranking, which rank_attributes=False skips",
+        ),
+        (
+            lambda: risk("marketer.risk", 0.1, rank_attributes="no"),
+            "rank_attributes must be true or false, got 'no'",
         ),
     ],
 )
