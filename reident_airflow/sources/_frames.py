@@ -91,6 +91,7 @@ def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
         return frame
     if isinstance(frame, pa.RecordBatch):
         return pa.Table.from_batches([frame])
+    import numpy as np
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
@@ -108,10 +109,11 @@ def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
             arrays.append(_object_column(_python_values(series), name, label))
         elif isinstance(dtype, pd.CategoricalDtype):
             arrays.append(_object_column(_python_values(series.astype(object)), name, label))
-        elif dtype.kind == "f":
+        elif isinstance(dtype, np.dtype):
             arrays.append(pa.array(series.to_numpy(), from_pandas=False))  # NaN is a value
         else:
-            # nullable extension dtypes (Int64, Float64, boolean) carry pd.NA as a mask
-            arrays.append(pa.array(series, from_pandas=False))
+            # nullable extension dtypes (Int64, Float64, boolean) carry pd.NA as a mask beside
+            # their values, where a Float64 NaN stays a NaN value (their __arrow_array__)
+            arrays.append(pa.array(series.array))
     names = [str(c) for c in frame.columns]
     return pa.Table.from_arrays(arrays, names=names) if arrays else pa.table({})

@@ -337,6 +337,12 @@ def _translate(source: Source, exc: Exception) -> Exception:
                 f"{source.label}: ragged CSV at {where}: {cols.group(2)} fields where the "
                 f"header has {cols.group(1)} (check --sep and quoting)"
             )
+        if "state machine reached an invalid state" in text:
+            return InvalidInputError(
+                f"{source.label}: not RFC 4180 CSV: the parser stopped without a line number "
+                "(line ends that mix LF and CRLF in one file are the usual cause; convert them "
+                "to one kind)"
+            )
         if "unicode" in text.lower() or "utf-8" in text.lower() or "utf8" in text.lower():
             return InvalidInputError(
                 f"{source.label}: not UTF-8 text at {where}: convert the file to UTF-8"

@@ -12,7 +12,7 @@ backend     read by                                                          tab
 ==========  ==============================================================  ======
 CSV         ``sources.files.aggregates_from_file`` (all-text tables)           200
 Parquet     ``sources.files.aggregates_from_file`` (every kind)                200
-pandas      ``sources.frames.aggregates_from_frame`` (the GE path)             200
+pandas      ``sources.files.aggregates_from_frame`` (the GE path)             200
 SQLite      ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     200
 PostgreSQL  ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     100
 MariaDB     ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     100
@@ -49,7 +49,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reident_airflow.engine.errors import EmptyDatasetError
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from tests.conftest import require_server
 from tests.sources._differential import (
     LIMITS,
@@ -81,7 +81,7 @@ from tests.sources._differential import (
 )
 
 FILES = "reident_airflow.sources.files"
-FRAMES = "reident_airflow.sources.frames"
+FRAMES = "reident_airflow.sources.files"
 SQL = "reident_airflow.sources.sql"
 
 _COMMON: dict[str, Any] = {
@@ -577,15 +577,12 @@ def test_csv_by_hand(workdir: Path) -> None:
 
 
 def test_csv_mixed_line_ends(workdir: Path) -> None:
-    """ "Records end with LF or CRLF": read here as per record, so one file may mix them."""
-    # records a, b, c, d: 4 classes of 1
+    """ "A file uses one line end throughout": one that mixes LF and CRLF is refused."""
     path = workdir / "mixed_line_ends.csv"
     path.write_bytes(b"q0,s\r\na,x\nb,x\r\nc,x\nd,x")
     read = reader(FILES, "aggregates_from_file")
-    got = counts_of(read(path, ["q0"], sensitive=["s"]), "s")
-    assert got == Counts(
-        records=4, excluded=0, classes=4, histogram=((1, 4),), l=1, diversity=(((1, 1), 4),)
-    )
+    with pytest.raises(InvalidInputError, match="LF and CRLF"):
+        read(path, ["q0"], sensitive=["s"])
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
