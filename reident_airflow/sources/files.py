@@ -15,6 +15,7 @@ messages quote the offending line, so they are never passed on.
 
 from __future__ import annotations
 
+import atexit
 import csv
 import difflib
 import glob
@@ -23,6 +24,8 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -271,22 +274,43 @@ def _memory_limit(value: str | None) -> str | None:
     return text
 
 
+_CONNECTIONS: dict[str | None, Any] = {}
+_CONNECTIONS_LOCK = threading.Lock()
+
+
+def _close_connections(spill: str) -> None:  # pragma: no cover - runs at interpreter exit
+    for con in _CONNECTIONS.values():
+        con.close()
+    _CONNECTIONS.clear()
+    shutil.rmtree(spill, ignore_errors=True)
+
+
 @contextmanager
 def _duckdb(memory_limit: str | None = None) -> Iterator[Any]:
-    """An in-memory DuckDB connection that spills to a private temporary folder."""
+    """A cursor on this process's in-memory DuckDB for that memory limit.
+
+    One database per process and memory limit (opening one costs tens of milliseconds), each
+    spilling to a private temporary folder that is removed when the process ends; every
+    reading gets its own cursor, so threads do not share one.
+    """
     import duckdb
 
     limit = _memory_limit(memory_limit)
-    spill = tempfile.mkdtemp(prefix="reident-spill-")
-    config: dict[str, Any] = {"temp_directory": spill, "preserve_insertion_order": False}
-    if limit is not None:
-        config["memory_limit"] = limit
-    con = duckdb.connect(":memory:", config=config)
+    with _CONNECTIONS_LOCK:
+        con = _CONNECTIONS.get(limit)
+        if con is None:
+            spill = tempfile.mkdtemp(prefix="reident-spill-")
+            config: dict[str, Any] = {"temp_directory": spill, "preserve_insertion_order": False}
+            if limit is not None:
+                config["memory_limit"] = limit
+            con = duckdb.connect(":memory:", config=config)
+            _CONNECTIONS[limit] = con
+            atexit.register(_close_connections, spill)
+        cursor = con.cursor()
     try:
-        yield con
+        yield cursor
     finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+        cursor.close()
 
 
 def _relation(source: Source, con: Any) -> tuple[str, dict[str, Any]]:
@@ -303,8 +327,9 @@ def _relation(source: Source, con: Any) -> tuple[str, dict[str, Any]]:
         return sql, {"path": source.target, "columns": columns, "sep": source.sep}
     if source.kind == "parquet":
         return f"read_parquet($path) AS src({cols})", {"path": source.target}
-    con.register("reident_source", source.target)
-    return "reident_source", {}
+    name = f"reident_source_{uuid.uuid4().hex}"
+    con.register(name, source.target)
+    return name, {}
 
 
 _LINE = re.compile(r"CSV Error on Line: (\d+)")

@@ -93,11 +93,6 @@ def test_nan_beside_text_is_missing(context: Any, pandas_batch: Any) -> None:
     assert table.sizes.tolist() == [2, 2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/_frames.py reads a nullable Float64 column with to_numpy(), which turns "
-    "pd.NA into NaN: the two merge (docs/reading.md keeps them apart)",
-)
 def test_nullable_float_keeps_nan_and_missing_apart(context: Any, pandas_batch: Any) -> None:
     # A numeric column: NaN is a value, pd.NA is missing. [NaN, NA, 0.0, NA] -> {NaN: 1,
     # missing: 2, 0.0: 1}: two classes of 1, one of 2.
