@@ -78,6 +78,24 @@ def _object_column(values: Any, name: str, label: str) -> Any:
         ) from None
 
 
+def _all_text(series: Any) -> Any:
+    """An object column whose values are all text or missing, as Arrow text; else ``None``.
+
+    pandas' type inference (in C) skips ``None``, ``NaN``, ``pd.NA`` and ``NaT``, all missing
+    in a column of text, so a column of text is turned over without a Python loop; any other
+    column is checked value by value (:func:`_object_column`).
+    """
+    import pandas as pd
+    import pyarrow as pa
+
+    if pd.api.types.infer_dtype(series, skipna=True) != "string":
+        return None
+    try:  # from_pandas: a NaN here is pandas' missing text marker
+        return pa.array(series.to_numpy(), type=pa.large_string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
 def _python_values(series: Any) -> list[Any]:
     """The values of a pandas column as Python objects, pandas' missing markers as they are."""
     return list(series.array)
@@ -105,8 +123,14 @@ def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
         dtype = series.dtype
         if isinstance(dtype, pd.ArrowDtype):
             arrays.append(pa.array(series.array))  # Arrow-backed: NaN and NA stay apart
-        elif dtype.kind == "O" or isinstance(dtype, pd.StringDtype):
-            arrays.append(_object_column(_python_values(series), name, label))
+        elif isinstance(dtype, pd.StringDtype):
+            # every value is text or missing (None, NaN, NA): nothing to check value by value
+            arrays.append(pa.array(series.array, type=pa.large_string()))
+        elif dtype.kind == "O":
+            text = _all_text(series)
+            if text is None:
+                text = _object_column(_python_values(series), name, label)
+            arrays.append(text)
         elif isinstance(dtype, pd.CategoricalDtype):
             arrays.append(_object_column(_python_values(series.astype(object)), name, label))
         elif isinstance(dtype, np.dtype):
