@@ -2,8 +2,9 @@
 
 Importing this package registers, explicitly and once:
 
-- the metrics ``reident.class_table``, ``reident.direct_match_counts`` and
-  ``reident.sensitive_value_counts`` (pandas and SQLAlchemy implementations,
+- the metrics ``reident.class_table``, ``reident.class_size_histogram``,
+  ``reident.direct_match_counts`` and ``reident.sensitive_value_counts`` (pandas and
+  SQLAlchemy implementations,
   :mod:`reident_airflow.gx.metrics`);
 - the expectations ``expect_table_reidentification_risk_to_be_below``,
   ``expect_table_to_be_k_anonymous``, ``expect_table_direct_match_protection_to_be_above``
@@ -35,7 +36,9 @@ from reident_airflow.gx.expectations import (
 from reident_airflow.gx.metrics import (
     CLASS_TABLE_METRIC,
     DIRECT_MATCH_METRIC,
+    HISTOGRAM_METRIC,
     SENSITIVE_COUNTS_METRIC,
+    ClassSizeHistogramMetric,
     ClassTableMetric,
     DirectMatchCountsMetric,
     SensitiveValueCountsMetric,
@@ -45,10 +48,12 @@ __all__ = [
     "CLASS_TABLE_METRIC",
     "DIRECT_MATCH_METRIC",
     "EXPECTATION_TYPES",
+    "HISTOGRAM_METRIC",
     "L_DIVERSITY_MEASURES",
     "MEASURES",
     "METRIC_NAMES",
     "SENSITIVE_COUNTS_METRIC",
+    "ClassSizeHistogramMetric",
     "ClassTableMetric",
     "DirectMatchCountsMetric",
     "ExpectTableDirectMatchProtectionToBeAbove",
@@ -73,7 +78,12 @@ EXPECTATION_TYPES: tuple[str, ...] = (
     "expect_table_to_be_l_diverse",
 )
 #: The metrics this package adds, each implemented for pandas and SQLAlchemy.
-METRIC_NAMES: tuple[str, ...] = (CLASS_TABLE_METRIC, DIRECT_MATCH_METRIC, SENSITIVE_COUNTS_METRIC)
+METRIC_NAMES: tuple[str, ...] = (
+    CLASS_TABLE_METRIC,
+    HISTOGRAM_METRIC,
+    DIRECT_MATCH_METRIC,
+    SENSITIVE_COUNTS_METRIC,
+)
 ACTION_TYPE = ReidentAlertAction.__fields__["type"].default
 
 
@@ -94,7 +104,12 @@ def register() -> dict[str, tuple[str, ...]]:
     ):
         if cls.expectation_type not in registry._registered_expectations:
             registry.register_expectation(cls)
-    for provider in (ClassTableMetric, DirectMatchCountsMetric, SensitiveValueCountsMetric):
+    for provider in (
+        ClassTableMetric,
+        ClassSizeHistogramMetric,
+        DirectMatchCountsMetric,
+        SensitiveValueCountsMetric,
+    ):
         if provider.metric_name not in registry._registered_metrics:
             provider._register_metric_functions()
     try:

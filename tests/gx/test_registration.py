@@ -58,6 +58,7 @@ def test_register_is_idempotent_and_names_what_it_registered() -> None:
             ),
             "metrics": (
                 "reident.class_table",
+                "reident.class_size_histogram",
                 "reident.direct_match_counts",
                 "reident.sensitive_value_counts",
             ),
