@@ -90,6 +90,7 @@ from reident_airflow.sources.files import (
 from reident_airflow.sources.sql import (
     COUNT_LABEL,
     grouped_counts,
+    grouped_histogram,
     grouped_value_counts,
     reflect_table,
 )
@@ -333,8 +334,8 @@ class ClassTableMetric(_ReidentTableMetric):
 class ClassSizeHistogramMetric(_ReidentTableMetric):
     """``reident.class_size_histogram``: how many classes of each size, on ``quasi_identifiers``.
 
-    pandas: DuckDB counts the histogram itself, one row per distinct class size. SQLAlchemy:
-    the class table's ``GROUP BY`` for now, reduced here to its histogram.
+    pandas: DuckDB counts the histogram itself; SQLAlchemy: the database does, in one
+    statement. Either way one row per distinct class size is fetched, none per class.
     """
 
     metric_name = HISTOGRAM_METRIC
@@ -365,8 +366,11 @@ class ClassSizeHistogramMetric(_ReidentTableMetric):
         runtime_configuration: dict[str, Any],
     ) -> ClassSizes:
         qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        grouped, _ = _sql_class_counts(execution_engine, metric_domain_kwargs, metrics, qis)
-        return histogram_of(class_table_from_grouped(grouped, qis, COUNT_LABEL))
+        types = _column_types(metrics)
+        validate_quasi_identifiers(qis, list(types))
+        source = _batch_source(execution_engine, metric_domain_kwargs, qis, types, "reident_batch")
+        with execution_engine.get_connection() as conn:
+            return grouped_histogram(conn, source, qis, what="the batch")
 
 
 # ------------------------------------------------------------------------ direct match metric

@@ -59,6 +59,7 @@ __all__ = [
     "class_table_from_sql",
     "copy_table_atomic",
     "grouped_counts",
+    "grouped_histogram",
     "grouped_sums",
     "grouped_value_counts",
     "histogram_from_sql",
@@ -895,26 +896,17 @@ def class_table_from_sql(
     return _with_excluded(class_table_from_grouped(kept, grouping.names, COUNT_LABEL), excluded)
 
 
-def histogram_from_sql(
-    url: str | Engine,
-    qis: Sequence[str],
-    *,
-    table: str | None = None,
-    sql: str | None = None,
-    schema: str | None = None,
+def grouped_histogram(
+    conn: Connection, source: sa.Table | sa.Subquery, qis: Sequence[str], *, what: str = "the table"
 ) -> ClassSizes:
-    """The class-size histogram of a database table (or of a ``SELECT``), counted by the
-    database in one statement; one row per distinct class size is fetched, none per class.
+    """The class-size histogram of ``source`` (a table or a subquery) on an open connection.
 
-    Records whose every QI is the text ``*`` are excluded and counted in
-    ``excluded_records``, as :func:`class_table_from_sql` counts them.
+    One statement: the database groups the records into classes and the classes by size, so
+    one row per distinct class size is fetched, none per class. Records whose every QI is the
+    text ``*`` are excluded and counted in ``excluded_records``.
     """
-    what = _what(table, sql)
-    engine = make_engine(url)
-    with _database_errors(what), engine.connect() as conn:
-        source = _open_source(conn, table, sql, schema)
-        grouping = _grouping(conn, source, qis)
-        rows = conn.execute(_histogram_statement(grouping, source)).all()
+    grouping = _grouping(conn, source, qis)
+    rows = conn.execute(_histogram_statement(grouping, source)).all()
     tally: dict[int, int] = {}
     excluded = 0
     for size, suppressed, classes in rows:
@@ -930,6 +922,23 @@ def histogram_from_sql(
         counts=np.array([tally[int(s)] for s in sizes], dtype=np.int64),
         excluded_records=excluded,
     )
+
+
+def histogram_from_sql(
+    url: str | Engine,
+    qis: Sequence[str],
+    *,
+    table: str | None = None,
+    sql: str | None = None,
+    schema: str | None = None,
+) -> ClassSizes:
+    """The class-size histogram of a database table (or of a ``SELECT``), counted by the
+    database in one statement (:func:`grouped_histogram`)."""
+    what = _what(table, sql)
+    engine = make_engine(url)
+    with _database_errors(what), engine.connect() as conn:
+        source = _open_source(conn, table, sql, schema)
+        return grouped_histogram(conn, source, qis, what=what)
 
 
 def aggregates_from_sql(
