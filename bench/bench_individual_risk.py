@@ -21,7 +21,7 @@ From the repository root::
      prosecutor, journalist, marketer, risk distribution, the QI ranking), i.e. what
      ``reident assess FILE --qi age,zip,sex,year`` does;
    - **extended**: the same plus the weight column and the sensitive column, grouped in the
-     same pass (``aggregates_from_file``), then individual risk and l-diversity
+     same DuckDB query (``aggregates_from_file``), then individual risk and l-diversity
      (``reident assess ... --weight weight --sensitive diagnosis``);
 
    and reports ``extended / plain - 1`` of the best times (target: at most 0.30), and of
@@ -29,7 +29,8 @@ From the repository root::
 3. the same two as ``reident assess`` commands, each in a fresh process (imports, reading,
    JSON and all: what a user waits for), best and median of ``CLI_REPEAT`` interleaved
    rounds;
-4. times SUDA2 on Adult (``tests/data/adult.csv``, ``;``, its 9 columns as keys), best of 3.
+4. times SUDA2 on Adult (``tests/data/adult.csv``, ``;``, its 9 columns as keys; the class
+   table built once by DuckDB, not timed), best of 3.
 
 Exits 1 if the in-process overhead target is missed (after printing everything).
 """
@@ -129,7 +130,7 @@ def generate(path: Path, rows: int) -> None:
 
 def cpu_model() -> str:
     """The CPU's model name with its family and model numbers (Linux), else what
-    :mod:`platform` knows (AMD family 25 with AVX-512 is Zen 4)."""
+    :mod:`platform` knows."""
     fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -184,8 +185,8 @@ def cli_seconds(path: Path, extra: list[str]) -> float:
 def suda_on_adult() -> tuple[dict[str, Any], float, int, int]:
     import pandas as pd
 
-    from reident_airflow.engine.classes import class_table_from_frame
     from reident_airflow.engine.suda import suda2
+    from reident_airflow.sources.files import class_table_from_frame
 
     frame = pd.read_csv(ADULT, sep=";", dtype=str, keep_default_na=False)
     keys = list(frame.columns)
@@ -238,15 +239,11 @@ def main() -> int:
     cli_median_overhead = statistics.median(cli_ext_runs) / statistics.median(cli_plain_runs) - 1.0
     suda, t_suda, keys, uniques = suda_on_adult()
 
-    from reident_airflow.engine import aggregates
-
     report = {
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),
             "cpu": cpu_model(),
-            # how the (class, value) pairs were put in order: numpy's sort is slow on some CPUs
-            "pair_order": "partition" if aggregates._sort_is_slow() else "sort",
         },
         "rows": args.rows,
         "rounds": args.repeat,

@@ -1,9 +1,9 @@
-"""Run independent numpy computations side by side on large inputs.
+"""Run an independent numpy computation beside the caller's on large inputs.
 
-numpy releases the GIL in its sorts, ufunc loops, ``reduceat`` and ``bincount``, so a few
-threads run independent array computations in parallel (measured on 10M-row arrays: two
-``bincount`` or two sorts in 1.2x the time of one). Small inputs run inline: a thread costs
-more than it saves there. Results and exceptions come back through
+numpy releases the GIL in its sorts, ufunc loops, ``reduceat`` and ``bincount``, so a worker
+thread runs array computations in parallel with the caller's (the assessment computes the QI
+ranking and l-diversity there while it computes the population models). Small inputs run
+inline: a thread costs more than it saves there. Results and exceptions come back through
 :class:`concurrent.futures.Future` either way, so callers do not care which happened.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["PARALLEL_MIN_WORK", "runs_in_parallel", "submitter"]
+__all__ = ["PARALLEL_MIN_WORK", "submitter"]
 
 T = TypeVar("T")
 
@@ -43,11 +43,6 @@ def _inline(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
     except BaseException as exc:  # handed to the caller by .result(), as a thread would
         done.set_exception(exc)
     return done
-
-
-def runs_in_parallel(work: int) -> bool:
-    """Whether :func:`submitter` hands ``work`` of this size to worker threads."""
-    return work >= PARALLEL_MIN_WORK and _pool() is not None
 
 
 def submitter(work: int) -> Callable[..., Future[Any]]:

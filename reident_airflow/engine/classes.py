@@ -1,19 +1,16 @@
-"""Equivalence classes: the one step of the engine that touches rows (metrics.md §1).
+"""Equivalence classes: the class table, the class-size histogram, and value codes.
 
-Records are grouped by their exact tuple of quasi-identifier (QI) values. The result, a
-:class:`ClassTable`, holds one row per class: its size and the integer code of each QI value.
-Every risk measure is a function of that table, so a DataFrame, an Arrow table (CSV or
-Parquet file) or a database ``GROUP BY`` only has to deliver counts.
+Records are grouped by their exact tuple of quasi-identifier (QI) values (metrics.md §1). A
+:class:`ClassTable` holds one row per class: its size and the integer code of each of its QI
+values; a :class:`ClassSizes` holds only how many classes have each size. Every risk measure
+is a function of one of the two, so a source (DuckDB for files and DataFrames, a database's
+``GROUP BY``) only has to deliver counts.
 
-How rows become classes, fast:
-
-1. each QI column is turned into dense integer codes (``encode_*``): a small-range integer
-   column by offset (``value - min``), anything else by hashing (Arrow dictionary encoding or
-   :func:`pandas.factorize`);
-2. the codes of all QIs are combined into one mixed-radix key
-   ``(((c0 * card1) + c1) * card2 + c2) ...`` and counted with :func:`numpy.bincount` when the
-   product of the cardinalities is small; otherwise the key is re-densified by hashing
-   whenever the product would overflow, and counted the same way.
+Codes: each QI column's values are turned into dense integer codes (``encode_*``): a
+small-range integer column by offset (``value - min``), anything else by hashing (Arrow
+dictionary encoding or :func:`pandas.factorize`). :func:`group_codes` groups tuples of codes
+(rows of grouped results, or the generalized classes of Datafly); :func:`class_table_of`
+makes a class table of grouped codes.
 
 Missing values: a missing value is a value of its own (every missing value of a column falls
 into one group), as ARX does. A record whose QIs are *all* the suppression marker ``*`` is
@@ -33,7 +30,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
@@ -41,16 +37,13 @@ __all__ = [
     "ClassSizes",
     "ClassTable",
     "EncodedColumns",
-    "class_table_from_codes",
-    "class_table_from_frame",
     "class_table_from_grouped",
-    "dictionary_indices",
+    "class_table_of",
     "encode_arrow",
+    "encode_arrow_column",
     "encode_frame",
+    "encode_series",
     "group_codes",
-    "mixed_radix",
-    "radix_keys",
-    "unravel_keys",
     "validate_quasi_identifiers",
 ]
 
@@ -58,6 +51,7 @@ __all__ = [
 SUPPRESSION_MARKER = "*"
 
 IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
 
 # Product of cardinalities up to which classes are counted by a direct bincount over the key.
 _BINCOUNT_LIMIT = 1 << 24
@@ -67,7 +61,7 @@ _KEY_LIMIT = (1 << 62) - 1
 
 @dataclass(frozen=True, eq=False)
 class EncodedColumns:
-    """Row-level integer codes of some columns (one array of length n per column).
+    """Integer codes of some columns: one array per column, one code per row.
 
     ``dictionaries[i][code]`` is the value a code stands for (missing values included); it is
     kept for joins (population tables, generalization) and never written to any output.
@@ -148,7 +142,7 @@ class ClassTable:
 
         ``key = ((c_0 * card_1 + c_1) * card_2 + c_2) ...``: distinct classes, distinct keys.
         ``None`` when the product of the cardinalities does not fit 63 bits. Computed once
-        and cached (the grouping that built the table usually hands it over for free).
+        and cached.
         """
         if not self._keys:
             cards = [max(int(c), 1) for c in self.cardinalities]
@@ -359,21 +353,21 @@ def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
     column = column.unify_dictionaries()
     dictionary = column.chunk(0).dictionary
     card = len(dictionary)
-    codes = dictionary_indices(column, np.int64)
+    codes = _dictionary_indices(column)
     if column.null_count:
         dictionary = pa.concat_arrays([dictionary, pa.nulls(1, type=dictionary.type)])
         card += 1
     return codes, card, dictionary
 
 
-def dictionary_indices(column: pa.ChunkedArray, dtype: Any) -> NDArray[Any]:
-    """The indices of a dictionary column with unified dictionaries, as one numpy array.
+def _dictionary_indices(column: pa.ChunkedArray) -> IntArray:
+    """The indices of a dictionary column with unified dictionaries, as one int64 array.
 
-    Copied chunk by chunk into one preallocated array of ``dtype`` (wide enough for the
-    dictionary's length + 1); a null index becomes the dictionary's length (one more code).
+    Copied chunk by chunk into one preallocated array; a null index becomes the dictionary's
+    length (one more code).
     """
     card = len(column.chunk(0).dictionary) if column.num_chunks else 0
-    out = np.empty(len(column), dtype=dtype)
+    out = np.empty(len(column), dtype=np.int64)
     pos = 0
     for chunk in column.chunks:
         idx = chunk.indices
@@ -387,15 +381,9 @@ def dictionary_indices(column: pa.ChunkedArray, dtype: Any) -> NDArray[Any]:
 
 
 def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
-    """Integer codes of the QI columns of an Arrow table (names validated first).
-
-    On a large table the columns are coded side by side on worker threads (Arrow and numpy
-    release the GIL for the work on each column).
-    """
+    """Integer codes of the QI columns of an Arrow table (names validated first)."""
     names = validate_quasi_identifiers(qis, table.column_names)
-    submit = submitter(table.num_rows)
-    jobs = [submit(encode_arrow_column, table.column(name)) for name in names]
-    return _encoded(names, [job.result() for job in jobs])
+    return _encoded(names, [encode_arrow_column(table.column(name)) for name in names])
 
 
 def _densify(key: IntArray) -> tuple[IntArray, int]:
@@ -417,60 +405,28 @@ def group_codes(
     (shape ``(u, m)``), ``sizes[j]`` its number of rows (or sum of ``weights``), and, with
     ``return_inverse``, the class id of every row.
 
-    Three ways, fastest first: a direct :func:`numpy.bincount` over the mixed-radix key when
-    the product of the cardinalities is small; otherwise, for plain counts (no weights, no
-    inverse) whose key fits 64 bits, a sort of the key (vectorised, and on 32 bits when the
-    product allows) and run lengths, which is several times faster than a hash table once
-    most keys are distinct; otherwise hashing, re-densifying before the key would overflow.
-    With the first two, classes come out in ascending lexicographic order of their codes.
+    When the product of the cardinalities is small, the codes are combined into one
+    mixed-radix key counted by :func:`numpy.bincount` (classes in ascending lexicographic
+    order of their codes); otherwise they are combined column by column and grouped by
+    hashing, re-densified before the key would overflow.
     """
-    class_codes, sizes, inverse, _ = _grouped(
-        codes, cardinalities, weights=weights, return_inverse=return_inverse
-    )
-    return class_codes, sizes, inverse
-
-
-def _grouped(
-    codes: Sequence[IntArray],
-    cardinalities: Sequence[int],
-    *,
-    weights: IntArray | None = None,
-    return_inverse: bool = False,
-) -> tuple[IntArray, IntArray, IntArray | None, IntArray | None]:
-    """:func:`group_codes`, plus each class's mixed-radix key when a path computed it."""
     m = len(codes)
     if m == 0:
         raise InvalidInputError("no quasi-identifiers given: name at least one column")
     n = int(codes[0].shape[0])
     cards = [max(int(c), 1) for c in cardinalities]
-    product = 1
-    for c in cards:
-        product *= c
+    product = prod(cards)
     if product <= max(_BINCOUNT_LIMIT, 2 * n):
-        key = mixed_radix(codes, cards)
+        key = _mixed_radix(codes, cards)
         counts = np.bincount(key, weights=weights, minlength=product)
         present = np.flatnonzero(counts)
         sizes = counts[present].astype(np.int64)
-        class_codes = unravel_keys(present, cards)
         inverse = None
         if return_inverse:
             lookup = np.zeros(product, dtype=np.int64)
             lookup[present] = np.arange(present.shape[0], dtype=np.int64)
             inverse = lookup[key]
-        return class_codes, sizes, inverse, present.astype(np.int64, copy=False)
-    if weights is None and not return_inverse and product <= _KEY_LIMIT:
-        key = mixed_radix(codes, cards, dtype=np.uint32 if product <= 1 << 32 else np.int64)
-        key.sort()  # our own temporary: sorted in place
-        starts = np.empty(n, dtype=np.bool_)
-        starts[:1] = True
-        np.not_equal(key[1:], key[:-1], out=starts[1:])
-        first = np.flatnonzero(starts)
-        del starts
-        sizes = np.diff(first, append=n).astype(np.int64, copy=False)
-        class_keys = key[first].astype(np.int64, copy=False)
-        del key, first
-        return unravel_keys(class_keys, cards), sizes, None, class_keys
-    # Large product: combine column by column, re-densifying by hash before overflow.
+        return _unravel_keys(present, cards), sizes, inverse
     key = codes[0].astype(np.int64, copy=True)
     span = cards[0]
     for col, card in zip(codes[1:], cards[1:], strict=True):
@@ -485,15 +441,14 @@ def _grouped(
     for i, col in enumerate(codes):
         # every row of a class carries the same code, so any write order gives the same result
         class_codes[inverse_ids, i] = col
-    return class_codes, sizes, (inverse_ids if return_inverse else None), None
+    return class_codes, sizes, (inverse_ids if return_inverse else None)
 
 
-def unravel_keys(keys: NDArray[Any], cards: Sequence[int]) -> IntArray:
+def _unravel_keys(keys: NDArray[Any], cards: Sequence[int]) -> IntArray:
     """The ``(u, m)`` code table of mixed-radix keys (first QI most significant).
 
     Unravelled column by column into the contiguous rows of an ``(m, u)`` array, whose
     transpose is returned: each QI's codes stay contiguous (what every measure reads).
-    ``keys`` is left unchanged.
     """
     m = len(cards)
     columns = np.empty((m, keys.shape[0]), dtype=np.int64)
@@ -510,113 +465,58 @@ def unravel_keys(keys: NDArray[Any], cards: Sequence[int]) -> IntArray:
     return class_codes
 
 
-def mixed_radix(
-    codes: Sequence[IntArray], cards: Sequence[int], *, dtype: Any = np.int64
-) -> NDArray[Any]:
-    """``(((c0 * card1) + c1) * card2 + c2) ...`` in ``dtype`` (the caller checks the range).
+def _mixed_radix(codes: Sequence[IntArray], cards: Sequence[int]) -> IntArray:
+    """``(((c0 * card1) + c1) * card2 + c2) ...`` in int64 (the caller checks the range).
 
-    Computed in int64 over blocks of rows that stay in the CPU cache, each block then written
-    to the result: one pass over each code column, one write of the key.
-    """
-    return radix_keys(codes, cards, dtype=dtype)[0]
-
-
-def radix_keys(
-    codes: Sequence[IntArray],
-    cards: Sequence[int],
-    *,
-    dtype: Any = np.int64,
-    extra: Sequence[tuple[NDArray[Any], int, Any]] = (),
-    into_codes: bool = False,
-) -> list[NDArray[Any]]:
-    """:func:`mixed_radix`, and in the same pass over the rows each ``key * card + values``
-    for every ``(values, card, dtype)`` of ``extra`` (a key extended by one more column).
-
-    ``into_codes``: the results are written over the code columns themselves, the key over
-    the first and each extended key over the next ones (viewed as its type), where there are
-    enough int64 columns of our own: their pages are in memory already, fresh arrays would
-    have to be touched page by page. Safe block by block: a block's codes are all read before
-    its results are written, and a narrower result only reaches rows already read. The
-    caller must own the code arrays and no longer need them.
+    Computed over blocks of rows that stay in the CPU cache: one pass over each code column,
+    one write of the key.
     """
     n = codes[0].shape[0]
+    key = np.empty(n, dtype=np.int64)
     rows = 1 << 18  # 2 MiB of int64 per block
-    reuse = into_codes and len(codes) > len(extra) and _reusable(codes[: 1 + len(extra)], n)
-    key = codes[0] if reuse and np.dtype(dtype) == np.int64 else np.empty(n, dtype=dtype)
-    longer = [
-        codes[1 + i].view(out_dtype)[:n] if reuse else np.empty(n, dtype=out_dtype)
-        for i, (_, _, out_dtype) in enumerate(extra)
-    ]
-    block = np.empty(min(n, rows), dtype=np.int64)
-    wide = np.empty_like(block) if extra else block
     for start in range(0, n, rows):
-        stop = min(start + rows, n)
-        part = block[: stop - start]
-        np.copyto(part, codes[0][start:stop], casting="unsafe")
+        part = key[start : start + rows]
+        np.copyto(part, codes[0][start : start + rows], casting="unsafe")
         for col, card in zip(codes[1:], cards[1:], strict=True):
             part *= card
-            np.add(part, col[start:stop], out=part, casting="unsafe")
-        np.copyto(key[start:stop], part, casting="unsafe")
-        for out, (values, card, _) in zip(longer, extra, strict=True):
-            more = wide[: stop - start]
-            np.multiply(part, card, out=more)
-            np.add(more, values[start:stop], out=out[start:stop], casting="unsafe")
-    return [key, *longer]
+            np.add(part, col[start : start + rows], out=part, casting="unsafe")
+    return key
 
 
-def _reusable(arrays: Sequence[NDArray[Any]], n: int) -> bool:
-    """Whether arrays can take results in place: int64, contiguous, writable, owning their
-    memory (not views of something else), and distinct."""
-    return len({id(a) for a in arrays}) == len(arrays) and all(
-        a.dtype == np.int64
-        and a.shape == (n,)
-        and a.flags.c_contiguous
-        and a.flags.writeable
-        and a.flags.owndata
-        for a in arrays
-    )
+def class_table_of(
+    encoded: EncodedColumns, class_codes: IntArray, sizes: IntArray
+) -> tuple[ClassTable, BoolArray | None]:
+    """The class table of grouped codes without the fully suppressed classes (ARX
+    behaviour), and which classes it kept (``None``: every one).
 
-
-def class_table_from_codes(encoded: EncodedColumns) -> ClassTable:
-    """Count the classes of row-level codes, excluding fully suppressed records."""
-    if encoded.records == 0:
-        raise EmptyDatasetError("the table has no records: there is nothing to assess")
-    class_codes, sizes, _, keys = _grouped(encoded.codes, encoded.cardinalities)
-    return _finish(encoded, class_codes, sizes, keys)
-
-
-def _finish(
-    encoded: EncodedColumns, class_codes: IntArray, sizes: IntArray, keys: IntArray | None = None
-) -> ClassTable:
+    A class is fully suppressed when its code in every QI is the suppression marker's; its
+    records are counted in :attr:`ClassTable.excluded_records`. A table left without classes
+    is an :class:`EmptyDatasetError`.
+    """
     excluded = 0
+    keep = None
     if all(mc is not None for mc in encoded.marker_codes):
         marker = np.array(encoded.marker_codes, dtype=np.int64)
         suppressed = np.all(class_codes == marker, axis=1)
         if suppressed.any():
             excluded = int(sizes[suppressed].sum())
-            class_codes = class_codes[~suppressed]
-            sizes = sizes[~suppressed]
-            keys = None if keys is None else keys[~suppressed]
+            keep = ~suppressed
+            class_codes = class_codes[keep]
+            sizes = sizes[keep]
     if sizes.shape[0] == 0:
         raise EmptyDatasetError(
             f"every record ({excluded}) is fully suppressed ('*' in every quasi-identifier): "
             "there is nothing to assess"
         )
-    return ClassTable(
+    table = ClassTable(
         quasi_identifiers=encoded.names,
         sizes=sizes,
         codes=class_codes,
         cardinalities=encoded.cardinalities,
         dictionaries=encoded.dictionaries,
         excluded_records=excluded,
-        _keys=[] if keys is None else [keys],
     )
-
-
-def class_table_from_frame(frame: pd.DataFrame, qis: Sequence[str]) -> ClassTable:
-    """The class table of a pandas DataFrame on the given QIs."""
-    encoded = encode_frame(frame, qis)
-    return class_table_from_codes(encoded)
+    return table, keep
 
 
 def class_table_from_grouped(
@@ -641,6 +541,6 @@ def class_table_from_grouped(
         raise EmptyDatasetError("the table has no records: there is nothing to assess")
     if (counts < 0).any():
         raise InvalidInputError("grouped result has a negative count")
-    class_codes, sizes, _, keys = _grouped(encoded.codes, encoded.cardinalities, weights=counts)
-    keep = sizes > 0
-    return _finish(encoded, class_codes[keep], sizes[keep], None if keys is None else keys[keep])
+    class_codes, sizes, _ = group_codes(encoded.codes, encoded.cardinalities, weights=counts)
+    present = sizes > 0
+    return class_table_of(encoded, class_codes[present], sizes[present])[0]

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from reident_airflow.engine.aggregates import ValueCounts, _run_lengths
+from reident_airflow.engine.aggregates import ValueCounts
 from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C
 from reident_airflow.engine.errors import InvalidInputError
 
@@ -134,6 +134,14 @@ def _class_starts(cls: IntArray) -> IntArray:
     starts[:1] = True
     np.not_equal(cls[1:], cls[:-1], out=starts[1:])
     return np.flatnonzero(starts)
+
+
+def _run_lengths(first: NDArray[Any], n: int) -> IntArray:
+    """The length of each run, from where the runs of ``n`` elements start (ascending)."""
+    lengths = np.empty(first.shape[0], dtype=np.int64)
+    np.subtract(first[1:], first[:-1], out=lengths[:-1])
+    lengths[-1:] = n - first[-1:]
+    return lengths
 
 
 def _running_counts(cls: IntArray, cnt: IntArray, classes: int, top: int, total: int) -> Any:

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from reident_airflow.engine.attributes import attribute_risks
-from reident_airflow.engine.classes import class_table_from_frame
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.sources.files import class_table_from_frame
 from tests.conftest import load_reference, oracle_data, reference_files
 
 

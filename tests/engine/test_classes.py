@@ -1,4 +1,8 @@
-"""Equivalence classes (metrics.md §1). Expected values are hand-computed or from ARX 3.9.2."""
+"""Equivalence classes (metrics.md §1). Expected values are hand-computed or from ARX 3.9.2.
+
+Files and DataFrames are grouped by DuckDB (:mod:`reident_airflow.sources.files`); grouped
+results and Datafly's generalized classes by :func:`group_codes`.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,15 @@ import pyarrow as pa
 import pytest
 
 from reident_airflow.engine.classes import (
-    class_table_from_frame,
+    ClassSizes,
+    ClassTable,
     class_table_from_grouped,
-    encode_arrow,
     group_codes,
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.sources.files import class_table_from_file, class_table_from_frame
 from tests.conftest import load_reference, oracle_data, reference_files
+from tests.engine._records import class_values
 
 
 def _sorted_sizes(table: object) -> list[int]:
@@ -95,21 +101,26 @@ def test_bincount_path_inverse() -> None:
 
 
 def test_grouped_input_merges_and_counts() -> None:
+    # x: 3, y: 1, missing: 2 (as a DataFrame and as an Arrow table)
     grouped = pd.DataFrame({"a": ["x", "y", None], "n": [3, 1, 2]})
-    t = class_table_from_grouped(grouped, ["a"], "n")
-    assert t.records == 6 and _sorted_sizes(t) == [1, 2, 3]
+    for given in (grouped, pa.Table.from_pandas(grouped)):
+        t = class_table_from_grouped(given, ["a"], "n")
+        assert t.records == 6 and _sorted_sizes(t) == [1, 2, 3]
+    # two rows of one tuple merge; a row counted 0 is no class
+    merged = pd.DataFrame({"a": ["x", "x", "y"], "n": [2, 3, 0]})
+    t = class_table_from_grouped(merged, ["a"], "n")
+    assert class_values(t) == [("x",)] and t.sizes.tolist() == [5]
 
 
-def test_arrow_and_pandas_paths_agree_with_nulls() -> None:
+def test_arrow_and_pandas_agree_with_nulls() -> None:
+    # (a, 1) x2, (None, 2) x2, (b, None) x1
     tbl = pa.table(
         {
             "s": pa.array(["a", None, "a", "b", None]),
             "i": pa.array([1, 2, 1, None, 2], type=pa.int64()),
         }
     )
-    from reident_airflow.engine.classes import class_table_from_codes
-
-    t1 = class_table_from_codes(encode_arrow(tbl, ["s", "i"]))
+    t1 = class_table_from_frame(tbl, ["s", "i"])
     t2 = class_table_from_frame(tbl.to_pandas(), ["s", "i"])
     assert _sorted_sizes(t1) == _sorted_sizes(t2) == [1, 2, 2]
 
@@ -118,59 +129,29 @@ def test_arrow_and_pandas_paths_agree_with_nulls() -> None:
 def test_class_histogram_matches_arx(ref: object) -> None:
     """The class-size histogram of each ARX reference case (ARX 3.9.2, oracle/reference)."""
     data = load_reference(ref)  # type: ignore[arg-type]
-    frame = pd.read_csv(
-        oracle_data(data["dataset"]), sep=data["sep"], dtype=str, keep_default_na=False
+    t = class_table_from_file(
+        oracle_data(data["dataset"]), data["quasi_identifiers"], sep=data["sep"]
     )
-    t = class_table_from_frame(frame, data["quasi_identifiers"])
     sizes, counts = t.histogram()
     assert [[int(s), int(c)] for s, c in zip(sizes, counts, strict=True)] == data[
         "class_size_histogram"
     ]
 
 
-@pytest.mark.parametrize(
-    "cards",
-    [
-        [7, 5, 3],  # direct count (bincount)
-        [60_000, 50_000, 3],  # sort of the key (product above the bincount limit)
-    ],
-)
-def test_radix_keys_handed_over_equal_recomputed(cards: list[int]) -> None:
-    """The key a grouping path hands to the table is the key computed from the codes."""
-    from reident_airflow.engine.classes import ClassTable, class_table_from_codes, encode_frame
-
-    rng = np.random.default_rng(11)
-    n = 20_000
-    df = pd.DataFrame({f"q{i}": rng.integers(0, c, n) for i, c in enumerate(cards)})
-    built = class_table_from_codes(encode_frame(df, list(df.columns)))
-    handed = built.radix_keys()
-    fresh = ClassTable(
-        quasi_identifiers=built.quasi_identifiers,
-        sizes=built.sizes,
-        codes=np.ascontiguousarray(built.codes),
-        cardinalities=built.cardinalities,
-    ).radix_keys()
-    assert handed is not None and fresh is not None
-    assert np.array_equal(handed, fresh)
-    # by hand: the first QI is the most significant digit
-    c = built.codes
-    by_hand = (c[:, 0] * built.cardinalities[1] + c[:, 1]) * built.cardinalities[2] + c[:, 2]
-    assert np.array_equal(fresh, by_hand)
-
-
-def test_radix_keys_follow_excluded_classes() -> None:
-    """Fully suppressed classes leave the table; their keys leave with them."""
-    df = pd.DataFrame({"a": ["*", "x", "y", "*"], "b": ["*", "1", "2", "3"]})
+def test_radix_keys_by_hand() -> None:
+    """The first QI is the most significant digit; fully suppressed classes have no key."""
+    df = pd.DataFrame({"a": ["*", "x", "y", "*", "x"], "b": ["*", "1", "2", "3", "2"]})
     t = class_table_from_frame(df, ["a", "b"])
+    assert t.excluded_records == 1
     keys = t.radix_keys()
     assert keys is not None and keys.shape == (t.classes,)
     expected = t.codes[:, 0] * t.cardinalities[1] + t.codes[:, 1]
-    assert np.array_equal(keys, expected)
+    np.testing.assert_array_equal(keys, expected)
+    assert len(set(keys.tolist())) == t.classes == 4
+    assert t.radix_keys() is keys  # computed once
 
 
 def test_radix_keys_none_beyond_63_bits() -> None:
-    from reident_airflow.engine.classes import ClassTable
-
     t = ClassTable(
         quasi_identifiers=("a", "b", "c"),
         sizes=np.array([1, 2], dtype=np.int64),
@@ -182,8 +163,6 @@ def test_radix_keys_none_beyond_63_bits() -> None:
 
 @pytest.mark.parametrize("largest", [9, 10**9])  # counted by bincount / by np.unique
 def test_histogram_both_ways(largest: int) -> None:
-    from reident_airflow.engine.classes import ClassTable
-
     sizes = np.array([3, 1, largest, 1, 3, 1], dtype=np.int64)
     t = ClassTable(
         quasi_identifiers=("a",),
@@ -193,3 +172,35 @@ def test_histogram_both_ways(largest: int) -> None:
     )
     values, counts = t.histogram()
     assert values.tolist() == [1, 3, largest] and counts.tolist() == [3, 2, 1]
+
+
+def test_class_sizes_histogram() -> None:
+    # 3 classes of size 1, 2 of size 3: 9 records in 5 classes, k = 1
+    h = ClassSizes(("q",), np.array([1, 3]), np.array([3, 2]), excluded_records=4)
+    assert (h.records, h.classes, h.k, h.excluded_records) == (9, 5, 1, 4)
+    sizes, counts = h.histogram()
+    assert sizes.dtype == counts.dtype == np.int64
+    assert sizes.tolist() == [1, 3] and counts.tolist() == [3, 2]
+    assert h.quasi_identifiers == ("q",)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "counts", "message"),
+    [
+        ([3, 1], [1, 1], "distinct and ascending"),
+        ([1, 1], [1, 1], "distinct and ascending"),
+        ([0, 2], [1, 1], ">= 1"),
+        ([1, 2], [1, 0], ">= 1"),
+        ([1, 2], [1], "one length"),
+    ],
+)
+def test_class_sizes_validation(sizes: list[int], counts: list[int], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        ClassSizes(("q",), np.array(sizes), np.array(counts))
+
+
+def test_class_sizes_empty_is_an_empty_dataset() -> None:
+    with pytest.raises(EmptyDatasetError):
+        ClassSizes(("q",), np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    with pytest.raises(InvalidInputError, match="excluded"):
+        ClassSizes(("q",), np.array([1]), np.array([1]), excluded_records=-1)

@@ -14,11 +14,13 @@ import pandas as pd
 import pytest
 
 from reident_airflow.engine import diversity
-from reident_airflow.engine.aggregates import ValueCounts, aggregate_frame
+from reident_airflow.engine.aggregates import ValueCounts
 from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.diversity import l_diversity
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.sources.files import aggregates_from_frame
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
+from tests.engine._records import class_values, record_classes
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +30,11 @@ def testdata() -> pd.DataFrame:
 
 def test_hhcivil_equals_sdcmicro_per_record(testdata: pd.DataFrame) -> None:
     info = sdcmicro_summary()["testdata"]
-    agg = aggregate_frame(testdata, info["keyVars"], sensitive=["hhcivil"], return_inverse=True)
-    assert agg.inverse is not None
+    agg = aggregates_from_frame(testdata, info["keyVars"], sensitive=["hhcivil"])
     ld = l_diversity(agg.sensitive["hhcivil"], agg.table.sizes, c=2)
     ref = pd.read_csv(sdcmicro_data("testdata_ldiversity_hhcivil.csv"))
-    rows = agg.inverse
+    rows = record_classes(agg.table, testdata)  # each record's class, by its QI values
+    assert (rows >= 0).all()
     np.testing.assert_array_equal(
         ld.per_class_distinct[rows], ref["hhcivil_Distinct_Ldiversity"].to_numpy()
     )
@@ -63,10 +65,8 @@ def test_hhcivil_equals_sdcmicro_per_record(testdata: pd.DataFrame) -> None:
 
 def test_hhcivil_and_age_like_sdcmicro(testdata: pd.DataFrame) -> None:
     info = sdcmicro_summary()["testdata"]
-    agg = aggregate_frame(
-        testdata, info["keyVars"], sensitive=["hhcivil", "age"], return_inverse=True
-    )
-    assert agg.inverse is not None
+    agg = aggregates_from_frame(testdata, info["keyVars"], sensitive=["hhcivil", "age"])
+    rows = record_classes(agg.table, testdata)
     ld = l_diversity(agg.sensitive["age"], agg.table.sizes)
     summary = info["ldiversity_hhcivil_age"]["summary"]
     for key, per_class in (
@@ -75,7 +75,7 @@ def test_hhcivil_and_age_like_sdcmicro(testdata: pd.DataFrame) -> None:
         ("age_Recursive_Ldiversity", ld.per_class_recursive),
     ):
         lo, mean, hi = summary[key]
-        values = per_class[agg.inverse].astype(np.float64)
+        values = per_class[rows].astype(np.float64)
         assert math.isclose(values.min(), lo, rel_tol=1e-12)
         assert math.isclose(values.max(), hi, rel_tol=1e-12)
         assert math.isclose(values.mean(), mean, rel_tol=1e-12)
@@ -93,9 +93,9 @@ def test_by_hand() -> None:
             "s": ["x", "x", "x", "y", "x", "y", "z", "z", "x", "y", "z", "w", None, None, "x"],
         }
     )
-    agg = aggregate_frame(frame, ["q"], sensitive=["s"])
+    agg = aggregates_from_frame(frame, ["q"], sensitive=["s"])
     ld = l_diversity(agg.sensitive["s"], agg.table.sizes, c=2)
-    order = [agg.table.dictionaries[0][code] for code in agg.table.codes[:, 0]]  # type: ignore[index]
+    order = [q for (q,) in class_values(agg.table)]
     by_class = {
         q: (int(d), float(e), int(r))
         for q, d, e, r in zip(
@@ -124,7 +124,7 @@ def test_by_hand() -> None:
 def test_homogeneous_class_breaches_min_l() -> None:
     # 20 records share one diagnosis: risk 1/20 each, yet the diagnosis is disclosed (seed 003)
     frame = pd.DataFrame({"q": ["a"] * 20 + ["b"] * 20, "dx": ["flu"] * 20 + ["flu", "cold"] * 10})
-    agg = aggregate_frame(frame, ["q"], sensitive=["dx"])
+    agg = aggregates_from_frame(frame, ["q"], sensitive=["dx"])
     result = assess(agg.table, sensitive=agg.sensitive, thresholds=Thresholds(min_l=2, min_k=5))
     doc = result.to_dict()
     assert doc["l_diversity"] == {
@@ -138,12 +138,12 @@ def test_homogeneous_class_breaches_min_l() -> None:
 def test_bad_input() -> None:
     frame = pd.DataFrame({"q": ["a", "a", "b"], "s": [1, 2, 3]})
     with pytest.raises(InvalidInputError, match="'q' is also a quasi-identifier"):
-        aggregate_frame(frame, ["q"], sensitive=["q"])
+        aggregates_from_frame(frame, ["q"], sensitive=["q"])
     with pytest.raises(InvalidInputError, match="unknown sensitive column 'z'"):
-        aggregate_frame(frame, ["q"], sensitive=["z"])
+        aggregates_from_frame(frame, ["q"], sensitive=["z"])
     with pytest.raises(InvalidInputError, match="listed twice"):
-        aggregate_frame(frame, ["q"], sensitive=["s", "s"])
-    agg = aggregate_frame(frame, ["q"], sensitive=["s"])
+        aggregates_from_frame(frame, ["q"], sensitive=["s", "s"])
+    agg = aggregates_from_frame(frame, ["q"], sensitive=["s"])
     for c in (0, -1, float("nan"), "x"):
         with pytest.raises(InvalidInputError, match="recursive c"):
             l_diversity(agg.sensitive["s"], agg.table.sizes, c=c)  # type: ignore[arg-type]
@@ -170,11 +170,11 @@ def test_equals_the_definitions_on_random_tables(seed: int) -> None:
             }
         )
         c = float(rng.choice([0.5, 1.0, 1.5, 2.0, 3.0]))
-        agg = aggregate_frame(frame, ["q"], sensitive=["s"], return_inverse=True)
-        assert agg.inverse is not None
+        agg = aggregates_from_frame(frame, ["q"], sensitive=["s"])
+        rows = record_classes(agg.table, frame)
         ld = l_diversity(agg.sensitive["s"], agg.table.sizes, c=c)
         for j in range(agg.table.classes):
-            counts = np.sort(frame["s"][agg.inverse == j].value_counts().to_numpy())[::-1]
+            counts = np.sort(frame["s"][rows == j].value_counts().to_numpy())[::-1]
             m, f = len(counts), int(counts.sum())
             recursive = max(
                 [1] + [ell for ell in range(2, m + 1) if counts[0] < c * counts[ell - 1 :].sum()]
@@ -280,7 +280,7 @@ def test_counts_from_the_grouping_skip_only_what_holds_by_construction(
     add up to its sizes (``consistent_with``); the same arrays without that mark, or against
     other sizes, are checked, with identical results where they fit."""
     info = sdcmicro_summary()["testdata"]
-    agg = aggregate_frame(testdata, info["keyVars"], sensitive=["hhcivil"])
+    agg = aggregates_from_frame(testdata, info["keyVars"], sensitive=["hhcivil"])
     sizes = agg.table.sizes
     trusted = agg.sensitive["hhcivil"]
     assert trusted.consistent_with is sizes

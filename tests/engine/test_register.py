@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from reident_airflow.engine.assessment import assess
-from reident_airflow.engine.classes import class_table_from_frame
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.sources.files import class_table_from_frame
 
 
 def test_hand_computed_register() -> None:

@@ -16,12 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reident_airflow.engine.aggregates import aggregate_frame
-from reident_airflow.engine.classes import ClassTable, class_table_from_frame
+from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.suda import MAX_KEYS, missing_codes, suda2
+from reident_airflow.sources.files import class_table_from_frame
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
 from tests.conftest import oracle_data
+from tests.engine._records import record_classes
 
 
 @pytest.mark.parametrize("name", ["testdata", "francdat"])
@@ -29,11 +30,11 @@ def test_scores_and_contributions_equal_sdcmicro(name: str) -> None:
     info = sdcmicro_summary()[name]
     keys = list(info["keyVars"])
     frame = pd.read_csv(sdcmicro_data(info["data_file"]))
-    agg = aggregate_frame(frame, keys, return_inverse=True)
-    assert agg.inverse is not None
-    result = suda2(agg.table)
+    table = class_table_from_frame(frame, keys)
+    result = suda2(table)
     ref = pd.read_csv(sdcmicro_data(f"{name}_suda2.csv"))
-    rows = agg.inverse
+    rows = record_classes(table, frame)  # each record's class, by its QI values
+    assert (rows >= 0).all()
     np.testing.assert_array_equal(result.scores[rows], ref["suda_score"].to_numpy())
     for i, key in enumerate(keys):
         np.testing.assert_allclose(
@@ -62,10 +63,9 @@ def test_francdat_attribute_contributions_file() -> None:
 def test_francdat_by_hand() -> None:
     # record 4 (3,3,1,5): Key1=3 is unique (size 1: (4-1)! = 6), and {Key2=3, Key4=5} (2! = 2)
     frame = pd.read_csv(sdcmicro_data("francdat_data.csv"))
-    agg = aggregate_frame(frame, ["Key1", "Key2", "Key3", "Key4"], return_inverse=True)
-    assert agg.inverse is not None
-    result = suda2(agg.table)
-    row = agg.inverse[3]
+    table = class_table_from_frame(frame, ["Key1", "Key2", "Key3", "Key4"])
+    result = suda2(table)
+    row = record_classes(table, frame)[3]
     assert result.scores[row] == 8
     np.testing.assert_allclose(result.contributions[row], [6 / 8, 2 / 8, 0, 2 / 8])
     assert result.msus_by_size == (3, 4, 0, 0)
@@ -113,17 +113,18 @@ def test_equals_brute_force_on_random_tables(seed: int) -> None:
 
     def value() -> object:
         u = rng.random()
-        return None if u < 0.08 else "*" if u < 0.12 else int(rng.integers(0, 3))
+        # text: a column of one kind of value (the reading contract refuses 1 beside "*")
+        return None if u < 0.08 else "*" if u < 0.12 else str(int(rng.integers(0, 3)))
 
     frame = pd.DataFrame({f"k{i}": [value() for _ in range(n)] for i in range(m)})
     keys = list(frame.columns)
-    agg = aggregate_frame(frame, keys, return_inverse=True)
-    assert agg.inverse is not None
-    result = suda2(agg.table)
+    table = class_table_from_frame(frame, keys)
+    result = suda2(table)
     score, contrib = _brute_force(frame, keys)
-    kept = agg.inverse >= 0  # records '*' in every key are excluded (they have no MSU)
+    classes = record_classes(table, frame)
+    kept = classes >= 0  # records '*' in every key are excluded (they have no MSU)
     assert not score[~kept].any()
-    rows = agg.inverse[kept]
+    rows = classes[kept]
     np.testing.assert_array_equal(result.scores[rows], score[kept])
     np.testing.assert_allclose(result.contributions[rows], contrib[kept], rtol=1e-12, atol=0)
 
