@@ -208,7 +208,7 @@ class Source:
     names: tuple[str, ...]
     target: Any  # the path / glob DuckDB reads, or the Arrow table
     sep: str = ","
-    text_columns: tuple[bool, ...] = ()
+    kinds: tuple[str, ...] = ()  # "text", "number" or "other" per column
 
     def positions(
         self, requested: Sequence[str], *, kind: str = "quasi-identifier"
@@ -233,14 +233,10 @@ def open_file(path: str | Path, *, sep: str = ",") -> Source:
             raise InvalidInputError(
                 f"{files[0]}: not a readable Parquet file ({type(exc).__name__})"
             ) from None
-        text = tuple(
-            pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
-            for t in schema.types
-        )
-        return Source(spec, "parquet", tuple(schema.names), target, sep, text)
+        return Source(spec, "parquet", tuple(schema.names), target, sep, _kinds(schema.types))
     _check_readable(p)
     names = tuple(_csv_header(p, sep))
-    return Source(spec, "csv", names, spec, sep, tuple(True for _ in names))
+    return Source(spec, "csv", names, spec, sep, tuple("text" for _ in names))
 
 
 def file_columns(path: str | Path, *, sep: str = ",") -> list[str]:
@@ -253,15 +249,23 @@ def open_frame(frame: Any, *, label: str = "the DataFrame") -> Source:
     from reident_airflow.sources._frames import frame_to_arrow
 
     table = frame_to_arrow(frame, label)
-    import pyarrow as pa
-
-    text = tuple(
-        pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
-        for t in table.schema.types
-    )
     names = tuple(str(n) for n in table.column_names)
     renamed = table.rename_columns([f"c{i}" for i in range(len(names))])
-    return Source(label, "arrow", names, renamed, ",", text)
+    return Source(label, "arrow", names, renamed, ",", _kinds(table.schema.types))
+
+
+def _kinds(types: Sequence[Any]) -> tuple[str, ...]:
+    """``"text"``, ``"number"`` or ``"other"`` for each Arrow column type."""
+    import pyarrow as pa
+
+    def kind(t: Any) -> str:
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return "text"
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            return "number"
+        return "other"
+
+    return tuple(kind(t) for t in types)
 
 
 # ------------------------------------------------------------------------------- DuckDB
@@ -392,7 +396,7 @@ def _run(source: Source, con: Any, sql: str, params: Mapping[str, Any]) -> Any:
 
 def _star(source: Source, qis: Sequence[int]) -> str:
     """SQL for "every QI of this class is the suppression marker" (False for non-text QIs)."""
-    if not all(source.text_columns[i] for i in qis):
+    if not all(source.kinds[i] == "text" for i in qis):
         return "false"
     return "coalesce(" + " and ".join(f"c{i} = '{_SUPPRESSION_MARKER}'" for i in qis) + ", false)"
 
@@ -461,6 +465,10 @@ def _aggregates(
         else (None, ())
     )
     wpos = None if weight is None else source.positions([weight], kind="weight column")[0]
+    if wpos is not None and source.kinds[wpos] == "other":
+        raise InvalidInputError(
+            f"weight column {weight!r} is not numeric (neither numbers nor text holding them)"
+        )
     spos = [source.positions([s], kind="sensitive column")[0] for s in extra]
     keys = [f"c{i}" for i in pos]
     key_sql = ", ".join(keys)
