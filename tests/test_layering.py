@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,42 @@ def test_exported_members_exist(name: str) -> None:
         pytest.fail(f"{name} has no __all__")
     for member in exported:
         assert hasattr(module, member), f"{name}.__all__ names missing {member}"
+
+
+_HEAVY = "{'pandas', 'scipy', 'pyarrow'}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "allowed"),
+    [
+        (["--help"], set()),
+        # the verdict without a population model: DuckDB counts, numpy computes, nothing else
+        (["assess", "{csv}", "--qi", "a,b", "--no-ranking", "--json", "-"], set()),
+        # Pitman, Zayatz and SNB need scipy's special functions, still not pandas
+        (
+            ["assess", "{csv}", "--qi", "a,b", "--no-ranking", "--region", "usa", "--json", "-"],
+            {"scipy"},
+        ),
+    ],
+    ids=["help", "verdict", "verdict-with-population"],
+)
+def test_the_command_line_loads_only_what_the_run_needs(
+    tmp_path: Path, argv: list[str], allowed: set[str]
+) -> None:
+    csv = f"{tmp_path}/t.csv"
+    with open(csv, "w", encoding="utf-8") as fh:
+        fh.write("a,b\n1,2\n1,2\n3,4\n")
+    args = [a.replace("{csv}", csv) for a in argv]
+    code = (
+        "import sys, io, contextlib\n"
+        "from reident_airflow.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main({args!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"print(','.join(sorted({{m.split('.')[0] for m in sys.modules}} & {_HEAVY})))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = {m for m in out.stdout.strip().split(",") if m}
+    assert loaded <= allowed, f"{argv[0]} loaded {sorted(loaded - allowed)}"

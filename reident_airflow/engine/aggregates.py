@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from reident_airflow.engine.classes import (
@@ -33,6 +32,9 @@ from reident_airflow.engine.classes import (
     group_codes,
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+
+if TYPE_CHECKING:  # pandas is loaded by the function that uses it
+    import pandas as pd
 
 __all__ = [
     "ClassAggregates",
@@ -286,6 +288,8 @@ def aggregate_grouped(
     one class; rows whose tuples coincide after decoding (two spellings of a missing value)
     are merged.
     """
+    import pandas as pd
+
     names = tuple(qis)
     extra = dict(value_counts or {})
     frames = [counts, *extra.values()]

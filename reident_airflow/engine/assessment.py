@@ -11,35 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reident_airflow.engine._parallel import submitter
-from reident_airflow.engine.aggregates import ClassWeights, ValueCounts
-from reident_airflow.engine.attributes import AttributeRisk, attribute_risks
 from reident_airflow.engine.classes import ClassSizes, ClassTable
-from reident_airflow.engine.diversity import (
-    DEFAULT_RECURSIVE_C,
-    LDiversity,
-    l_diversity,
-    validate_recursive_c,
-)
+from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C
+from reident_airflow.engine.diversity import l_diversity, validate_recursive_c
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.individual_risk import IndividualRisk, individual_risk
-from reident_airflow.engine.population import (
-    PopulationUniqueness,
-    population_uniqueness,
-    resolve_population_size,
-)
-from reident_airflow.engine.register import RegisterRisk, match_register, register_risk
 from reident_airflow.engine.sample import (
-    DEFAULT_RECORD_THRESHOLD,
     RiskBand,
     SampleRisk,
     risk_distribution,
     sample_risk,
     validate_threshold,
 )
-from reident_airflow.engine.suda import SudaResult, suda2
+
+if TYPE_CHECKING:
+    # the measures beyond the sample's are imported when asked for: the verdict from a
+    # class-size histogram loads neither pandas nor scipy
+    from reident_airflow.engine.aggregates import ClassWeights, ValueCounts
+    from reident_airflow.engine.attributes import AttributeRisk
+    from reident_airflow.engine.diversity import LDiversity
+    from reident_airflow.engine.individual_risk import IndividualRisk
+    from reident_airflow.engine.population import PopulationUniqueness
+    from reident_airflow.engine.register import RegisterRisk
+    from reident_airflow.engine.suda import SudaResult
 
 __all__ = ["SCHEMA", "Assessment", "Breach", "JournalistRisk", "Thresholds", "assess"]
 
@@ -315,15 +311,21 @@ def assess(
     n = prosecutor.records
     register = None
     if population_table is not None:
+        from reident_airflow.engine.register import match_register, register_risk
+
         assert isinstance(table, ClassTable)  # checked above
         big_f = match_register(table, population_table)
         register = register_risk(table.sizes, big_f, record_threshold)
     no_size = population_size is None and sampling_fraction is None and region is None
     if population_table is not None and no_size:  # the register is the population: N
         population_size = population_table.records
-    big_n = resolve_population_size(
-        n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
-    )
+    big_n = None
+    if not (no_size and population_size is None):
+        from reident_airflow.engine.population import resolve_population_size
+
+        big_n = resolve_population_size(
+            n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
+        )
     # The inputs are checked. On a large table the long array passes (during which numpy
     # releases the GIL) are shared between a worker thread and this one: the QI ranking
     # there, the population models (many small steps) here; with weights, the individual
@@ -337,16 +339,30 @@ def assess(
         if full is None:
             return (), []
         diverse = [l_diversity(v, full.sizes, c=c) for v in there]
-        return (attribute_risks(full, max_subset_size) if attributes else ()), diverse
+        if not attributes:
+            return (), diverse
+        from reident_airflow.engine.attributes import attribute_risks
+
+        return attribute_risks(full, max_subset_size), diverse
 
     beside = None
     if attributes or there:
         beside = submitter(table.classes)(diversity_then_ranking)
-    population = None if big_n is None else population_uniqueness(sizes, counts, big_n)
-    special = suda2(full, max_msu_size=suda_max_msu_size) if suda and full is not None else None
+    population = None
+    if big_n is not None:
+        from reident_airflow.engine.population import population_uniqueness
+
+        population = population_uniqueness(sizes, counts, big_n)
+    special = None
+    if suda and full is not None:
+        from reident_airflow.engine.suda import suda2
+
+        special = suda2(full, max_msu_size=suda_max_msu_size)
     individual = None
     here: list[LDiversity] = []
     if weights is not None and full is not None:
+        from reident_airflow.engine.individual_risk import individual_risk
+
         individual = individual_risk(full.sizes, weights, record_threshold=record_threshold)
     elif full is not None:
         here = [l_diversity(v, full.sizes, c=c) for v in columns]

@@ -22,15 +22,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+
+if TYPE_CHECKING:  # pandas and Arrow are loaded by the functions that use them
+    import pandas as pd
+    import pyarrow as pa
 
 __all__ = [
     "SUPPRESSION_MARKER",
@@ -237,6 +238,9 @@ def validate_quasi_identifiers(qis: Sequence[str], available: Sequence[str]) -> 
 
 def _marker_code(dictionary: Any) -> int | None:
     """Code of the suppression marker ``*`` in a dictionary of values, if present."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if isinstance(dictionary, pa.Array):
         if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
             return None
@@ -255,6 +259,8 @@ def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]
     Integer columns with a small range are coded by offset (no hashing); everything else by
     :func:`pandas.factorize`, where all missing values share one code.
     """
+    import pandas as pd
+
     if isinstance(values, pd.Series) and not pd.api.types.is_integer_dtype(values.dtype):
         # not integers: hash; no NumPy copy (an Arrow string column would become objects)
         return _factorized(values)
@@ -277,6 +283,8 @@ def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]
 
 def _factorized(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]:
     """Codes by hashing; every missing value (None, NaN, NA) shares one code."""
+    import pandas as pd
+
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), len(uniques), uniques
 
@@ -309,6 +317,9 @@ def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
     Codes are written chunk by chunk into one preallocated array: no concatenated copy of the
     column is made first.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if isinstance(column, pa.Array):
         column = pa.chunked_array([column])
     n = len(column)
@@ -388,6 +399,8 @@ def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
 
 def _densify(key: IntArray) -> tuple[IntArray, int]:
     """Map arbitrary int64 keys to dense ids ``0..u-1`` by hashing."""
+    import pandas as pd
+
     ids, uniques = pd.factorize(key)
     return ids.astype(np.int64, copy=False), len(uniques)
 
@@ -528,6 +541,8 @@ def class_table_from_grouped(
     whose tuples coincide after decoding (for example two spellings of a missing value) are
     merged.
     """
+    import pyarrow as pa
+
     columns = grouped.column_names if isinstance(grouped, pa.Table) else list(grouped.columns)
     if count_column not in columns:
         raise InvalidInputError(f"grouped result has no count column {count_column!r}")

@@ -412,10 +412,13 @@ def _histogram(source: Source, qis: Sequence[str], memory_limit: str | None) -> 
             f"{_star(source, pos)} AS star FROM {rel} GROUP BY {keys}) GROUP BY size, star "
             "ORDER BY size"
         )
-        table = _run(source, con, sql, params)
-    size = np.asarray(table.column("size").to_numpy(), dtype=np.int64)
-    star = np.asarray(table.column("star").to_numpy(zero_copy_only=False), dtype=bool)
-    count = np.asarray(table.column("classes").to_numpy(), dtype=np.int64)
+        try:  # a few rows: fetched as Python values (no Arrow needed)
+            rows = con.sql(sql, params=dict(params)).fetchall()
+        except Exception as exc:
+            raise _translate(source, exc) from None
+    size = np.array([r[0] for r in rows], dtype=np.int64)
+    star = np.array([bool(r[1]) for r in rows], dtype=bool)
+    count = np.array([r[2] for r in rows], dtype=np.int64)
     names = tuple(source.names[i] for i in pos)
     excluded = int((size[star] * count[star]).sum())
     if size.shape[0] == 0:
