@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
 
-from reident_airflow.cli import main
+from tests.cli._cli import one_line_error, run
 from tests.conftest import oracle_data
 
 ADULT = str(oracle_data("adult.csv"))
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def one_line_error(code: int, err: str) -> str:
-    assert code == 2
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_unknown_qi_lists_available_columns() -> None:

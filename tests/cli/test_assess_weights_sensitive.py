@@ -5,41 +5,18 @@ Reference values: sdcMicro 5.8.0 on its ``testdata`` (``tests/_sdcmicro.py``).
 
 from __future__ import annotations
 
-import io
-import json
 import math
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from reident_airflow.cli import main
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
+from tests.cli._cli import assess_json, one_line_error, run
 
 TESTDATA = str(sdcmicro_data("testdata_data.csv"))
 KEYS = ",".join(sdcmicro_summary()["testdata"]["keyVars"])
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def assess_json(*argv: str) -> tuple[int, dict[str, Any]]:
-    code, out, err = run("assess", *argv, "--json", "-")
-    assert code in (0, 1), err
-    return code, json.loads(out)
-
-
-def one_line_error(code: int, err: str) -> str:
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_weights_sensitive_and_suda_in_the_json() -> None:

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from reident_airflow.cli import main
 from reident_airflow.commands.direct_match import direct_match_report, direct_match_summary
 from reident_airflow.engine.direct_match import direct_match_protection
+from tests.cli._cli import one_line_error
 from tests.conftest import oracle_data, require_server
 
 
@@ -37,14 +38,6 @@ def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
     assert code in (0, 1), err
     report: dict[str, Any] = json.loads(out)
     return code, report
-
-
-def one_line_error(code: int, err: str) -> str:
-    assert code == 2
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def csv(path: Path, text: str) -> str:

@@ -8,37 +8,13 @@ each file is built (see each test); nothing here is taken from the code under te
 from __future__ import annotations
 
 import csv
-import io
-import json
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from reident_airflow.cli import main
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def assess_json(*argv: str) -> dict[str, Any]:
-    code, out, err = run("assess", *argv, "--json", "-")
-    assert code in (0, 1), err
-    doc: dict[str, Any] = json.loads(out)
-    return doc
-
-
-def one_line_error(code: int, err: str) -> str:
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
+from tests.cli._cli import assess_json, one_line_error, run
 
 
 def _stray_quote_csv(path: Path, rows: int, bad_row: int) -> None:
@@ -91,7 +67,7 @@ def test_quoted_line_breaks_are_part_of_the_value(tmp_path: Path) -> None:
         writer = csv.writer(fh)
         writer.writerow(["note", "n"])
         writer.writerows([f'line {i % 60}\nnext, "quoted"', "1"] for i in range(300_000))
-    doc = assess_json(str(path), "--qi", "note", "--no-ranking")
+    _, doc = assess_json(str(path), "--qi", "note", "--no-ranking")
     assert doc["records"] == 300_000
     assert doc["classes"] == 60
     assert doc["k"] == 5_000
@@ -116,7 +92,7 @@ def test_a_10_mb_field_and_a_wide_header_are_read(tmp_path: Path) -> None:
     big = tmp_path / "big.csv"
     # 3 records: q = a, a, b -> classes of 2 and 1
     big.write_text("q,text\na," + "x" * 10_000_000 + "\na,y\nb,z\n", encoding="utf-8")
-    doc = assess_json(str(big), "--qi", "q,text", "--no-ranking")
+    _, doc = assess_json(str(big), "--qi", "q,text", "--no-ranking")
     assert (doc["records"], doc["classes"]) == (3, 3)
     wide = tmp_path / "wide.csv"
     names = [f"column_{i:05d}_with_a_long_name" for i in range(3_800)]  # > 64 KiB of header
@@ -124,7 +100,7 @@ def test_a_10_mb_field_and_a_wide_header_are_read(tmp_path: Path) -> None:
     rows = [",".join(str((r + i) % 2) for i in range(3_800)) for r in range(4)]
     wide.write_text(",".join(names) + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
     # the last column alternates 1, 0, 1, 0 over the 4 records: 2 classes of 2
-    doc = assess_json(str(wide), "--qi", names[-1], "--no-ranking")
+    _, doc = assess_json(str(wide), "--qi", names[-1], "--no-ranking")
     assert (doc["records"], doc["classes"], doc["k"]) == (4, 2, 2)
 
 
@@ -134,18 +110,18 @@ def test_a_repeated_header_name_cannot_be_selected(tmp_path: Path) -> None:
     line = one_line_error(*run("assess", str(path), "--qi", "a")[::2])
     assert "positions 1, 3" in line
     # the column that is not repeated still works
-    assert assess_json(str(path), "--qi", "b", "--no-ranking")["records"] == 2
+    assert assess_json(str(path), "--qi", "b", "--no-ranking")[1]["records"] == 2
 
 
 def test_names_with_surrounding_spaces_can_be_selected(tmp_path: Path) -> None:
     path = tmp_path / "spaces.csv"
     # header " age" (leading space) and "sex "; records: 2 distinct (age, sex) pairs
     path.write_text(" age,sex \n30,F\n30,F\n40,M\n", encoding="utf-8")
-    doc = assess_json(str(path), "--qi", " age,sex ", "--no-ranking")
+    _, doc = assess_json(str(path), "--qi", " age,sex ", "--no-ranking")
     assert doc["quasi_identifiers"] == [" age", "sex "]
     assert (doc["records"], doc["classes"], doc["k"]) == (3, 2, 1)
     # looked up without the spaces only when no column has the name as given
-    doc = assess_json(str(path), "--qi", "age, sex", "--no-ranking")
+    _, doc = assess_json(str(path), "--qi", "age, sex", "--no-ranking")
     assert doc["quasi_identifiers"] == [" age", "sex "]
 
 
@@ -160,10 +136,10 @@ def test_parquet_floats_minus_zero_equals_zero_and_nan_is_not_missing(tmp_path: 
     # x: 0.0, -0.0, nan, nan, None -> values {0.0 (2 records), NaN (2), missing (1)}
     path = tmp_path / "floats.parquet"
     pq.write_table(pa.table({"x": [0.0, -0.0, float("nan"), float("nan"), None]}), path)
-    doc = assess_json(str(path), "--qi", "x", "--no-ranking")
+    _, doc = assess_json(str(path), "--qi", "x", "--no-ranking")
     assert doc["class_size_histogram"] == [[1, 1], [2, 2]]
     # the class table path (ranking on) must agree with the histogram path
-    doc = assess_json(str(path), "--qi", "x")
+    _, doc = assess_json(str(path), "--qi", "x")
     assert doc["class_size_histogram"] == [[1, 1], [2, 2]]
 
 
@@ -171,7 +147,7 @@ def test_quoted_empty_text_is_not_missing(tmp_path: Path) -> None:
     # a: unquoted empty (missing), "" (empty text), "" again -> classes of 1 and 2
     path = tmp_path / "empty.csv"
     path.write_text('a,b\n,1\n"",2\n"",3\n', encoding="utf-8")
-    doc = assess_json(str(path), "--qi", "a", "--no-ranking")
+    _, doc = assess_json(str(path), "--qi", "a", "--no-ranking")
     assert doc["class_size_histogram"] == [[1, 1], [2, 1]]
 
 
@@ -187,7 +163,7 @@ def test_text_is_compared_exactly(tmp_path: Path) -> None:
     values = ["\u00e9", "e\u0301", "E", "e", "e ", "01", "1"]
     path = tmp_path / "text.csv"
     path.write_text("v\n" + "\n".join(values) + "\n", encoding="utf-8")
-    doc = assess_json(str(path), "--qi", "v", "--no-ranking")
+    _, doc = assess_json(str(path), "--qi", "v", "--no-ranking")
     assert (doc["records"], doc["classes"]) == (7, 7)
 
 
@@ -196,5 +172,5 @@ def test_memory_limit_is_checked(tmp_path: Path) -> None:
     path.write_text("a\n1\n", encoding="utf-8")
     code, _, err = run("assess", str(path), "--qi", "a", "--memory-limit", "lots")
     assert code == 2 and "1GB" in err
-    doc = assess_json(str(path), "--qi", "a", "--memory-limit", "256MB", "--no-ranking")
+    _, doc = assess_json(str(path), "--qi", "a", "--memory-limit", "256MB", "--no-ranking")
     assert doc["records"] == 1

@@ -1,0 +1,33 @@
+"""Running ``reident`` in process, for the command-line tests."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from reident_airflow.cli import main
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    """``reident ARGV...``: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def assess_json(*argv: str) -> tuple[int, dict[str, Any]]:
+    """``reident assess ARGV... --json -``: exit code (0 or 1) and the JSON."""
+    code, out, err = run("assess", *argv, "--json", "-")
+    assert code in (0, 1), err
+    doc: dict[str, Any] = json.loads(out)
+    return code, doc
+
+
+def one_line_error(code: int, err: str) -> str:
+    """The one line an input error prints (exit 2, no traceback)."""
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
