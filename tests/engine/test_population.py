@@ -396,3 +396,318 @@ def test_pitman_closed_form_declines_where_it_would_lose_digits() -> None:
     assert _u_sums_closed_form(80_000, 1e6, 0.05) is None  # x = 2e7 > 10 u
     assert _u_sums_closed_form(80_000, 5.0, 0.0005) is None  # alpha near 0
     assert _u_sums_closed_form(80_000, 100.0, -0.5) is None  # alpha < 0 crossing a pole
+
+
+# ------------------------------------------------------------------------------------------
+# 4. Pitman's sums over i < u in O(1) (Euler-Maclaurin), against summing term by term
+# ------------------------------------------------------------------------------------------
+
+# The five sums are S0 = sum 1/d, S1 = sum i/d, Q0 = sum 1/d^2, Q1 = sum i/d^2 and
+# Q2 = sum i^2/d^2 over i = 1..u-1, d = theta + i*alpha. _u_sums evaluates them in O(1) to a
+# relative 1e-14 (docstring); the tests allow 1e-13 against the correctly rounded sum of the
+# loop's own terms (math.fsum), on cases where no term nearly cancels (|d| is not << |theta|),
+# since there both evaluations inherit the rounding of theta and alpha, differently.
+U_SUMS_REL = 1e-13
+
+
+def _u_terms(u: int, theta: float, alpha: float) -> list[Any]:
+    i = np.arange(1, u, dtype=np.float64)
+    inv = 1.0 / (theta + i * alpha)
+    return [inv, i * inv, inv * inv, i * inv * inv, i * i * inv * inv]
+
+
+@pytest.mark.parametrize(
+    ("u", "theta", "alpha"),
+    [
+        # where the old digamma closed form declined and the O(u) loop ran:
+        (943_153, 15_533_076.64, -0.9277),  # alpha < 0, z = 1.67e7 > 10 u (the slow histogram)
+        (943_153, 16_913_810.1, -1.0946),  # ARX's first start on that histogram
+        (2_500_000, 1.4e9, -0.35),  # u = 2.5M, z = 4e9 >> u
+        (80_000, 1e6, 0.05),  # x = 2e7 > 10 u
+        (80_000, 5.0, 0.0005),  # alpha near 0, x = 1e4
+        (200_000, 1e11, 1e-4),  # x = 1e15
+        (30_000, 120.0, 0.4),  # u < 50,000
+        (943_153, 49_708.0, 0.2107),  # (accepted before too)
+        (200, 0.3, 0.33),  # an ARX start on a small histogram
+        (5, 0.66, 0.99),
+        (2, 0.5, 0.5),  # one term
+        (64, 10.0, 0.5),  # every term within 64 of the pole: all summed one by one
+        (70_000, -0.5, 0.7),  # -1 < x < 0: the first terms large
+        (100_000, -0.7, 0.01),  # x = -70, pole between i = 70 and 71: sign changes
+        (60_000, 2e5, -1.5),  # alpha < 0, pole z = 133,333 beyond u
+        (90_000, 9.0e4 * 0.37, -0.37),  # alpha < 0, pole just beyond the last term (z = 9e4)
+        # nearly constant terms, |alpha| (u-1) <= 2^-20 |theta| (a series in alpha/theta):
+        (100_000, 1e12, 1e-2),
+        (100_000, 5.0, -1e-12),
+        (100_000, 7.5, 0.0),  # alpha = 0, an ARX start
+        (100_000, 1e12, 2.0**-20 * 1e12 / 99_999 * 1.001),  # just above that threshold
+    ],
+)
+def test_u_sums_equal_the_loop(u: int, theta: float, alpha: float) -> None:
+    from reident_airflow.engine.population import _u_sums, _u_sums_loop
+
+    got = _u_sums(u, theta, alpha)
+    loop = _u_sums_loop(u, theta, alpha)
+    for mine, terms, chunked in zip(got, _u_terms(u, theta, alpha), loop, strict=True):
+        exact = math.fsum(terms)
+        magnitude = math.fsum(np.abs(terms))
+        assert abs(mine - exact) <= U_SUMS_REL * magnitude
+        assert abs(chunked - exact) <= U_SUMS_REL * magnitude  # the loop, for the record
+        if bool(np.all(terms >= 0)) or bool(np.all(terms <= 0)):
+            assert mine == pytest.approx(exact, rel=U_SUMS_REL)
+
+
+def test_u_sums_on_a_grid_of_regimes() -> None:
+    """(u, x = theta/alpha) over the regimes: x >> u, x ~ u, x small, alpha < 0, both signs."""
+    from reident_airflow.engine.population import _u_sums
+
+    for u in (3, 65, 130, 1_000, 40_000, 250_000):
+        for x in (-0.9, -0.25, 0.0, 3.0, 63.0, 64.0, 0.7 * u, 2.0 * u, 50.0 * u, 1e6 * u):
+            for alpha in (0.9, 0.013, -0.6):
+                theta = x * alpha if alpha > 0 else (x + 1.5 * u) * -alpha  # alpha < 0: no pole
+                got = _u_sums(u, theta, alpha)
+                for mine, terms in zip(got, _u_terms(u, theta, alpha), strict=True):
+                    assert mine == pytest.approx(math.fsum(terms), rel=U_SUMS_REL), (u, x, alpha)
+
+
+@pytest.mark.parametrize(
+    ("u", "theta", "alpha"),
+    [
+        (300, 50.25, -0.5),  # pole at i = 100.5: terms of both signs
+        (300, 50.25, -0.125),  # pole at 402 > u: all one sign, the last near it
+        (40, -0.8125, 0.125),  # theta < -alpha: pole at i = 6.5
+        (400, -0.5, 0.0009765625),  # pole at 512 > u, alpha = 2^-10
+        (1_000, 1000.0, -0.0009765625),  # pole at 1,024,000 far beyond u
+        (250, 3.0, 0.5),
+    ],
+)
+def test_u_sums_equal_the_exact_rational_sums(u: int, theta: float, alpha: float) -> None:
+    """Binary-exact theta, alpha: the exact sums (fractions) across a pole, to 1e-13."""
+    from fractions import Fraction
+
+    from reident_airflow.engine.population import _u_sums
+
+    t, a = Fraction(theta), Fraction(alpha)
+    exact = [Fraction(0)] * 5
+    magnitude = [Fraction(0)] * 5
+    for i in range(1, u):
+        d = t + i * a
+        for k, term in enumerate((1 / d, i / d, 1 / d**2, i / d**2, i * i / d**2)):
+            exact[k] += term
+            magnitude[k] += abs(term)
+    for mine, want, size in zip(_u_sums(u, theta, alpha), exact, magnitude, strict=True):
+        assert abs(Fraction(mine) - want) <= Fraction(U_SUMS_REL) * size
+
+
+def test_u_sums_at_a_pole_and_degenerate_points() -> None:
+    from reident_airflow.engine.population import _u_sums
+
+    inf = (math.inf,) * 5
+    assert _u_sums(1_000, 0.0, 0.0) == inf  # 1/0 in every term (the loop's sums are inf too)
+    assert _u_sums(1_000, 100.0, -0.5) == inf  # theta + 200 alpha = 0
+    assert _u_sums(1_000, -0.5, 0.1) == inf  # theta + 5 alpha = 0
+    assert _u_sums(1, 0.3, 0.3) == (0.0,) * 5  # u = 1: no term
+    assert not all(map(math.isfinite, _u_sums(10**6, 0.0, 1e-170)))  # 1/d^2 overflows
+
+
+@pytest.mark.parametrize(
+    ("i0", "i1", "y0", "s"),
+    [
+        (1, 1, 64.0, 1),  # a single term
+        (5, 9, 1e3, 1),  # tau = D / (y0 + y1) small: the series
+        (1, 100, 64.5, 1),  # tau ~ 0.44: the series near its limit
+        (1, 200, 64.5, 1),  # tau > 1/2: the closed forms
+        (70, 10**6, 64.25, 1),
+        (1, 10**6, 1e12, 1),
+        (1, 1, 1e5, -1),
+        (1, 300, 400.5, -1),  # tau ~ 0.6: closed forms
+        (1, 200, 400.5, -1),  # tau ~ 0.33: the series
+        (1, 10**6, 10**6 + 63.75, -1),  # down to y = 64.75
+        (3, 2_000_000, 5e9, -1),
+    ],
+)
+def test_euler_maclaurin_run_equals_its_terms(i0: int, i1: int, y0: float, s: int) -> None:
+    from reident_airflow.engine.population import _em_run
+
+    i = np.arange(i0, i1 + 1, dtype=np.float64)
+    y = y0 + s * (i - i0)
+    assert float(y.min()) >= 64.0
+    terms = [1.0 / y, i / y, 1.0 / y**2, i / y**2, i * i / y**2]
+    for mine, column in zip(_em_run(i0, i1, y0, s), terms, strict=True):
+        assert mine == pytest.approx(math.fsum(column), rel=U_SUMS_REL)
+
+
+def test_solve_2x2_matches_numpy() -> None:
+    from reident_airflow.engine.population import _solve_2x2
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        a = rng.normal(size=(2, 2)) * 10.0 ** rng.integers(-6, 7, size=(2, 2))
+        b = rng.normal(size=2)
+        x = _solve_2x2(a[0, 0], a[0, 1], a[1, 0], a[1, 1], b[0], b[1])
+        assert x is not None
+        want = np.linalg.solve(a, b)
+        residual = np.abs(a @ np.array(x) - b)
+        assert bool(np.all(residual <= 1e-9 * (np.abs(a) @ np.abs(want) + np.abs(b))))
+    assert _solve_2x2(1.0, 2.0, 2.0, 4.0, 1.0, 1.0) is None  # singular: numpy raises
+    assert _solve_2x2(0.0, 1.0, 0.0, 1.0, 1.0, 1.0) is None
+
+
+@pytest.mark.parametrize("theta", [1e4, 2.5e5, 1e8, 1e11])
+@pytest.mark.parametrize("alpha", [0.01, 0.5, 0.99])
+def test_log_gamma_ratio_for_large_theta(theta: float, alpha: float) -> None:
+    """log Gamma(theta+1)/Gamma(theta+alpha) against its asymptotic series (Bernoulli
+    polynomials; the next term is below 1e-16 here), where a difference of gammaln values
+    loses ~eps theta log theta."""
+    from reident_airflow.engine.population import _log_gamma_ratio
+
+    b3 = alpha**3 - 1.5 * alpha**2 + 0.5 * alpha  # B_3(alpha); B_3(1) = 0
+    b4 = alpha**4 - 2 * alpha**3 + alpha**2 - 1 / 30  # B_4(alpha); B_4(1) = -1/30
+    series = (
+        (1 - alpha) * math.log(theta)
+        + alpha * (1 - alpha) / (2 * theta)
+        + b3 / (6 * theta**2)
+        + (b4 + 1 / 30) / (12 * theta**3)
+    )
+    assert _log_gamma_ratio(theta, alpha) == pytest.approx(series, rel=1e-14, abs=1e-15)
+
+
+def test_log_gamma_ratio_for_small_theta() -> None:
+    from scipy import special
+
+    from reident_airflow.engine.population import _log_gamma_ratio
+
+    for theta in (-0.3, 0.0, 0.5, 7.0, 300.0):
+        for alpha in (0.31, 0.5, 0.99):
+            want = float(special.gammaln(theta + 1) - special.gammaln(theta + alpha))
+            assert _log_gamma_ratio(theta, alpha) == pytest.approx(want, rel=1e-12, abs=1e-14)
+
+
+# ------------------------------------------------------------------------------------------
+# 5. Pitman on large histograms: unchanged from the term-by-term implementation
+# ------------------------------------------------------------------------------------------
+
+# Histograms counts(s) = integer formulas in s (no floating point), N; the root (theta, alpha)
+# and the estimate of the previous implementation, which summed over i < u term by term (or
+# through digamma for u >= 50,000) and took the estimate as a difference of gammaln values.
+# The roots agree to ~1e-14; that estimate carried the gammaln rounding, ~eps theta log theta
+# (up to 9e-10 here), which _log_gamma_ratio no longer has.
+PITMAN_LARGE = {
+    "1/s^2": (
+        lambda s: 600_000 // s**2,
+        60,
+        317_238_626,
+        (110521.24884721934, 0.5317626170882896),
+        7625171.991167427,
+    ),
+    "1/s^3": (
+        lambda s: 2_000_000 // s**3,
+        100,
+        317_238_626,
+        (595351.6130107451, 0.7393716336022875),
+        61766580.93277853,
+    ),
+    "1/s(s+1)": (
+        lambda s: 1_200_000 // (s * (s + 1)),
+        300,
+        30_000_000,
+        (91879.81406212207, 0.45626726581501986),
+        1288936.4248096095,
+    ),
+    "small": (
+        lambda s: 60_000 // s**2,
+        40,
+        1_000_000,
+        (14230.667789393836, 0.5088574103890019),
+        123872.26973158783,
+    ),
+    "1/s, no root": (lambda s: 50_000 // s, 200, 20_000_000, None, None),
+}
+
+
+@pytest.mark.parametrize("key", sorted(PITMAN_LARGE))
+def test_pitman_large_histograms_unchanged(key: str) -> None:
+    from reident_airflow.engine.population import _histogram, _pitman_root
+
+    formula, s_max, big_n, root, uniques = PITMAN_LARGE[key]
+    sizes = np.arange(1, s_max + 1, dtype=np.int64)
+    counts = np.array([formula(int(s)) for s in sizes], dtype=np.int64)
+    keep = counts > 0
+    sizes, counts = sizes[keep], counts[keep]
+    mine = _pitman_root(_histogram(sizes, counts, big_n))
+    estimate = pitman(sizes, counts, big_n)
+    if root is None:
+        assert mine is None
+        assert estimate is None
+        return
+    assert mine is not None
+    assert mine == pytest.approx(root, rel=1e-12)
+    assert estimate is not None
+    assert estimate.uniques == pytest.approx(uniques, rel=2e-9)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "counts", "big_n"),
+    [
+        ([1, 2, 3, 4, 5], [888_000, 52_000, 2_900, 230, 23], 317_238_626),
+        ([1, 2, 3, 4, 5, 6], [5_000_000, 700_000, 130_000, 25_000, 5_000, 945], 317_238_626),
+        ([1, 2, 3, 4, 5, 6], [5_000_000, 700_000, 130_000, 25_000, 5_000, 945], 30_000_000),
+    ],
+)
+def test_pitman_unavailable_on_mostly_uniques(
+    sizes: list[int], counts: list[int], big_n: int
+) -> None:
+    """Up to 5.8M classes: the likelihood peaks at alpha < 0 (no admissible root), as the
+    term-by-term implementation found in 2-20 s per call; the other models are unaffected."""
+    result = population_uniqueness(np.array(sizes), np.array(counts), big_n)
+    assert result.pitman is None
+    assert result.zayatz is not None
+    assert result.dankar is not None
+    assert result.dankar.model in ("zayatz", "snb")
+
+
+def test_pitman_first_start_not_finite() -> None:
+    """Sizes 1, 3 with counts 5, 1: ARX's first start divides by 0 (a ZeroDivisionError
+    before); Newton then goes on from ARX's other starts."""
+    result = population_uniqueness(np.array([1, 3]), np.array([5, 1]), 73)
+    assert result.pitman is None or 0.0 <= result.pitman.uniques <= 73
+    assert result.zayatz is not None
+
+
+def test_trigamma_equals_zeta() -> None:
+    """Long arrays of class sizes take psi' by its asymptotic series above 64; zeta below."""
+    from scipy import special
+
+    from reident_airflow.engine.population import _trigamma
+
+    x = np.concatenate([np.linspace(-3.7, 64.0, 300), np.geomspace(64.0, 1e12, 700)])
+    got = _trigamma(x)
+    assert got == pytest.approx(special.zeta(2.0, x), rel=2e-15)
+    short = x[::50]  # fewer than 64: zeta itself
+    assert np.array_equal(_trigamma(short), special.zeta(2.0, short))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "counts", "big_n"),
+    [
+        ([1, 2, 7, 3_000_000], [40_000, 3_000, 20, 1], 317_238_626),  # one class of 3M
+        ([1, 5, 50_000, 2_000_000], [10, 2, 1, 1], 2_050_100),  # sf ~ 1: reach 58
+        ([1, 2, 900_000], [7, 1, 1], 1_000_000),  # a class that cannot yield one record
+    ],
+)
+def test_zayatz_with_a_huge_class(sizes: list[int], counts: list[int], big_n: int) -> None:
+    """Sizes far beyond N/(n-1) (log n + 42) are left out: the products over every j < s_max,
+    as before, give the same estimate to rounding."""
+    s = np.array(sizes, dtype=np.int64)
+    c = np.array(counts, dtype=np.int64)
+    n = int(np.dot(s, c))
+    j = np.arange(1, s[-1], dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        log_prod = np.concatenate(
+            ([0.0], np.cumsum(np.log1p(-np.minimum((n - 1) / (big_n - j), 1))))
+        )
+    denominator = float(np.dot(c, s * np.exp(log_prod[s - 1])))
+    want = c[0] * (c[0] / denominator) * big_n / n
+    estimate = zayatz(s, c, big_n)
+    assert estimate is not None
+    assert estimate.uniques == pytest.approx(want, rel=1e-15)
