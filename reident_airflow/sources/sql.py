@@ -122,12 +122,40 @@ class DriverErrorWithheld(Exception):
     """
 
 
+# A bare scheme's default DB-API (SQLAlchemy 2.1: psycopg 3, mysqlclient) -> the driver the
+# ``db`` extra installs, used when the default is not importable.
+_DRIVER_FALLBACKS = {
+    "postgresql": ("psycopg", "postgresql+psycopg2", "psycopg2"),
+    "mysql": ("MySQLdb", "mysql+pymysql", "pymysql"),
+    "mariadb": ("MySQLdb", "mariadb+pymysql", "pymysql"),
+}
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def make_engine(url: str | Engine) -> Engine:
-    """An engine for a SQLAlchemy URL (``postgresql://...``, ``sqlite:///file.db``, ...)."""
+    """An engine for a SQLAlchemy URL (``postgresql://...``, ``sqlite:///file.db``, ...).
+
+    A URL naming no driver (``postgresql://``, ``mysql://``) uses SQLAlchemy's default one
+    when it is installed, and otherwise the one the ``db`` extra installs (psycopg2, PyMySQL).
+    """
     if isinstance(url, Engine):
         return url
     try:
-        return sa.create_engine(url)
+        parsed = sa.make_url(url)
+        fallback = _DRIVER_FALLBACKS.get(parsed.drivername)
+        if fallback is not None:
+            default, driver, module = fallback
+            if not _installed(default) and _installed(module):
+                parsed = parsed.set(drivername=driver)
+        return sa.create_engine(parsed)
     except (ArgumentError, ValueError) as exc:
         raise InvalidInputError(f"not a usable database URL ({type(exc).__name__})") from None
     except ModuleNotFoundError as exc:
