@@ -9,7 +9,11 @@ Importing this package registers, explicitly and once:
 - the expectations ``expect_table_reidentification_risk_to_be_below``,
   ``expect_table_to_be_k_anonymous``, ``expect_table_direct_match_protection_to_be_above``
   and ``expect_table_to_be_l_diverse`` (:mod:`reident_airflow.gx.expectations`);
-- the checkpoint action type ``reident_alert`` (:mod:`reident_airflow.gx.actions`).
+- the checkpoint action type ``reident_alert`` (:mod:`reident_airflow.gx.actions`);
+- the suite-parameter function ``reident_expectations_loaded()`` of the guard expectation
+  (:func:`~reident_airflow.gx.checkpoint.guard_expectation`): a saved suite that carries the
+  guard raises in a process that did not import this package, instead of validating without
+  the reident expectations GE dropped (GE has no hook to import this package by itself).
 
 :func:`register` checks that GE's registries hold them and returns their names; it is called
 on import, so a suite that names these expectations loads as soon as this package is imported.
@@ -20,7 +24,14 @@ from __future__ import annotations
 
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.checkpoint import (
+    _REIDENT_TYPES,
+    GUARD_FUNCTION,
     ReleaseCheckpointResult,
+    SuiteIncompleteError,
+    check_result,
+    guard_expectation,
+    install_guard,
+    is_guard,
     load_checkpoint_config,
     load_suite,
     run_release_checkpoint,
@@ -48,6 +59,7 @@ __all__ = [
     "CLASS_TABLE_METRIC",
     "DIRECT_MATCH_METRIC",
     "EXPECTATION_TYPES",
+    "GUARD_FUNCTION",
     "HISTOGRAM_METRIC",
     "L_DIVERSITY_MEASURES",
     "MEASURES",
@@ -63,7 +75,12 @@ __all__ = [
     "ReidentAlertAction",
     "ReleaseCheckpointResult",
     "SensitiveValueCountsMetric",
+    "SuiteIncompleteError",
     "alert_document",
+    "check_result",
+    "guard_expectation",
+    "install_guard",
+    "is_guard",
     "load_checkpoint_config",
     "load_suite",
     "register",
@@ -123,6 +140,9 @@ def register() -> dict[str, tuple[str, ...]]:
     for name in METRIC_NAMES:
         if name not in registry._registered_metrics:
             raise RuntimeError(f"Great Expectations did not register the metric {name!r}")
+    if _REIDENT_TYPES != EXPECTATION_TYPES:  # the guard checks the same list
+        raise RuntimeError("reident_airflow.gx: the guard's expectation types are out of date")
+    install_guard()
     return {"expectations": EXPECTATION_TYPES, "metrics": METRIC_NAMES, "actions": (ACTION_TYPE,)}
 
 

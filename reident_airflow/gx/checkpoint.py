@@ -10,6 +10,20 @@ actions (e.g. :class:`~reident_airflow.gx.actions.ReidentAlertAction`) have run.
 The suite file is GE 1.x's suite JSON (``ExpectationSuite.to_json_dict()``); the checkpoint
 file is GE 1.x's checkpoint JSON without ``validation_definitions`` (they are built here for
 the data given): ``{"name", "actions": [...], "result_format"}``.
+
+Fail closed. GE 1.24 drops, with a logged traceback, every expectation whose type is not
+registered when it loads a suite, and validates the rest: a saved suite of reident
+expectations loaded without ``import reident_airflow.gx`` validates nothing and succeeds. GE
+has no hook that imports a package for a suite (no entry points; ``plugins_directory`` is only
+put on ``sys.path``), so two guards stand in:
+
+- :func:`guard_expectation`, a core expectation that :func:`load_suite` puts first in every
+  suite holding a reident expectation (and that ``expectations/`` carries): its ``min_value`` is
+  the suite parameter ``reident_expectations_loaded()``, a function only
+  ``import reident_airflow.gx`` defines (:func:`install_guard`). Without it GE raises
+  ``SuiteParameterError`` while validating, so the checkpoint cannot report success.
+- :func:`run_release_checkpoint` (and :func:`check_result`) refuses a result that did not
+  evaluate every expectation of the suite JSON (:class:`SuiteIncompleteError`).
 """
 
 from __future__ import annotations
@@ -31,11 +45,84 @@ from great_expectations.core.validation_definition import ValidationDefinition
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.exceptions.exceptions import GreatExpectationsError
 
-from reident_airflow.engine.errors import InvalidInputError, ThresholdBreached
+from reident_airflow.engine.errors import InvalidInputError, ReidentError, ThresholdBreached
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 
+#: The suite-parameter function of the guard expectation; only this package defines it.
+GUARD_FUNCTION = "reident_expectations_loaded"
+_GUARD_TYPE = "expect_table_row_count_to_be_between"
+_GUARD_PARAMETER = {"$PARAMETER": f"{GUARD_FUNCTION}()"}
+#: The expectation types of this package (also ``reident_airflow.gx.EXPECTATION_TYPES``).
+_REIDENT_TYPES = (
+    "expect_table_reidentification_risk_to_be_below",
+    "expect_table_to_be_k_anonymous",
+    "expect_table_direct_match_protection_to_be_above",
+    "expect_table_to_be_l_diverse",
+)
+
+
+class SuiteIncompleteError(ReidentError):
+    """A suite did not load or evaluate every expectation its JSON holds (fail closed)."""
+
+
+def guard_expectation() -> dict[str, Any]:
+    """The guard: a core expectation that cannot be evaluated unless reident is registered.
+
+    ``expect_table_row_count_to_be_between`` with ``min_value`` the suite parameter
+    ``reident_expectations_loaded()``: with ``reident_airflow.gx`` imported that function is 0
+    (every table passes); without it GE raises ``SuiteParameterError`` in the validation.
+    """
+    return {
+        "type": _GUARD_TYPE,
+        "kwargs": {"min_value": dict(_GUARD_PARAMETER)},
+        "meta": {
+            "reident_guard": "fails unless reident_airflow.gx is imported: "
+            "without it GE drops the reident expectations and would validate nothing"
+        },
+    }
+
+
+def is_guard(item: Any) -> bool:
+    """Whether a suite entry (JSON dict, configuration or expectation) is the guard."""
+    if isinstance(item, Mapping):
+        kind, kwargs = item.get("type"), item.get("kwargs") or {}
+    else:
+        config = item.configuration if hasattr(item, "configuration") else item
+        kind, kwargs = getattr(config, "type", None), getattr(config, "kwargs", {}) or {}
+    return bool(kind == _GUARD_TYPE and kwargs.get("min_value") == _GUARD_PARAMETER)
+
+
+def _guard_value() -> int:
+    """The guard's ``min_value``: 0 once every reident expectation is registered."""
+    from great_expectations.expectations import registry
+
+    missing = [t for t in _REIDENT_TYPES if t not in registry._registered_expectations]
+    if missing:
+        raise RuntimeError(f"reident expectations not registered: {', '.join(missing)}")
+    return 0
+
+
+def install_guard() -> None:
+    """Define the guard's suite-parameter function in GE's parameter parser (idempotent).
+
+    GE 1.24's parser looks functions up in ``SuiteParameterParser.fn`` (a class-level dict
+    shared by every parser); an unknown name is a ``SuiteParameterError``.
+    """
+    from great_expectations.core.suite_parameters import EXPR, SuiteParameterParser
+
+    SuiteParameterParser.fn[GUARD_FUNCTION] = _guard_value
+    if EXPR.fn.get(GUARD_FUNCTION) is not _guard_value:
+        raise RuntimeError("Great Expectations' suite parameter parser changed: no guard")
+
+
 __all__ = [
+    "GUARD_FUNCTION",
     "ReleaseCheckpointResult",
+    "SuiteIncompleteError",
+    "check_result",
+    "guard_expectation",
+    "install_guard",
+    "is_guard",
     "load_checkpoint_config",
     "load_suite",
     "run_release_checkpoint",
@@ -92,11 +179,39 @@ def load_suite(source: str | Path | Mapping[str, Any]) -> ExpectationSuite:
             raise InvalidInputError(
                 f"suite {name!r}, expectation {i} ({kind}): {_config_error(exc)}"
             ) from None
+    # a suite of reident expectations carries the guard first, so that saved to a file
+    # context it fails in a process that does not know them (module docstring)
+    reident = any(isinstance(e, dict) and e.get("type") in _REIDENT_TYPES for e in expectations)
+    if reident and not any(is_guard(e) for e in expectations):
+        built.insert(0, _expectation(guard_expectation()))
     # Expectations are passed whole: add_expectation_configuration would keep only the last
     # of several expectations of one type on one table (it matches on type and domain).
-    return ExpectationSuite(
+    suite = ExpectationSuite(
         name=name, expectations=built, meta=data.get("meta"), notes=data.get("notes")
     )
+    if len(suite.expectations) != len(built):
+        raise SuiteIncompleteError(
+            f"suite {name!r}: {len(built)} expectations built, "
+            f"{len(suite.expectations)} kept by Great Expectations"
+        )
+    return suite
+
+
+def check_result(result: CheckpointResult, expected: int) -> None:
+    """Raise :class:`SuiteIncompleteError` unless every validation evaluated ``expected``.
+
+    GE drops the expectations it does not know and validates the rest: a result with fewer
+    expectation results than the suite JSON holds must not count as success.
+    """
+    for identifier, suite_result in result.run_results.items():
+        got = len(suite_result.results)
+        if got != expected:
+            raise SuiteIncompleteError(
+                f"suite {suite_result.suite_name!r}: {got} of {expected} expectations "
+                f"evaluated ({identifier}); is reident_airflow.gx imported?"
+            )
+    if not result.run_results:
+        raise SuiteIncompleteError("the checkpoint validated nothing")
 
 
 def _expectation(item: Any) -> Any:
@@ -226,9 +341,12 @@ def run_release_checkpoint(
     ``raise_on_failure`` is true (the default), raises :class:`ThresholdBreached` instead, after
     the actions ran; its ``report`` is the alert document and ``breaches`` the failed
     expectations, so an Airflow task fails with a message a person can act on.
-    Raises :class:`InvalidInputError` for unusable inputs (files, parameters).
+    Raises :class:`InvalidInputError` for unusable inputs (files, parameters), and
+    :class:`SuiteIncompleteError` when a validation did not evaluate every expectation of the
+    suite (never a success with expectations dropped).
     """
     expectation_suite = load_suite(suite)
+    expected = len(expectation_suite.expectations)  # load_suite kept every one of the JSON
     config = load_checkpoint_config(checkpoint) if checkpoint is not None else {}
     overrides = {"alert_file": alert_file, "webhook_url": webhook_url, "callback": callback}
     configured = _override_alerts(list(config.get("actions") or []), overrides)
@@ -254,6 +372,11 @@ def run_release_checkpoint(
     except pydantic.ValidationError as exc:
         raise InvalidInputError(f"checkpoint {name!r}: {_config_error(exc)}") from None
     gx_checkpoint = context.checkpoints.add(gx_checkpoint)
+    if len(expectation_suite.expectations) != expected:
+        raise SuiteIncompleteError(
+            f"suite {expectation_suite.name!r}: {expected} expectations, "
+            f"{len(expectation_suite.expectations)} in the context"
+        )
     try:
         result = gx_checkpoint.run(
             batch_parameters=batch_parameters,
@@ -261,6 +384,7 @@ def run_release_checkpoint(
         )
     except pydantic.ValidationError as exc:  # a suite parameter resolved to a bad value
         raise InvalidInputError(f"suite {expectation_suite.name!r}: {_config_error(exc)}") from None
+    check_result(result, expected)
     outcome = ReleaseCheckpointResult(
         success=bool(result.success), checkpoint_result=result, alert=alert_document(result)
     )

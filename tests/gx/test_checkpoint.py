@@ -54,7 +54,7 @@ def test_failing_release_raises_and_the_alert_fires(adult: pd.DataFrame, tmp_pat
     assert alert["success"] is False
     [validation] = alert["validations"]
     assert validation["suite"] == "adult_release"
-    assert validation["evaluated"] == 4
+    assert validation["evaluated"] == 5  # the guard and the four gates
     failed = {f["measure"]: f for f in validation["failed"]}
     assert {"k", "prosecutor.records_at_risk"} <= set(failed)
     assert failed["k"]["value"] == 1 and failed["k"]["limit"] == 5
@@ -71,7 +71,7 @@ def test_passing_release_returns_and_no_alert_fires(adult: pd.DataFrame, tmp_pat
     )
     assert outcome.success is True
     assert outcome.failed_expectations() == []
-    assert outcome.to_dict()["validations"][0]["evaluated"] == 4
+    assert outcome.to_dict()["validations"][0]["evaluated"] == 5
     assert not alerts.exists()
 
 
@@ -148,11 +148,11 @@ def test_alert_action_needs_a_target() -> None:
 
 def test_bad_suite_names_the_expectation_and_the_parameter(adult: pd.DataFrame) -> None:
     suite = json.loads(SUITE.read_text(encoding="utf-8"))
-    suite["expectations"][0]["kwargs"]["k"] = 0
+    suite["expectations"][1]["kwargs"]["k"] = 0  # the first is the guard
     with pytest.raises(InvalidInputError) as caught:
         run_release_checkpoint(suite=suite, dataframe=adult)
     assert str(caught.value) == (
-        "suite 'adult_release', expectation 1 (expect_table_to_be_k_anonymous): "
+        "suite 'adult_release', expectation 2 (expect_table_to_be_k_anonymous): "
         "k: k must be >= 1, got 0"
     )
 

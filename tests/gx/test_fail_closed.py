@@ -1,0 +1,196 @@
+"""A saved suite of reident expectations cannot succeed in a process that does not know them.
+
+GE 1.24 drops every expectation whose type is not registered when it loads a suite (it logs a
+traceback and goes on) and validates what is left, so a file context saved with the reident
+suite, loaded by a process that never imported ``reident_airflow.gx``, validated a k = 1
+table as ``success=True`` (issue 16). Each process below is a fresh interpreter: the one
+that saves the context imports the package, the one that runs it may not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import great_expectations as gx
+import pandas as pd
+import pytest
+from great_expectations.core.expectation_suite import ExpectationSuite
+
+from reident_airflow.gx import (
+    GUARD_FUNCTION,
+    SuiteIncompleteError,
+    check_result,
+    guard_expectation,
+    is_guard,
+    load_suite,
+    run_release_checkpoint,
+)
+from tests.conftest import ROOT
+from tests.gx.conftest import new_context
+
+SUITE = ROOT / "expectations" / "adult_release.suite.json"
+#: every record unique on sex, age, race: k = 1
+UNIQUE = "sex,age,race\nMale,30,White\nFemale,40,Black\nMale,50,Asian-Pac-Islander\n"
+
+SAVE = """
+import json, sys
+import great_expectations as gx
+from great_expectations.core.expectation_suite import ExpectationSuite
+from reident_airflow.gx import load_suite
+
+root, guarded = sys.argv[1], sys.argv[2] == "guarded"
+context = gx.get_context(mode="file", project_root_dir=root)
+suite = load_suite({suite!r})
+if not guarded:  # the suite as saved before the guard existed
+    suite = ExpectationSuite(name=suite.name, expectations=suite.expectations[1:])
+suite = context.suites.add(suite)
+source = context.data_sources.add_pandas_filesystem("files", base_directory=root)
+batch = source.add_csv_asset("release").add_batch_definition_path("one", path="release.csv")
+definition = context.validation_definitions.add(
+    gx.ValidationDefinition(name="release", data=batch, suite=suite)
+)
+context.checkpoints.add(gx.Checkpoint(name="release_gate", validation_definitions=[definition]))
+"""
+
+RUN = """
+import json, sys
+import great_expectations as gx
+if sys.argv[2] == "import":
+    import reident_airflow.gx
+context = gx.get_context(mode="file", project_root_dir=sys.argv[1])
+out = {"loaded": len(context.suites.get("adult_release").expectations)}
+try:
+    result = context.checkpoints.get("release_gate").run()
+except Exception as exc:
+    out.update(success=None, error=type(exc).__name__, message=str(exc))
+else:
+    [validation] = result.run_results.values()
+    out.update(success=result.success, evaluated=len(validation.results))
+out["reident_imported"] = "reident_airflow.gx" in sys.modules
+print(json.dumps(out))
+"""
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GX_ANALYTICS_ENABLED": "false"}
+    return subprocess.run(
+        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+
+
+def saved_context(root: Path, *, guarded: bool) -> Path:
+    """A file context at ``root`` with the example suite and a checkpoint on a k = 1 CSV."""
+    (root / "release.csv").write_text(UNIQUE, encoding="utf-8")
+    done = _python(SAVE.format(suite=str(SUITE)), str(root), "guarded" if guarded else "bare")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root
+
+
+def run_saved(root: Path, *, import_reident: bool) -> dict[str, Any]:
+    done = _python(RUN, str(root), "import" if import_reident else "no-import")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["reident_imported"] is import_reident
+    return out
+
+
+def test_without_the_package_a_guarded_suite_does_not_succeed(tmp_path: Path) -> None:
+    """The fix: the saved suite carries the guard; without the package GE raises."""
+    out = run_saved(saved_context(tmp_path, guarded=True), import_reident=False)
+    assert out["loaded"] == 1  # GE kept the guard only: the reident expectations are gone
+    assert out["success"] is None
+    assert out["error"] == "SuiteParameterError"
+    assert "reident_expectations_loaded" in out["message"]
+
+
+def test_with_the_package_the_guarded_suite_evaluates_everything(tmp_path: Path) -> None:
+    out = run_saved(saved_context(tmp_path, guarded=True), import_reident=True)
+    assert out == {"loaded": 5, "success": False, "evaluated": 5, "reident_imported": True}
+
+
+def test_without_the_guard_ge_still_fails_open(tmp_path: Path) -> None:
+    """What remains (README): a suite saved without the guard still succeeds without the package.
+
+    This is issue 16 as reported, and what every suite saved before the guard does: GE drops
+    the four reident expectations and the checkpoint validates nothing, successfully. If GE
+    ever refuses this, the test fails and the README can say so.
+    """
+    root = saved_context(tmp_path, guarded=False)
+    assert run_saved(root, import_reident=False) == {
+        "loaded": 0,
+        "success": True,
+        "evaluated": 0,
+        "reident_imported": False,
+    }
+    out = run_saved(root, import_reident=True)
+    assert out["loaded"] == 4 and out["success"] is False
+
+
+def test_the_example_suite_starts_with_the_guard() -> None:
+    data = json.loads(SUITE.read_text(encoding="utf-8"))
+    assert data["expectations"][0] == guard_expectation()
+    assert [is_guard(e) for e in data["expectations"]] == [True, False, False, False, False]
+    assert guard_expectation()["kwargs"]["min_value"] == {"$PARAMETER": f"{GUARD_FUNCTION}()"}
+
+
+def test_load_suite_adds_the_guard_once() -> None:
+    data = json.loads(SUITE.read_text(encoding="utf-8"))
+    bare = {**data, "expectations": data["expectations"][1:]}
+    for source in (data, bare):
+        suite = load_suite(source)
+        assert [is_guard(e) for e in suite.expectations] == [True, False, False, False, False]
+    core = {"name": "core", "expectations": [{"type": "expect_table_row_count_to_be_between"}]}
+    core["expectations"][0]["kwargs"] = {"min_value": 1}
+    assert not any(is_guard(e) for e in load_suite(core).expectations)
+
+
+def test_check_result_refuses_a_result_missing_expectations(adult: pd.DataFrame) -> None:
+    context = new_context()
+    source = context.data_sources.add_pandas("frame")
+    batch = source.add_dataframe_asset("frame").add_batch_definition_whole_dataframe("whole")
+    suite = context.suites.add(load_suite(SUITE))
+    definition = context.validation_definitions.add(
+        gx.ValidationDefinition(name="v", data=batch, suite=suite)
+    )
+    checkpoint = context.checkpoints.add(
+        gx.Checkpoint(name="c", validation_definitions=[definition])
+    )
+    result = checkpoint.run(batch_parameters={"dataframe": adult.head(20)})
+    check_result(result, 5)
+    with pytest.raises(SuiteIncompleteError, match="5 of 6 expectations evaluated"):
+        check_result(result, 6)
+
+
+def test_run_release_checkpoint_refuses_dropped_expectations(
+    adult: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An expectation GE drops after the suite JSON was read is refused, not skipped.
+
+    The registry entry of k-anonymity disappears between ``load_suite`` and the run (a
+    registry cleared by someone else): GE drops the expectation when the context stores the
+    suite and would validate the other four; the release check refuses instead.
+    """
+    from great_expectations.expectations import registry
+
+    import reident_airflow.gx.checkpoint as module
+
+    real = module.load_suite
+
+    def then_unregister(source: Any) -> ExpectationSuite:
+        suite = real(source)
+        monkeypatch.delitem(registry._registered_expectations, "expect_table_to_be_k_anonymous")
+        return suite
+
+    monkeypatch.setattr(module, "load_suite", then_unregister)
+    with pytest.raises(SuiteIncompleteError, match="5 expectations, 4 in the context"):
+        run_release_checkpoint(suite=SUITE, dataframe=adult, raise_on_failure=False)
