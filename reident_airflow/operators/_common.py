@@ -216,7 +216,13 @@ def _engine_from_hook(conn_id: str, conn_type: str, hook: Any) -> Engine:
         # PostgresHook.sqlalchemy_url keeps only ``sqlalchemy_query``; its get_conn() passes
         # every other extra (sslmode, options, ...) to the driver, as its operators connect.
         engine_kwargs["creator"] = hook.get_conn
-    engine: Engine = hook.get_sqlalchemy_engine(engine_kwargs=engine_kwargs)
+    try:
+        engine: Engine = hook.get_sqlalchemy_engine(engine_kwargs=engine_kwargs)
+    except ImportError as exc:  # the provider's URL names a driver that is not installed
+        raise ReidentConfigurationError(
+            f"connection {conn_id!r} (type {conn_type!r}): its provider's database driver is "
+            f"not installed ({exc.name or type(exc).__name__})"
+        ) from None
     return engine
 
 

@@ -422,3 +422,32 @@ def test_provider_hook_builds_the_engine(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(sa.exc.OperationalError), engine.connect():
         pass
     engine.dispose()
+
+
+def test_provider_hook_without_its_driver_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reident_airflow.operators import _common
+
+    class _Hook:
+        def get_sqlalchemy_engine(self, engine_kwargs: dict[str, Any] | None = None) -> Any:
+            raise ModuleNotFoundError("No module named 'MySQLdb'", name="MySQLdb")
+
+    monkeypatch.setattr(_common, "_provider_hook", lambda conn: _Hook())
+    _set_conn(monkeypatch, "reident_my_provider", conn_type="mysql", host="h", password=PASSWORD)
+    with pytest.raises(ReidentConfigurationError, match="MySQLdb") as info:
+        sqlalchemy_engine("reident_my_provider")
+    assert PASSWORD not in str(info.value)
+
+
+def test_make_engine_bare_schemes_use_installed_drivers() -> None:
+    import importlib.util
+
+    from reident_airflow.sources.sql import make_engine
+
+    if importlib.util.find_spec("psycopg") is None:
+        assert make_engine("postgresql://u@h/d").dialect.driver == "psycopg2"
+    if importlib.util.find_spec("MySQLdb") is None:
+        assert make_engine("mysql://u@h/d").dialect.driver == "pymysql"
+        assert make_engine("mariadb://u@h/d").dialect.driver == "pymysql"
+    assert make_engine("postgresql+psycopg2://u@h/d").dialect.driver == "psycopg2"
