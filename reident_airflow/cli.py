@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -405,20 +403,36 @@ def _emit_json(payload: dict[str, Any], dest: str | None, out: TextIO) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write a file so that readers see either the old content or the new, never a part."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise InvalidInputError(f"{path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a file so that readers see either the old content or the new, never a part.
+
+    The file gets the mode a new file gets under the umask, or keeps the mode of the file it
+    replaces; SIGTERM/SIGINT during the write leave no temporary file (:mod:`._atomic`)."""
+    from reident_airflow._atomic import atomic_file
+
+    with atomic_file(path) as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def check_run_paths(args: argparse.Namespace) -> None:
+    """Before anything is read, computed or written: every output (``--json``, ``--report``,
+    ``--output``) names none of the inputs (INPUT, ``--population-table``, hierarchy files,
+    ORIGINAL/AVATAR) nor another output, and can be written (exit 2 otherwise)."""
+    from reident_airflow._atomic import check_outputs
+
+    outputs = [(f"--{name}", getattr(args, name, None)) for name in ("report", "output", "json")]
+    inputs: list[tuple[str, str | None]] = []
+    for name, label in (
+        ("input", "the input file"),
+        ("original", "the ORIGINAL file"),
+        ("avatar", "the AVATAR file"),
+    ):
+        inputs.append((label, getattr(args, name, None)))
+    population = getattr(args, "population_table", None)
+    if population and "://" not in str(getattr(args, "input", "") or ""):
+        inputs.append(("the --population-table file", population))
+    for column, path in getattr(args, "hierarchy", None) or []:
+        inputs.append((f"the hierarchy file of {column}", path))
+    check_outputs(outputs, inputs, create_dirs=["--report"])
 
 
 # ------------------------------------------------------------------------------------- main
@@ -440,6 +454,7 @@ def main(
         if args.command is None:
             out.write(parser.format_help())
             return EXIT_USAGE
+        check_run_paths(args)
         code: int = args.handler(args, out)
         return code
     except _UsageError as exc:

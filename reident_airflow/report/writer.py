@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from reident_airflow.engine.errors import InvalidInputError
@@ -40,17 +39,12 @@ def _write_local(path: Path, data: bytes) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
         raise InvalidInputError(f"{path}: {directory} exists and is not a directory") from None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # like a file written with open(): mkstemp makes it 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from reident_airflow._atomic import atomic_file
+
+    # the mode of a new file under the umask, or the replaced file's; no temporary file is
+    # left on SIGTERM/SIGINT
+    with atomic_file(path) as fh:
+        fh.write(data)
     return path
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,7 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError, ReidentError
 from reident_airflow.sources.files import file_columns, read_columns
 from reident_airflow.sources.sql import make_engine, query_source, reflect_table
 
@@ -58,6 +57,8 @@ __all__ = [
     "NEW_SUFFIX",
     "OLD_SUFFIX",
     "Checkpoint",
+    "TableWriteError",
+    "database_error_code",
     "file_format",
     "portable_types",
     "read_file_frame",
@@ -152,25 +153,6 @@ def _csv_header_line(names: Sequence[str], sep: str, quote: bool) -> str:
     return sep.join(names) + "\n"
 
 
-def _new_file_mode(target: Path) -> int:
-    """The mode a new file gets: the target's if it exists, else 0o666 minus the umask."""
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
-
-
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not every platform can open a directory
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def write_file_atomic(
     frame: pd.DataFrame,
     path: str | Path,
@@ -200,46 +182,37 @@ def write_file_atomic(
     table = _arrow_table(frame)
     if kind == "csv":
         table = _plain(table)
-    mode = _new_file_mode(target)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            written = 0
-            if kind == "csv":
-                quote = _needs_quoting(table, sep)
-                # Arrow quotes the header always: write it ourselves, quoted only if needed.
-                fh.write(_csv_header_line(table.column_names, sep, quote).encode("utf-8"))
-                options = pcsv.WriteOptions(
-                    delimiter=sep,
-                    include_header=False,
-                    quoting_style="needed" if quote else "none",
-                )
-                with pcsv.CSVWriter(fh, table.schema, write_options=options) as writer:
-                    for start in range(0, max(table.num_rows, 1), chunk_rows):
-                        part = table.slice(start, chunk_rows)
-                        writer.write_table(part)
-                        written += part.num_rows
-                        if checkpoint is not None and part.num_rows:
-                            checkpoint("chunk", written)
-            else:
-                with pq.ParquetWriter(fh, table.schema) as writer:
-                    for start in range(0, max(table.num_rows, 1), chunk_rows):
-                        part = table.slice(start, chunk_rows)
-                        writer.write_table(part, row_group_size=chunk_rows)
-                        written += part.num_rows
-                        if checkpoint is not None and part.num_rows:
-                            checkpoint("chunk", written)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+    from reident_airflow._atomic import atomic_file
+
+    with atomic_file(target) as fh:
+        written = 0
+        if kind == "csv":
+            quote = _needs_quoting(table, sep)
+            # Arrow quotes the header always: write it ourselves, quoted only if needed.
+            fh.write(_csv_header_line(table.column_names, sep, quote).encode("utf-8"))
+            options = pcsv.WriteOptions(
+                delimiter=sep,
+                include_header=False,
+                quoting_style="needed" if quote else "none",
+            )
+            with pcsv.CSVWriter(fh, table.schema, write_options=options) as writer:
+                for start in range(0, max(table.num_rows, 1), chunk_rows):
+                    part = table.slice(start, chunk_rows)
+                    writer.write_table(part)
+                    written += part.num_rows
+                    if checkpoint is not None and part.num_rows:
+                        checkpoint("chunk", written)
+        else:
+            with pq.ParquetWriter(fh, table.schema) as writer:
+                for start in range(0, max(table.num_rows, 1), chunk_rows):
+                    part = table.slice(start, chunk_rows)
+                    writer.write_table(part, row_group_size=chunk_rows)
+                    written += part.num_rows
+                    if checkpoint is not None and part.num_rows:
+                        checkpoint("chunk", written)
+        fh.flush()
         if checkpoint is not None:
             checkpoint("swap", 0)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_directory(directory)
     return written
 
 
@@ -386,24 +359,164 @@ def write_table_atomic(
     )
     n = len(frame)
     written = 0
-    try:
-        with engine.begin() as conn:
-            staging.drop(conn, checkfirst=True)  # a leftover of a run that was killed
-            staging.create(conn)
-        for start in range(0, n, chunk_rows):
-            part = frame.iloc[start : start + chunk_rows]
-            columns = [_column_values(part.iloc[:, i]) for i in range(len(names))]
-            rows = [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
-            with engine.begin() as conn:
-                conn.execute(sa.insert(staging), rows)
-            written += len(rows)
-            if checkpoint is not None:
-                checkpoint("chunk", written)
-        _swap(engine, staging, target, schema, checkpoint)
-    except BaseException:
-        _drop_quietly(engine, staging)
-        raise
+    from reident_airflow._atomic import interrupt_guard
+
+    # SIGTERM/SIGINT during the write raise here, so the staging table is dropped first
+    with interrupt_guard():
+        try:
+
+            def create() -> None:
+                with engine.begin() as conn:
+                    staging.drop(conn, checkfirst=True)  # a leftover of a run that was killed
+                    staging.create(conn)
+
+            _guarded(create, "creating the staging table", target, 0, n)
+            for start in range(0, n, chunk_rows):
+                part = frame.iloc[start : start + chunk_rows]
+
+                def insert(part: pd.DataFrame = part) -> int:
+                    columns = [_column_values(part.iloc[:, i]) for i in range(len(names))]
+                    rows = [
+                        dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)
+                    ]
+                    with engine.begin() as conn:
+                        conn.execute(sa.insert(staging), rows)
+                    return len(rows)
+
+                written += _guarded(
+                    insert,
+                    f"inserting records {start + 1:,}-{start + len(part):,}",
+                    target,
+                    written,
+                    n,
+                )
+                if checkpoint is not None:
+                    checkpoint("chunk", written)
+            _swap(engine, staging, target, schema, checkpoint, written, n)
+        except BaseException:
+            _drop_quietly(engine, staging)
+            raise
     return written
+
+
+class TableWriteError(ReidentError):
+    """A database refused a write. The message (and the attributes) say which step, which
+    table, the counts and the database's error code -- never a statement parameter or a value.
+
+    ``deterministic`` is true for data and SQL errors (a value too long, a wrong type, a
+    constraint, a syntax error: a retry fails the same way), false for connection, timeout and
+    other operational errors.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str | None = None,
+        error_class: str | None = None,
+        code: str | None = None,
+        rows_written: int | None = None,
+        rows_total: int | None = None,
+        deterministic: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.table = table
+        self.error_class = error_class
+        self.code = code
+        self.rows_written = rows_written
+        self.rows_total = rows_total
+        self.deterministic = deterministic
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_write_error, (str(self), dict(self.__dict__)))
+
+
+def _rebuild_write_error(message: str, state: dict[str, Any]) -> TableWriteError:
+    error = TableWriteError(message)
+    error.__dict__.update(state)
+    return error
+
+
+#: MySQL/MariaDB error numbers of data and SQL errors (a retry fails the same way).
+_MYSQL_DETERMINISTIC = {
+    1048,  # column cannot be null
+    1054,  # unknown column
+    1062,  # duplicate entry
+    1064,  # syntax error
+    1146,  # no such table
+    1264,  # out of range
+    1265,  # data truncated
+    1292,  # truncated incorrect value
+    1366,  # incorrect value for the column
+    1406,  # data too long
+    1451,  # foreign key (parent)
+    1452,  # foreign key (child)
+    3819,  # check constraint
+    4025,  # check constraint (MariaDB)
+}
+
+
+def database_error_code(exc: BaseException) -> str | None:
+    """The database's own code of a driver error: PostgreSQL's SQLSTATE, MySQL's errno,
+    SQLite's error name; ``None`` if there is none."""
+    orig = getattr(exc, "orig", None) or exc
+    pgcode = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
+    if isinstance(pgcode, str) and pgcode:
+        return f"SQLSTATE {pgcode}"
+    args = getattr(orig, "args", ())
+    module = type(orig).__module__ or ""
+    if ("mysql" in module or "MySQLdb" in module) and args and isinstance(args[0], int):
+        return f"MySQL error {args[0]}"
+    name = getattr(orig, "sqlite_errorname", None)
+    if isinstance(name, str) and name:
+        return name
+    return None
+
+
+def _deterministic(exc: BaseException, code: str | None) -> bool:
+    if isinstance(exc, sa.exc.DataError | sa.exc.IntegrityError | sa.exc.ProgrammingError):
+        return True
+    if code and code.startswith("SQLSTATE "):
+        return code[9:11] in {"22", "23", "42"}
+    if code and code.startswith("MySQL error "):
+        return int(code[12:]) in _MYSQL_DETERMINISTIC
+    return isinstance(exc, TypeError | ValueError)
+
+
+def _write_error(
+    exc: BaseException, step: str, target: str, written: int, total: int
+) -> TableWriteError:
+    code = database_error_code(exc)
+    orig = getattr(exc, "orig", None)
+    kind = type(exc).__name__
+    if orig is not None and type(orig).__name__ != kind:
+        kind = f"{kind} ({type(orig).__module__.split('.')[0]}.{type(orig).__name__})"
+    message = (
+        f"writing table {target!r} failed while {step}: {kind}"
+        f"{f', {code}' if code else ''}; {written:,} of {total:,} records had been written "
+        "to the staging table, which is dropped; the previous table is unchanged"
+    )
+    return TableWriteError(
+        message,
+        table=target,
+        error_class=type(orig or exc).__name__,
+        code=code,
+        rows_written=written,
+        rows_total=total,
+        deterministic=_deterministic(exc, code),
+    )
+
+
+def _guarded(fn: Callable[[], Any], step: str, target: str, written: int, total: int) -> Any:
+    """``fn()``; an error it raises comes back as a :class:`TableWriteError` without the
+    statement, its parameters or the original exception chained (they hold record values)."""
+    error: TableWriteError | None = None
+    try:
+        return fn()
+    except Exception as exc:  # a driver's own error may quote a value as well
+        error = _write_error(exc, step, target, written, total)
+        del exc
+    raise error from None
 
 
 def _swap(
@@ -412,8 +525,28 @@ def _swap(
     target: str,
     schema: str | None,
     checkpoint: Checkpoint | None,
+    written: int = 0,
+    total: int = 0,
 ) -> None:
-    """Replace ``target`` by ``staging`` in one step readers cannot see halfway."""
+    """Replace ``target`` by ``staging`` in one step readers cannot see halfway (a database
+    error comes back as a :class:`TableWriteError`)."""
+    error: TableWriteError | None = None
+    try:
+        _swap_tables(engine, staging, target, schema, checkpoint)
+        return
+    except sa.exc.SQLAlchemyError as exc:
+        error = _write_error(exc, "swapping the tables", target, written, total)
+        del exc
+    raise error from None
+
+
+def _swap_tables(
+    engine: Engine,
+    staging: sa.Table,
+    target: str,
+    schema: str | None,
+    checkpoint: Checkpoint | None,
+) -> None:
     new = _qualified(engine, staging.name, schema)
     if engine.dialect.name in {"mysql", "mariadb"}:
         old_name = f"{target}{OLD_SUFFIX}"

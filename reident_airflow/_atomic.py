@@ -1,0 +1,253 @@
+"""Atomic file writes and the checks every writing command makes before it starts.
+
+- :func:`atomic_file`: a temporary file next to the target, named
+  ``.<target name>.reident-<pid>-<random>.tmp``, created with the mode a new file gets under
+  the umask (or the existing target's mode), flushed, ``fsync``-ed and renamed over the target.
+  SIGTERM and SIGINT during the write remove the temporary file first (the handlers are
+  installed for the duration of the write, then the previous ones are restored and the signal
+  is delivered to them). A temporary file left by a process killed outright (``kill -9``) is
+  recognised by its name and removed by the next write of the same target, once its process
+  is gone.
+- :func:`check_outputs`: every path a run writes against every path it reads and against the
+  others, and every output directory writable, before anything is computed or written.
+
+Standard library only: the command line loads it before pandas or pyarrow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import signal
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from reident_airflow.engine.errors import InvalidInputError
+
+__all__ = [
+    "TEMP_MARK",
+    "atomic_file",
+    "check_outputs",
+    "interrupt_guard",
+    "new_file_mode",
+    "remove_stale_temporaries",
+    "same_path",
+    "temp_name",
+]
+
+#: Marks a temporary file of a reident write: ``.<name>.reident-<pid>-<hex>.tmp``.
+TEMP_MARK = "reident"
+_TEMP_RE = re.compile(r"^\.(?P<name>.+)\.reident-(?P<pid>\d+)-[0-9a-f]{8}\.tmp$")
+
+_SIGNALS = tuple(
+    s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGINT", None)) if s
+)
+
+
+class _Interrupted(BaseException):
+    """Raised by the write's signal handler, so that the cleanup in ``finally`` runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by signal {signum}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def interrupt_guard() -> Iterator[None]:
+    """Turn SIGTERM and SIGINT into an exception for the duration of the block.
+
+    The block's own cleanup (``except``/``finally``) then runs; a second signal during that
+    cleanup is held back. On leaving, the previous handlers are restored and a signal that
+    arrived is delivered to them (the default SIGTERM action still ends the process; Python's
+    SIGINT handler still raises ``KeyboardInterrupt``). Outside the main thread, where handlers
+    cannot be installed, the block runs unguarded.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        if len(received) == 1:
+            raise _Interrupted(signum)
+
+    previous: dict[int, Any] = {}
+    try:
+        for s in _SIGNALS:
+            if signal.getsignal(s) is not signal.SIG_IGN:  # an ignored signal stays ignored
+                previous[s] = signal.signal(s, handler)
+    except ValueError:  # pragma: no cover - not the main interpreter
+        for s, h in previous.items():
+            signal.signal(s, h)
+        yield
+        return
+    try:
+        yield
+    except _Interrupted:
+        pass
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+    if received:
+        signal.raise_signal(received[0])
+        # a previous handler that returned: the block did not complete
+        raise KeyboardInterrupt if received[0] == signal.SIGINT else SystemExit(128 + received[0])
+
+
+def temp_name(target: Path) -> Path:
+    """A fresh temporary path next to ``target`` (recognisable by :data:`_TEMP_RE`)."""
+    return target.with_name(f".{target.name}.{TEMP_MARK}-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, someone else's
+        return True
+    return True
+
+
+def remove_stale_temporaries(target: Path) -> int:
+    """Remove the temporary files of earlier writes of ``target`` whose process is gone."""
+    directory = target.parent if str(target.parent) else Path(".")
+    removed = 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for entry in entries:
+        m = _TEMP_RE.match(entry.name)
+        if m is None or m.group("name") != target.name or _alive(int(m.group("pid"))):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            removed += 1
+    return removed
+
+
+def new_file_mode(target: Path) -> int:
+    """The mode a new file gets: the existing target's, else 0o666 minus the umask."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _fsync_directory(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not every platform can open a directory
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """Open a binary temporary file for ``path``; on success it replaces ``path`` atomically.
+
+    On any failure, and on SIGTERM or SIGINT, the temporary file is removed and ``path`` is
+    left as it was.
+    """
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InvalidInputError(f"{target}: directory {directory} does not exist")
+    if target.is_dir():
+        raise InvalidInputError(f"{target}: is a directory, not a file")
+    remove_stale_temporaries(target)
+    mode = new_file_mode(target)
+    existed = target.exists()
+    with interrupt_guard():
+        tmp = temp_name(target)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            with os.fdopen(fd, "wb") as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+            if existed:
+                os.chmod(tmp, mode)  # a new file already has the umask's mode
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    _fsync_directory(directory)
+
+
+# ------------------------------------------------------------------------- preflight checks
+def same_path(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name the same file: ``os.path.samefile`` when both exist (links,
+    hard links), else the resolved paths."""
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.exists() and pb.exists():
+            return os.path.samefile(pa, pb)
+    except OSError:  # pragma: no cover - unreadable: fall back to the names
+        pass
+    return pa.resolve() == pb.resolve()
+
+
+def _writable_location(flag: str, path: Path, *, create_dirs: bool) -> None:
+    if path.is_dir():
+        raise InvalidInputError(f"{flag} {path}: is a directory, not a file")
+    directory = path.parent if str(path.parent) else Path(".")
+    if create_dirs:  # the nearest existing ancestor must be a writable directory
+        while not directory.exists() and directory != directory.parent:
+            directory = directory.parent
+    if not directory.is_dir():
+        raise InvalidInputError(f"{flag} {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"{flag} {path}: directory {directory} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise InvalidInputError(f"{flag} {path}: the file is not writable")
+
+
+def check_outputs(
+    outputs: Iterable[tuple[str, str | None]],
+    inputs: Iterable[tuple[str, str | None]],
+    *,
+    create_dirs: Iterable[str] = (),
+) -> None:
+    """Refuse a run whose outputs name one of its inputs or each other, or cannot be written.
+
+    ``outputs`` are ``(flag, path)`` pairs, ``inputs`` ``(description, path)`` pairs;
+    ``None``, ``"-"`` (stdout) and URLs (``://``) are skipped. Outputs whose flag is in
+    ``create_dirs`` may name a directory that does not exist yet (it is created), under a
+    writable one. Raises
+    :class:`InvalidInputError` (exit 2) before anything is written.
+    """
+    dirs = set(create_dirs)
+
+    def local(pairs: Iterable[tuple[str, str | None]]) -> list[tuple[str, str]]:
+        return [
+            (flag, str(p))
+            for flag, p in pairs
+            if p is not None and str(p).strip() not in {"", "-"} and "://" not in str(p)
+        ]
+
+    outs, ins = local(outputs), local(inputs)
+    for i, (flag, path) in enumerate(outs):
+        for in_flag, in_path in ins:
+            if same_path(path, in_path):
+                raise InvalidInputError(
+                    f"{flag} {path} is {in_flag}: a run never overwrites what it reads; "
+                    "choose another path"
+                )
+        for other_flag, other in outs[:i]:
+            if same_path(path, other):
+                raise InvalidInputError(f"{other_flag} and {flag} name the same file: {path}")
+    for flag, path in outs:
+        _writable_location(flag, Path(path), create_dirs=flag in dirs)
