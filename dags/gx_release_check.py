@@ -66,9 +66,14 @@ with DAG(
 
     @task
     def validate(params: dict | None = None) -> dict:
-        """Run the checkpoint on the staged table (grouped in the database)."""
+        """Run the checkpoint on the staged table (grouped in the database).
+
+        ``run_release_checkpoint`` imports ``reident_airflow.gx`` (the suite's guard passes)
+        and refuses a result that did not evaluate every expectation of the suite file
+        (``SuiteIncompleteError``): the task fails, without retries, instead of publishing.
+        """
         from reident_airflow.engine.errors import ThresholdBreached
-        from reident_airflow.gx import run_release_checkpoint
+        from reident_airflow.gx import SuiteIncompleteError, run_release_checkpoint
         from reident_airflow.operators._common import sqlalchemy_engine
 
         p = params or {}
@@ -85,6 +90,8 @@ with DAG(
             )
         except ThresholdBreached as exc:  # a data-policy failure: no retries
             raise AirflowFailException(f"Great Expectations release suite failed: {exc}") from None
+        except SuiteIncompleteError as exc:  # expectations not evaluated: never a success
+            raise AirflowFailException(f"Great Expectations suite incomplete: {exc}") from None
         return result.to_dict()
 
     @task

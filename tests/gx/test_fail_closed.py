@@ -194,3 +194,28 @@ def test_run_release_checkpoint_refuses_dropped_expectations(
     monkeypatch.setattr(module, "load_suite", then_unregister)
     with pytest.raises(SuiteIncompleteError, match="5 expectations, 4 in the context"):
         run_release_checkpoint(suite=SUITE, dataframe=adult, raise_on_failure=False)
+
+
+def test_the_gx_dag_fails_an_incomplete_suite_without_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gx_release_check``: a suite that lost an expectation fails ``validate``, no publish."""
+    from great_expectations.expectations import registry
+
+    import reident_airflow.gx.checkpoint as module
+    from tests.operators._dags import load_dag, sqlite_conn, states
+
+    monkeypatch.setenv("AIRFLOW_CONN_REIDENT_STAGING", sqlite_conn(tmp_path / "staging.db"))
+    real = module.load_suite
+
+    def then_unregister(source: Any) -> ExpectationSuite:
+        suite = real(source)
+        monkeypatch.delitem(registry._registered_expectations, "expect_table_to_be_k_anonymous")
+        return suite
+
+    monkeypatch.setattr(module, "load_suite", then_unregister)
+    run = load_dag("gx_release_check").test(run_conf={"alert_file": str(tmp_path / "a.jsonl")})
+    got = states(run)
+    assert run.state == "failed", got
+    assert got["validate"] == ("failed", 1), got  # deterministic: not retried
+    assert got["publish"][0] == "upstream_failed"
