@@ -460,13 +460,13 @@ def database_error_code(exc: BaseException) -> str | None:
     """The database's own code of a driver error: PostgreSQL's SQLSTATE, MySQL's errno,
     SQLite's error name; ``None`` if there is none."""
     orig = getattr(exc, "orig", None) or exc
+    args = getattr(orig, "args", ())
+    module = type(orig).__module__ or ""
+    if ("mysql" in module.lower() or "mariadb" in module) and args and isinstance(args[0], int):
+        return f"MySQL error {args[0]}"
     pgcode = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
     if isinstance(pgcode, str) and pgcode:
         return f"SQLSTATE {pgcode}"
-    args = getattr(orig, "args", ())
-    module = type(orig).__module__ or ""
-    if ("mysql" in module or "MySQLdb" in module) and args and isinstance(args[0], int):
-        return f"MySQL error {args[0]}"
     name = getattr(orig, "sqlite_errorname", None)
     if isinstance(name, str) and name:
         return name
