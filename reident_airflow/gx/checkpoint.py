@@ -119,6 +119,7 @@ __all__ = [
     "GUARD_FUNCTION",
     "ReleaseCheckpointResult",
     "SuiteIncompleteError",
+    "check_context",
     "check_result",
     "guard_expectation",
     "install_guard",
@@ -195,6 +196,45 @@ def load_suite(source: str | Path | Mapping[str, Any]) -> ExpectationSuite:
             f"{len(suite.expectations)} kept by Great Expectations"
         )
     return suite
+
+
+def check_context(context: Any) -> dict[str, int]:
+    """Check the saved suites of a GE context before its checkpoints run; their sizes by name.
+
+    For a context saved to files and run by your own code: each suite's saved JSON is compared
+    with the suite GE loads from it (every expectation must load), and a suite holding reident
+    expectations must carry the guard (:func:`guard_expectation`). Raises
+    :class:`SuiteIncompleteError` naming every suite at fault.
+    """
+    import reident_airflow.gx  # noqa: F401 - the expectations must be registered
+
+    store = context.expectations_store
+    counts: dict[str, int] = {}
+    problems: list[str] = []
+    for key in store.list_keys():
+        saved = store.get(key)
+        name = str(saved.get("name"))
+        entries = [
+            dict(e) if isinstance(e, Mapping) else e.to_json_dict()  # configurations, as saved
+            for e in saved.get("expectations") or []
+        ]
+        loaded = len(context.suites.get(name).expectations)
+        if loaded != len(entries):
+            kinds = sorted({str(e.get("type")) for e in entries})
+            problems.append(
+                f"suite {name!r}: {loaded} of {len(entries)} expectations load ({', '.join(kinds)})"
+            )
+        if any(e.get("type") in _REIDENT_TYPES for e in entries) and not any(
+            is_guard(e) for e in entries
+        ):
+            problems.append(
+                f"suite {name!r}: reident expectations without the guard "
+                "(add reident_airflow.gx.guard_expectation() and save the suite)"
+            )
+        counts[name] = len(entries)
+    if problems:
+        raise SuiteIncompleteError("; ".join(problems))
+    return counts
 
 
 def check_result(result: CheckpointResult, expected: int) -> None:

@@ -90,6 +90,7 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def saved_context(root: Path, *, guarded: bool) -> Path:
     """A file context at ``root`` with the example suite and a checkpoint on a k = 1 CSV."""
+    root.mkdir(parents=True, exist_ok=True)
     (root / "release.csv").write_text(UNIQUE, encoding="utf-8")
     done = _python(SAVE.format(suite=str(SUITE)), str(root), "guarded" if guarded else "bare")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -134,6 +135,33 @@ def test_without_the_guard_ge_still_fails_open(tmp_path: Path) -> None:
     }
     out = run_saved(root, import_reident=True)
     assert out["loaded"] == 4 and out["success"] is False
+
+
+CHECK = """
+import json, sys
+import great_expectations as gx
+from reident_airflow.gx import SuiteIncompleteError, check_context
+context = gx.get_context(mode="file", project_root_dir=sys.argv[1])
+try:
+    print(json.dumps({"counts": check_context(context)}))
+except SuiteIncompleteError as exc:
+    print(json.dumps({"error": str(exc)}))
+"""
+
+
+def test_check_context_accepts_a_guarded_suite_and_names_a_bare_one(tmp_path: Path) -> None:
+    guarded = saved_context(tmp_path / "guarded", guarded=True)
+    bare = saved_context(tmp_path / "bare", guarded=False)
+    outputs = []
+    for root in (guarded, bare):
+        done = _python(CHECK, str(root))
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert outputs[0] == {"counts": {"adult_release": 5}}
+    assert outputs[1] == {
+        "error": "suite 'adult_release': reident expectations without the guard "
+        "(add reident_airflow.gx.guard_expectation() and save the suite)"
+    }
 
 
 def test_the_example_suite_starts_with_the_guard() -> None:
