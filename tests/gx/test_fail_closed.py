@@ -247,3 +247,28 @@ def test_the_gx_dag_fails_an_incomplete_suite_without_retry(
     assert run.state == "failed", got
     assert got["validate"] == ("failed", 1), got  # deterministic: not retried
     assert got["publish"][0] == "upstream_failed"
+
+
+PLAIN = """
+import json, sys
+import great_expectations as gx
+import pandas as pd
+suite = gx.ExpectationSuite(**json.loads(open(sys.argv[1], encoding="utf-8").read()))
+frame = pd.DataFrame({"sex": ["Male"], "age": ["30"], "race": ["White"]})
+source = gx.get_context(mode="ephemeral").data_sources.add_pandas("p")
+batch = source.add_dataframe_asset("a").add_batch_definition_whole_dataframe("w")
+out = {"loaded": len(suite.expectations)}
+try:
+    out["success"] = batch.get_batch(batch_parameters={"dataframe": frame}).validate(suite).success
+except Exception as exc:
+    out["error"] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+def test_the_suite_file_read_by_plain_ge_does_not_succeed() -> None:
+    """``ExpectationSuite(**json)`` and ``batch.validate`` without the package: GE raises."""
+    done = _python(PLAIN, str(SUITE))
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"loaded": 1, "error": "SuiteParameterError"}
