@@ -8,8 +8,13 @@
 
 ``INPUT`` is a CSV file (every column read as text), a Parquet file, or a SQLAlchemy URL with
 ``--table``. ``--output`` is written atomically (a temporary file in the same directory, then
-renamed): ``*.csv`` (with ``--sep``) or ``*.parquet``. The input is never modified, and an
-output naming the input is refused.
+renamed): ``*.csv`` (with ``--sep``) or ``*.parquet``. The input is never modified: before
+anything is read or computed, ``--output``, ``--json`` and ``--report`` are checked against
+INPUT, every hierarchy file and each other (the same file, also through a link) and for a
+writable directory -- exit 2 then means nothing changed on disk. The written files get the mode
+a new file gets under the umask, or keep the mode of the file they replace. SIGTERM or SIGINT
+during the write removes the temporary file (``.NAME.reident-PID-HEX.tmp``, next to the
+target); one left by ``kill -9`` is removed by the next run writing the same target.
 
 Exit codes: ``0`` k reached (the output is written); ``1`` k cannot be reached within the
 suppression limit -- a data-policy failure like a breached threshold: nothing is written, the

@@ -7,7 +7,6 @@ import argparse
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -49,7 +48,9 @@ def source_text(value: Any) -> str | None:
 def _same_file(a: str, b: str | os.PathLike[str] | None) -> bool:
     if b is None or str(b) in {"", "-"} or "://" in a or "://" in str(b):
         return False
-    return Path(a).resolve() == Path(b).resolve()
+    from reident_airflow._atomic import same_path
+
+    return same_path(a, b)  # links and hard links too
 
 
 def cli_report(args: argparse.Namespace, payload: Mapping[str, Any], *, kind: str) -> None:
