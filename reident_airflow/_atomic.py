@@ -159,9 +159,15 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """Open a binary temporary file for ``path``; on success it replaces ``path`` atomically.
 
     On any failure, and on SIGTERM or SIGINT, the temporary file is removed and ``path`` is
-    left as it was.
+    left as it was. A ``path`` that exists and is not a regular file (``/dev/null``, a named
+    pipe, a terminal) is written to directly: replacing it would put a regular file where a
+    device or pipe was.
     """
     target = Path(path)
+    if target.exists() and not target.is_file() and not target.is_dir():
+        with target.open("wb") as special:
+            yield special
+        return
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InvalidInputError(f"{target}: directory {directory} does not exist")

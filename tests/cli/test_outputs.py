@@ -5,10 +5,13 @@ and an interrupted run leaves no temporary file (SIGTERM, SIGINT, kill -9 then a
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -314,3 +317,22 @@ def test_datafly_killed_mid_write(
         assert code == 0, err
         assert release.read_text() != "previous release\n"
     assert temporaries(tmp_path) == []
+
+
+def test_json_to_a_device_or_a_pipe_writes_to_it_and_leaves_it_in_place(tmp_path: Path) -> None:
+    # A rename over /dev/null once replaced the machine's null device with a regular file.
+    data = tmp_path / "d.csv"
+    data.write_text("a\n1\n1\n", encoding="utf-8")
+    code, _, err = run("assess", str(data), "--qi", "a", "--no-ranking", "--json", os.devnull)
+    assert code == 0, err
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = run("assess", str(data), "--qi", "a", "--no-ranking", "--json", str(fifo))
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert json.loads(got[0])["records"] == 2
