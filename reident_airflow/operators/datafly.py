@@ -411,8 +411,14 @@ class DataflyOperator(BaseOperator):
             result.records,
             result.released_records,
         )
+        from reident_airflow.sources.writers import TableWriteError
+
         try:
             output = self._write(params, result.table, types)
+        except TableWriteError as exc:
+            if exc.deterministic:  # a value, a type, a constraint, the SQL: a retry fails alike
+                raise as_configuration_error(exc) from None
+            raise  # connection and timeout errors keep Airflow's retries
         except ReidentError as exc:
             raise as_configuration_error(exc) from None
         report = result.to_dict()

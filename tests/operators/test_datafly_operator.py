@@ -289,3 +289,31 @@ def test_connection_errors_are_left_to_retries() -> None:
     op = _operator(engine, conn_id="staging", table="t", target_table="t2")
     with pytest.raises(sa.exc.OperationalError):
         op.execute({})
+
+
+@pytest.mark.parametrize("deterministic", [True, False], ids=["data-error", "connection-error"])
+def test_write_errors_fail_now_only_when_a_retry_fails_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deterministic: bool
+) -> None:
+    # A value too long or a constraint fails the same way on every try: no retries
+    # (AirflowFailException). A lost connection may not: Airflow's retries apply.
+    source = tmp_path / "adult.csv"
+    source.write_bytes(oracle_data("adult.csv").read_bytes())
+
+    def refuse(*args: Any, **kwargs: Any) -> int:
+        raise writers.TableWriteError(
+            "insert into 'release' failed", table="release", deterministic=deterministic
+        )
+
+    monkeypatch.setattr(writers, "write_table_atomic", refuse)
+    op = _operator(
+        sa.create_engine(f"sqlite:///{tmp_path / 'target.db'}"),
+        path=str(source),
+        sep=";",
+        target_conn_id="target",
+        target_table="release",
+    )
+    expected = ReidentConfigurationError if deterministic else writers.TableWriteError
+    with pytest.raises(expected) as info:
+        op.execute({"ti": _TI()})
+    assert isinstance(info.value, AirflowFailException) is deterministic
