@@ -35,7 +35,6 @@ files, tables and counts, never a value.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -101,13 +100,9 @@ def file_format(path: str | Path) -> str:
 
 def same_file(a: str | Path, b: str | Path) -> bool:
     """Whether two paths name the same file (following links; also for a file not yet made)."""
-    pa_, pb = Path(a), Path(b)
-    try:
-        if pa_.exists() and pb.exists():
-            return os.path.samefile(pa_, pb)
-    except OSError:  # pragma: no cover - unreadable: fall back to the names
-        pass
-    return pa_.resolve() == pb.resolve()
+    from reident_airflow._atomic import same_path
+
+    return same_path(a, b)
 
 
 def _arrow_table(frame: pd.DataFrame) -> pa.Table:
