@@ -3,6 +3,8 @@
 :class:`ReidentBreachNotifier` sends one alert per failed task to a webhook (JSON ``POST`` to
 the URL of an Airflow HTTP connection) and/or by e-mail (through an Airflow SMTP connection).
 The content is built by two plain functions, :func:`breach_payload` and :func:`breach_email`.
+A breach acted on with ``on_breach="skip"`` or ``"warn"`` fails nothing: the operator calls the
+notifiers of its ``on_failure_callback`` itself, so every outcome alerts (``outcomes`` opts out).
 
 What an alert carries (contract.md, "Privacy of the outputs themselves"): the DAG, task and
 run ids, the check, each breached metric with its observed value and limit, the QI column
@@ -47,6 +49,7 @@ __all__ = [
     "ALERT_SCHEMA",
     "BREACH_EVENT",
     "FAILURE_EVENT",
+    "OUTCOMES",
     "ReidentBreachNotifier",
     "breach_email",
     "breach_payload",
@@ -65,6 +68,14 @@ _CHECK_OF_SCHEMA = {
     "reident.direct_match/v1": "direct_match",
 }
 _MAX_NAME = 200
+_MAX_LOCATION = 2000
+#: The outcomes of a breach (the operators' ``on_breach``): each alerts unless opted out.
+OUTCOMES = ("fail", "skip", "warn")
+_OUTCOME_TEXT = {
+    "fail": "the task failed: the data were not published",
+    "skip": "the task was skipped (on_breach='skip'): downstream tasks did not run",
+    "warn": "the task succeeded with a warning (on_breach='warn'): the release went ahead",
+}
 _MAX_ITEMS = 100
 _DEFAULT_SMTP_CONN_ID = "smtp_default"
 _TEMPLATES = SandboxedEnvironment(autoescape=False)
@@ -154,7 +165,9 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
     ``task_id``, ``run_id``, ``try_number``, ``map_index`` (None unless mapped), ``log_url``,
     ``exception_class``, ``check``, ``breaches`` (``[{"metric", "observed", "limit"}]``),
     ``quasi_identifiers``, ``k`` (smallest equivalence class), ``records``, ``classes``,
-    ``columns_below_target`` (direct match), ``report_schema`` and ``text`` (a one-line summary,
+    ``columns_below_target`` (direct match), ``report_schema``, ``outcome`` (of a breach:
+    ``"fail"``, ``"skip"`` or ``"warn"``, the operator's ``on_breach``), ``report_location``
+    (where the operator wrote its HTML report, when it did) and ``text`` (a one-line summary,
     the field Slack/Mattermost-style webhooks display). Values missing from the source are
     None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
     names stay strings, and nothing else of the report or the exception's message is included.
@@ -181,6 +194,8 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
         "classes": None,
         "columns_below_target": [],
         "report_schema": None,
+        "outcome": None,
+        "report_location": None,
     }
     source: Mapping[str, Any] | None = None
     if isinstance(exc, ReidentificationBreach):
@@ -209,7 +224,11 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
             k=_count(report.get("k")),
         )
     if source is not None:
+        outcome = source.get("outcome")
+        location = source.get("report_location")
         payload.update(
+            outcome=outcome if outcome in OUTCOMES else "fail",
+            report_location=location[:_MAX_LOCATION] if isinstance(location, str) else None,
             records=_count(source.get("records")),
             classes=_count(source.get("classes")),
             columns_below_target=_names(source.get("below_target")),
@@ -237,10 +256,15 @@ def _summary(payload: Mapping[str, Any]) -> str:
     parts = "; ".join(
         f"{b['metric']} observed {_fmt(b['observed'])} (limit {_fmt(b['limit'])})" for b in breaches
     )
-    return (
+    text = (
         f"Re-identification breach in {_where(payload)}: {payload.get('check') or 'check'} "
         f"breached {len(breaches)} threshold(s): {parts}"
     )
+    if payload.get("outcome") in ("skip", "warn"):
+        text += f"; {_OUTCOME_TEXT[payload['outcome']]}"
+    if payload.get("report_location"):
+        text += f"; report: {payload['report_location']}"
+    return text
 
 
 def _default_subject(payload: Mapping[str, Any]) -> str:
@@ -251,7 +275,11 @@ def _default_subject(payload: Mapping[str, Any]) -> str:
             return f"[reident] Task failed (not a re-identification breach): {where}: {cls}"
         return f"[reident] Task failed: {where}"
     n = len(payload.get("breaches") or [])
-    return f"[reident] Re-identification breach: {where} ({payload.get('check')}, {n} metric(s))"
+    outcome = payload.get("outcome")
+    tail = f", {outcome}" if outcome in ("skip", "warn") else ""
+    return (
+        f"[reident] Re-identification breach: {where} ({payload.get('check')}, {n} metric(s){tail})"
+    )
 
 
 def breach_email(
@@ -273,10 +301,13 @@ def breach_email(
     rows = _rows(payload)
     breaches = payload.get("breaches") or []
     log_url = payload.get("log_url")
+    location = payload.get("report_location")
 
     if payload.get("event") == BREACH_EVENT:
         title = "Re-identification risk gate breached"
         intro = "The release gate failed: the data were not published."
+        if payload.get("outcome") in ("skip", "warn"):
+            intro = f"The release gate was breached: {_OUTCOME_TEXT[payload['outcome']]}."
     elif payload.get("exception_class"):
         title = "Task failed (not a re-identification breach)"
         intro = (
@@ -296,6 +327,8 @@ def breach_email(
             f"  - {b['metric']}: observed {_fmt(b['observed'])}, limit {_fmt(b['limit'])}"
             for b in breaches
         ]
+    if location:
+        text += ["", f"Report: {location}"]
     if log_url:
         text += ["", f"Task log: {log_url}"]
     text += ["", "This alert carries aggregates only (no record values)."]
@@ -322,6 +355,8 @@ def breach_email(
             ),
             "</table>",
         ]
+    if location:
+        parts.append(f"<p>Report: {esc(location)}</p>")
     if log_url:
         parts.append(f'<p><a href="{esc(log_url)}">Task log</a></p>')
     parts += ["<p><small>This alert carries aggregates only (no record values).</small></p>"]
@@ -343,6 +378,8 @@ def _rows(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append(("Error", str(payload.get("exception_class") or "not available")))
         return rows
     rows.append(("Check", str(payload.get("check"))))
+    if payload.get("outcome"):
+        rows.append(("Outcome", str(payload["outcome"])))
     if payload.get("records") is not None:
         rows.append(("Records", f"{payload['records']:,}"))
     if payload.get("quasi_identifiers"):
@@ -472,6 +509,10 @@ class ReidentBreachNotifier(BaseNotifier):
     :param timeout: seconds, for the webhook request and the SMTP session each.
     :param alert_on_other_failures: also alert (class name only) when the task failed for
         another reason than a breach (default ``True``).
+    :param outcomes: the breach outcomes that alert (the operators' ``on_breach``): ``"fail"``,
+        ``"skip"``, ``"warn"`` (default: all three). A skip or a warn does not fail the task,
+        so no failure callback runs: the operator calls the notifiers of its
+        ``on_failure_callback`` itself. Wire the notifier as ``on_failure_callback`` only.
 
     A delivery failure (unreachable host, non-2xx answer, SMTP error, missing connection) is
     logged as an error and never raised: the task has failed already, and one channel failing
@@ -490,12 +531,18 @@ class ReidentBreachNotifier(BaseNotifier):
         subject_template: str | None = None,
         timeout: float = 10,
         alert_on_other_failures: bool = True,
+        outcomes: Sequence[str] = OUTCOMES,
     ) -> None:
         super().__init__()
         if smtp_conn_id and not to:
             raise ValueError("ReidentBreachNotifier: smtp_conn_id is given but no recipient (to)")
         if not webhook_conn_id and not to:
             raise ValueError("ReidentBreachNotifier needs webhook_conn_id and/or to (e-mail)")
+        if isinstance(outcomes, str) or not set(outcomes) <= set(OUTCOMES):
+            raise ValueError(
+                f"ReidentBreachNotifier: outcomes must be a list of {', '.join(OUTCOMES)}, "
+                f"not {outcomes!r}"
+            )
         if not timeout or timeout <= 0:
             raise ValueError(f"ReidentBreachNotifier: timeout must be > 0, not {timeout!r}")
         if subject_template is not None:
@@ -510,6 +557,7 @@ class ReidentBreachNotifier(BaseNotifier):
         self.subject_template = subject_template
         self.timeout = float(timeout)
         self.alert_on_other_failures = alert_on_other_failures
+        self.outcomes = tuple(outcomes)
 
     #: The templated fields are strings (conn ids, addresses): never render native objects.
     render_template_as_native_obj = False
@@ -535,6 +583,13 @@ class ReidentBreachNotifier(BaseNotifier):
                 "Task failed (not a re-identification breach: %s); no alert "
                 "(alert_on_other_failures=False)",
                 payload["exception_class"],
+            )
+            return
+        if payload["event"] == BREACH_EVENT and payload["outcome"] not in self.outcomes:
+            self.log.info(
+                "Re-identification breach (outcome %r); no alert (outcomes=%r)",
+                payload["outcome"],
+                self.outcomes,
             )
             return
         if self.webhook_conn_id:

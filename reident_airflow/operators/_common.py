@@ -295,22 +295,57 @@ def act_on_breach(
     quasi_identifiers: Sequence[str] = (),
     k: int | None = None,
     logger: Any = log,
+    context: Context | None = None,
+    report_location: str | None = None,
 ) -> None:
-    """Fail (no retries), skip (downstream does not run) or warn (task succeeds)."""
+    """Fail (no retries), skip (downstream does not run) or warn (task succeeds).
+
+    When the HTML report was written, the XCom report is pushed again with its
+    ``report_location`` (the report the operator returns is left as it is). The breach handed
+    to the alert names the ``outcome`` (in its report; none means a fail). A
+    skip or a warn leaves no failure for ``on_failure_callback``: the task's
+    :class:`~reident_airflow.notifiers.ReidentBreachNotifier` callbacks are called here (each
+    decides by its ``outcomes``). A fail is alerted by the failure callback itself, once.
+    """
+    if report_location:  # the returned report stays the one the CLI writes
+        report = dict(report, report_location=str(report_location))
+        if context is not None:
+            push_report(context, report)
+    breach = ReidentificationBreach(
+        message,
+        breaches=breaches,
+        report=report if on_breach == "fail" else dict(report, outcome=on_breach),
+        check=check,
+        quasi_identifiers=quasi_identifiers,
+        k=k,
+    )
+    if on_breach in ("skip", "warn") and context is not None:
+        _alert_from_task(context, breach, logger)
     if on_breach == "warn":
         logger.warning("%s (on_breach='warn': the task succeeds)", message)
         return
     if on_breach == "skip":
         logger.warning("%s (on_breach='skip': downstream tasks are skipped)", message)
         raise AirflowSkipException(message)
-    raise ReidentificationBreach(
-        message,
-        breaches=breaches,
-        report=report,
-        check=check,
-        quasi_identifiers=quasi_identifiers,
-        k=k,
-    )
+    raise breach
+
+
+def _alert_from_task(context: Context, breach: ReidentificationBreach, logger: Any) -> None:
+    """Call the task's breach notifiers (wired as ``on_failure_callback``) for a skip/warn."""
+    from reident_airflow.notifiers.breach import ReidentBreachNotifier
+
+    callbacks = getattr(context.get("task"), "on_failure_callback", None)
+    if callbacks is None:
+        return
+    if callable(callbacks):
+        callbacks = [callbacks]
+    for callback in callbacks:
+        if not isinstance(callback, ReidentBreachNotifier):
+            continue
+        try:
+            callback({**context, "exception": breach})
+        except Exception as exc:  # an alert must not change the gate's outcome
+            logger.error("Breach alert NOT sent: %s", type(exc).__name__)
 
 
 def as_configuration_error(exc: ReidentError) -> ReidentConfigurationError:

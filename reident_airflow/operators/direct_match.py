@@ -231,10 +231,11 @@ class DirectMatchProtectionOperator(BaseOperator):
         report = direct_match_report(result)
         push_report(context, report)
         self.log.info("%s", direct_match_summary(report))
+        location = None
         if self.report_path:  # written before acting on a breach: the evidence of the run
             from reident_airflow.report.runs import operator_report
 
-            operator_report(
+            location = operator_report(
                 self.report_path,
                 report,
                 kind="direct_match",
@@ -250,6 +251,8 @@ class DirectMatchProtectionOperator(BaseOperator):
                 breaches=report["breaches"],
                 report=report,
                 logger=self.log,
+                context=context,
+                report_location=location,
             )
         return report
 

@@ -305,10 +305,11 @@ class ReidentificationRiskOperator(BaseOperator):
             raise as_configuration_error(exc) from None
         report = result.to_dict()
         push_report(context, report)
+        location = None
         if self.report_path:
             from reident_airflow.report.runs import operator_report
 
-            operator_report(
+            location = operator_report(
                 self.report_path,
                 report,
                 kind="assessment",
@@ -329,6 +330,8 @@ class ReidentificationRiskOperator(BaseOperator):
                 quasi_identifiers=qis,
                 k=result.k,
                 logger=self.log,
+                context=context,
+                report_location=location,
             )
         return report
 

@@ -1,0 +1,185 @@
+"""Issue 16: every breach outcome that stops or weakens a release alerts (fail, skip, warn),
+opt-out per outcome, and the alert and the XCom report carry the HTML report's location.
+
+The gate is the real :class:`ReidentificationRiskOperator` on a small CSV (k = 1), with the
+:class:`ReidentBreachNotifier` wired as today (``on_failure_callback``) and posting to a local
+webhook. Before the fix (run on b3dda21), all of these failed except the passing-gate test:
+``test_skip_and_warn_alert_once_...[warn]`` / ``[skip]`` (no request posted: a skip or a warn
+never reaches a failure callback), ``test_fail_alerts_once_from_the_failure_callback`` (the
+alert had no ``outcome`` and no ``report_location``), and the opt-out tests (``outcomes`` did
+not exist).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reident_airflow._compat import AirflowSkipException
+from reident_airflow.notifiers import ReidentBreachNotifier, breach_email
+from reident_airflow.notifiers.breach import BREACH_EVENT
+from reident_airflow.operators.errors import REPORT_XCOM_KEY, ReidentificationBreach
+from reident_airflow.operators.risk import ReidentificationRiskOperator
+from tests.notifiers.conftest import WebhookReceiver
+
+#: Record values of the staged table: no alert may carry them.
+SECRETS = ("Alice Sensitive-Smith", "HIV-POSITIVE-7731", "99501-0042")
+QIS = ["zip", "sex"]
+
+
+class FakeTI:
+    """What the operator and the notifier read of Airflow 3's RuntimeTaskInstance."""
+
+    dag_id = "release_gate"
+    task_id = "assess"
+    run_id = "manual__2026-12-01"
+    try_number = 1
+    map_index = -1
+    log_url = "http://airflow.test/log"
+
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+    def xcom_pull(self, **kwargs: Any) -> Any:
+        return self.pushed.get(kwargs.get("key", "return_value"))
+
+
+def staged_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "staged.csv"
+    rows = [
+        "name,zip,sex,diagnosis",
+        f"{SECRETS[0]},{SECRETS[2]},F,{SECRETS[1]}",
+        "Bob,10001,M,flu",
+        "Carol,10001,M,flu",
+        "Dan,10002,F,none",
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def gate(
+    tmp_path: Path, on_breach: str, notifier: ReidentBreachNotifier
+) -> ReidentificationRiskOperator:
+    return ReidentificationRiskOperator(
+        task_id="assess",
+        path=str(staged_csv(tmp_path)),
+        quasi_identifiers=QIS,
+        min_k=2,
+        on_breach=on_breach,
+        report_path=str(tmp_path / "report.html"),
+        on_failure_callback=notifier,
+    )
+
+
+def run(op: ReidentificationRiskOperator) -> tuple[dict[str, Any], FakeTI, BaseException | None]:
+    ti = FakeTI()
+    context: dict[str, Any] = {"ti": ti, "task_instance": ti, "task": op, "run_id": ti.run_id}
+    try:
+        op.execute(context)  # type: ignore[arg-type]
+    except (AirflowSkipException, ReidentificationBreach) as exc:
+        return context, ti, exc
+    return context, ti, None
+
+
+def notifier(receiver: WebhookReceiver, monkeypatch: pytest.MonkeyPatch, **kw: Any) -> Any:
+    conn = {"conn_type": "http", "host": receiver.host, "port": receiver.port}
+    monkeypatch.setenv("AIRFLOW_CONN_OUTCOME_HOOK", json.dumps(conn))
+    return ReidentBreachNotifier(webhook_conn_id="outcome_hook", timeout=5, **kw)
+
+
+def assert_one_alert(receiver: WebhookReceiver, outcome: str, location: str) -> dict[str, Any]:
+    [request] = receiver.requests
+    payload = request.json()
+    assert payload["event"] == BREACH_EVENT
+    assert payload["outcome"] == outcome
+    assert payload["report_location"] == location
+    assert payload["check"] == "reidentification_risk"
+    assert payload["k"] == 1
+    assert location in payload["text"]
+    for secret in SECRETS:
+        assert secret not in request.body.decode()
+    return dict(payload)
+
+
+@pytest.mark.parametrize("outcome", ["warn", "skip"])
+def test_skip_and_warn_alert_once_with_the_outcome_and_the_report_location(
+    outcome: str, tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    op = gate(tmp_path, outcome, notifier(webhook_server, monkeypatch))
+    _, ti, exc = run(op)
+    if outcome == "skip":
+        assert isinstance(exc, AirflowSkipException)
+    else:
+        assert exc is None  # the task succeeds
+    location = str(tmp_path / "report.html")
+    assert Path(location).is_file()
+    payload = assert_one_alert(webhook_server, outcome, location)
+    # the XCom report carries the location too (and is otherwise the operator's report)
+    assert ti.pushed["reident_report_path"] == location
+    assert ti.pushed[REPORT_XCOM_KEY]["report_location"] == location
+    assert ti.pushed[REPORT_XCOM_KEY]["passed"] is False
+    subject, text, html_body = breach_email(payload)
+    assert subject.endswith(f", {outcome})")
+    assert f"Report: {location}" in text and location in html_body
+    assert "Outcome" in text and outcome in text
+
+
+@pytest.mark.parametrize("outcome", ["warn", "skip"])
+def test_opting_out_of_an_outcome_sends_nothing(
+    outcome: str, tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = [o for o in ("fail", "skip", "warn") if o != outcome]
+    op = gate(tmp_path, outcome, notifier(webhook_server, monkeypatch, outcomes=kept))
+    run(op)
+    assert webhook_server.requests == []
+
+
+def test_fail_alerts_once_from_the_failure_callback(
+    tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    op = gate(tmp_path, "fail", notifier(webhook_server, monkeypatch))
+    context, ti, exc = run(op)
+    assert isinstance(exc, ReidentificationBreach)
+    assert webhook_server.requests == []  # the task itself sends nothing on a fail
+    # what Airflow then does: the failure callbacks, with the exception in the context
+    callbacks = op.on_failure_callback
+    for callback in [callbacks] if callable(callbacks) else list(callbacks or ()):
+        callback({**context, "exception": exc})
+    location = str(tmp_path / "report.html")
+    assert_one_alert(webhook_server, "fail", location)
+    assert ti.pushed[REPORT_XCOM_KEY]["report_location"] == location
+
+
+def test_opting_out_of_fail_and_bad_outcomes(
+    tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quiet = notifier(webhook_server, monkeypatch, outcomes=("skip", "warn"))
+    op = gate(tmp_path, "fail", quiet)
+    context, _, exc = run(op)
+    quiet({**context, "exception": exc})
+    assert webhook_server.requests == []
+    with pytest.raises(ValueError, match="outcomes"):
+        ReidentBreachNotifier(webhook_conn_id="h", outcomes=("fail", "retry"))
+    with pytest.raises(ValueError, match="outcomes"):
+        ReidentBreachNotifier(webhook_conn_id="h", outcomes="warn")
+
+
+def test_a_passing_gate_and_a_gate_without_notifier_send_nothing(
+    tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    op = gate(tmp_path, "warn", notifier(webhook_server, monkeypatch))
+    op.min_k = 1
+    _, _, exc = run(op)
+    assert exc is None and webhook_server.requests == []
+    bare = ReidentificationRiskOperator(
+        task_id="assess", path=str(staged_csv(tmp_path)), quasi_identifiers=QIS, min_k=2,
+        on_breach="warn",
+    )  # fmt: skip
+    _, ti, exc = run(bare)
+    assert exc is None and "report_location" not in ti.pushed[REPORT_XCOM_KEY]
