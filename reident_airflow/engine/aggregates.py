@@ -42,6 +42,7 @@ __all__ = [
     "ValueCounts",
     "aggregate_grouped",
     "check_extra_columns",
+    "check_weight_counts",
     "check_weight_sums",
     "classes_from_starts",
 ]
@@ -199,6 +200,37 @@ def check_extra_columns(
                 f"{', '.join(repr(a) for a in avail)}"
             )
     return weight, names
+
+
+def check_weight_counts(
+    column: str,
+    *,
+    not_numeric: int = 0,
+    missing: int = 0,
+    not_finite: int = 0,
+    nonpositive: int = 0,
+) -> None:
+    """Refuse a weight column by the counts of its bad records, as a source counted them.
+
+    Every record needs a finite sampling weight > 0; the message names the column and how many
+    records fail, never a value.
+    """
+    if not_numeric:
+        raise InvalidInputError(
+            f"weight column {column!r} is not numeric: {not_numeric} value(s) cannot be read "
+            "as a number"
+        )
+    for bad, message in (
+        (missing, "missing value(s): every record needs a sampling weight"),
+        (not_finite, "value(s) that are not finite"),
+        (
+            nonpositive,
+            "zero or negative weight(s): a sampling weight is the number of population units a "
+            "record stands for, and must be > 0",
+        ),
+    ):
+        if bad:
+            raise InvalidInputError(f"weight column {column!r} has {bad} {message}")
 
 
 def check_weight_sums(sizes: IntArray, weights: ClassWeights) -> None:

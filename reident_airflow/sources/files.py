@@ -387,9 +387,13 @@ def _translate(source: Source, exc: Exception) -> Exception:
     return InvalidInputError(f"{source.label}: cannot be read ({type(exc).__name__})")
 
 
-def _run(source: Source, con: Any, sql: str, params: Mapping[str, Any]) -> Any:
+def _run(
+    source: Source, con: Any, sql: str, params: Mapping[str, Any], *, rows: bool = False
+) -> Any:
+    """Run a query: an Arrow table, or with ``rows`` a few rows as Python tuples (no Arrow)."""
     try:
-        return con.sql(sql, params=dict(params)).to_arrow_table()
+        result = con.sql(sql, params=dict(params))
+        return result.fetchall() if rows else result.to_arrow_table()
     except Exception as exc:
         raise _translate(source, exc) from None
 
@@ -412,10 +416,7 @@ def _histogram(source: Source, qis: Sequence[str], memory_limit: str | None) -> 
             f"{_star(source, pos)} AS star FROM {rel} GROUP BY {keys}) GROUP BY size, star "
             "ORDER BY size"
         )
-        try:  # a few rows: fetched as Python values (no Arrow needed)
-            rows = con.sql(sql, params=dict(params)).fetchall()
-        except Exception as exc:
-            raise _translate(source, exc) from None
+        rows = _run(source, con, sql, params, rows=True)
     size = np.array([r[0] for r in rows], dtype=np.int64)
     star = np.array([bool(r[1]) for r in rows], dtype=bool)
     count = np.array([r[2] for r in rows], dtype=np.int64)
@@ -457,12 +458,10 @@ def _aggregates(
     names = tuple(source.names[i] for i in pos)
     if isinstance(sensitive, str):
         sensitive = [sensitive]
+    spos = [source.positions([s], kind="sensitive column")[0] for s in sensitive]
     weight, extra = (
         check_extra_columns(
-            names,
-            source.names,
-            weight=weight,
-            sensitive=[_exact_name(s, source) for s in sensitive],
+            names, source.names, weight=weight, sensitive=[source.names[i] for i in spos]
         )
         if (weight is not None or sensitive)
         else (None, ())
@@ -472,7 +471,6 @@ def _aggregates(
         raise InvalidInputError(
             f"weight column {weight!r} is not numeric (neither numbers nor text holding them)"
         )
-    spos = [source.positions([s], kind="sensitive column")[0] for s in extra]
     keys = [f"c{i}" for i in pos]
     key_sql = ", ".join(keys)
     weight_exprs: list[tuple[str, str]] = []
@@ -525,33 +523,19 @@ def _aggregates(
     return _to_aggregates(table, keys, names, weight, list(extra))
 
 
-def _exact_name(name: str, source: Source) -> str:
-    pos = source.positions([name], kind="sensitive column")[0]
-    return source.names[pos]
-
-
 def _check_weights(table: Any, column: str) -> None:
+    from reident_airflow.engine.aggregates import check_weight_counts
+
     def total(name: str) -> int:
         return int(np.asarray(table.column(name).to_numpy(zero_copy_only=False)).sum())
 
-    bad_text = total("wtext")
-    if bad_text:
-        raise InvalidInputError(
-            f"weight column {column!r} is not numeric: {bad_text} value(s) cannot be read as a "
-            "number"
-        )
-    for label, message in (
-        ("wmissing", "missing value(s): every record needs a sampling weight"),
-        ("winfinite", "value(s) that are not finite"),
-        (
-            "wnonpositive",
-            "zero or negative weight(s): a sampling weight is the number of population "
-            "units a record stands for, and must be > 0",
-        ),
-    ):
-        bad = total(label)
-        if bad:
-            raise InvalidInputError(f"weight column {column!r} has {bad} {message}")
+    check_weight_counts(
+        column,
+        not_numeric=total("wtext"),
+        missing=total("wmissing"),
+        not_finite=total("winfinite"),
+        nonpositive=total("wnonpositive"),
+    )
 
 
 def _float_canonical(column: Any) -> Any:

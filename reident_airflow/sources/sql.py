@@ -43,6 +43,7 @@ from reident_airflow.engine.aggregates import (
     ClassAggregates,
     aggregate_grouped,
     check_extra_columns,
+    check_weight_counts,
 )
 from reident_airflow.engine.classes import (
     SUPPRESSION_MARKER,
@@ -824,19 +825,11 @@ def _sums(conn: Connection, grouping: _Grouping, source: _Source, column: str) -
     frame = _frame(_fetch_grouped(conn, stmt, keys, list(grouping.names), numbers))
     if not frame.empty:
         total = int(pd.to_numeric(frame[COUNT_LABEL]).sum())
-        missing = total - int(pd.to_numeric(frame[_PRESENT_LABEL]).sum())
-        if missing:
-            raise InvalidInputError(
-                f"weight column {column!r} has {missing} missing value(s): every record needs "
-                "a sampling weight"
-            )
-        nonpositive = int(pd.to_numeric(frame[_NONPOSITIVE_LABEL]).sum())
-        if nonpositive:
-            raise InvalidInputError(
-                f"weight column {column!r} has {nonpositive} zero or negative weight(s): a "
-                "sampling weight is the number of population units a record stands for, and "
-                "must be > 0"
-            )
+        check_weight_counts(
+            column,
+            missing=total - int(pd.to_numeric(frame[_PRESENT_LABEL]).sum()),
+            nonpositive=int(pd.to_numeric(frame[_NONPOSITIVE_LABEL]).sum()),
+        )
         frame[SUM_LABEL] = pd.to_numeric(frame[SUM_LABEL]).astype("float64")
     return frame.drop(columns=[_PRESENT_LABEL, _NONPOSITIVE_LABEL])
 
