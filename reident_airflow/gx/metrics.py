@@ -106,7 +106,6 @@ __all__ = [
     "MetricError",
     "SensitiveValueCountsMetric",
     "codes_only",
-    "histogram_of",
 ]
 
 CLASS_TABLE_METRIC = "reident.class_table"
@@ -160,14 +159,6 @@ def codes_only(table: ClassTable) -> ClassTable:
 def _aggregates_codes_only(aggregates: ClassAggregates) -> ClassAggregates:
     """Class aggregates whose class table holds no value (see :func:`codes_only`)."""
     return dataclasses.replace(aggregates, table=codes_only(aggregates.table), inverse=None)
-
-
-def histogram_of(table: ClassTable) -> ClassSizes:
-    """The class-size histogram of a class table (its excluded records carried over)."""
-    sizes, counts = table.histogram()
-    return ClassSizes(
-        table.quasi_identifiers, sizes, counts, excluded_records=table.excluded_records
-    )
 
 
 def _qi_list(value: Any) -> tuple[str, ...]:
