@@ -320,7 +320,7 @@ def assess(
     if population_table is not None and no_size:  # the register is the population: N
         population_size = population_table.records
     big_n = None
-    if not (no_size and population_size is None):
+    if population_size is not None or sampling_fraction is not None or region is not None:
         from reident_airflow.engine.population import resolve_population_size
 
         big_n = resolve_population_size(
