@@ -245,71 +245,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------------------- commands
-def _load_class_table(
-    args: argparse.Namespace, table: str | None = None, path: str | None = None
+def _load(
+    args: argparse.Namespace,
+    what: str,
+    *,
+    table: str | None = None,
+    path: str | None = None,
+    **options: Any,
 ) -> Any:
-    """The class table of INPUT (or of ``--population-table`` when ``table``/``path`` given)."""
+    """``what`` (``class_table``, ``histogram`` or ``aggregates``) of INPUT, computed where the
+    data is: ``sources.sql.<what>_from_sql`` for a database URL (``--table``, or ``table``),
+    ``sources.files.<what>_from_file`` for a file (INPUT, or ``path``)."""
+    from importlib import import_module
+
     source: str = args.input
     if "://" in source:
-        from reident_airflow.sources.sql import class_table_from_sql
-
         name = table or args.table
         if not name:
             raise InvalidInputError("a database URL needs --table NAME")
-        return class_table_from_sql(source, args.qi, table=name, schema=args.schema)
+        from_sql = getattr(import_module("reident_airflow.sources.sql"), f"{what}_from_sql")
+        return from_sql(source, args.qi, table=name, schema=args.schema, **options)
     if args.table:
         raise InvalidInputError("--table applies only to a database URL")
-    from reident_airflow.sources.files import class_table_from_file
-
-    return class_table_from_file(
-        path or source, args.qi, sep=args.sep, memory_limit=args.memory_limit
-    )
-
-
-def _load_histogram(args: argparse.Namespace) -> Any:
-    """INPUT's class-size histogram, counted where the data is (nothing per class fetched)."""
-    source: str = args.input
-    if "://" in source:
-        from reident_airflow.sources.sql import histogram_from_sql
-
-        if not args.table:
-            raise InvalidInputError("a database URL needs --table NAME")
-        return histogram_from_sql(source, args.qi, table=args.table, schema=args.schema)
-    if args.table:
-        raise InvalidInputError("--table applies only to a database URL")
-    from reident_airflow.sources.files import histogram_from_file
-
-    return histogram_from_file(source, args.qi, sep=args.sep, memory_limit=args.memory_limit)
-
-
-def _load_aggregates(args: argparse.Namespace) -> Any:
-    """INPUT's class table with per-class weight sums and sensitive value counts."""
-    source: str = args.input
-    sensitive = args.sensitive or ()
-    if "://" in source:
-        from reident_airflow.sources.sql import aggregates_from_sql
-
-        if not args.table:
-            raise InvalidInputError("a database URL needs --table NAME")
-        return aggregates_from_sql(
-            source,
-            args.qi,
-            table=args.table,
-            schema=args.schema,
-            weight=args.weight,
-            sensitive=sensitive,
-        )
-    if args.table:
-        raise InvalidInputError("--table applies only to a database URL")
-    from reident_airflow.sources.files import aggregates_from_file
-
-    return aggregates_from_file(
-        source,
-        args.qi,
-        sep=args.sep,
-        weight=args.weight,
-        sensitive=sensitive,
-        memory_limit=args.memory_limit,
+    from_file = getattr(import_module("reident_airflow.sources.files"), f"{what}_from_file")
+    return from_file(
+        path or source, args.qi, sep=args.sep, memory_limit=args.memory_limit, **options
     )
 
 
@@ -335,19 +295,19 @@ def _cmd_assess(args: argparse.Namespace, out: TextIO) -> int:
     weights = sensitive = None
     ranking = not args.no_ranking
     if args.weight or args.sensitive:
-        aggregates = _load_aggregates(args)
+        aggregates = _load(args, "aggregates", weight=args.weight, sensitive=args.sensitive or ())
         table, weights = aggregates.table, aggregates.weights
         sensitive = aggregates.sensitive if args.sensitive else None
     elif ranking or args.suda or args.population_table:
-        table = _load_class_table(args)
+        table = _load(args, "class_table")
     else:
-        table = _load_histogram(args)
+        table = _load(args, "histogram")
     register = None
     if args.population_table:
         if "://" in args.input:
-            register = _load_class_table(args, table=args.population_table)
+            register = _load(args, "class_table", table=args.population_table)
         else:
-            register = _load_class_table(args, path=args.population_table)
+            register = _load(args, "class_table", path=args.population_table)
     result = assess(
         table,
         record_threshold=args.record_threshold,
