@@ -39,8 +39,10 @@ if TYPE_CHECKING:  # pandas is loaded by the function that uses it
 __all__ = [
     "ClassAggregates",
     "ClassWeights",
+    "PairCounts",
     "ValueCounts",
     "aggregate_grouped",
+    "build_aggregates",
     "check_extra_columns",
     "check_weight_counts",
     "check_weight_sums",
@@ -127,7 +129,7 @@ def classes_from_starts(starts: NDArray[Any], pairs: int) -> IntArray:
     return index
 
 
-class _Counted(NamedTuple):
+class PairCounts(NamedTuple):
     """One sensitive column's (class, value) pairs as a source counted them, ordered by
     class: their counts, and the class of each pair or where each class's pairs start."""
 
@@ -250,14 +252,14 @@ def check_weight_sums(sizes: IntArray, weights: ClassWeights) -> None:
 
 
 # ------------------------------------------------------------------------------ building
-def _finish(
+def build_aggregates(
     encoded: EncodedColumns,
     class_codes: IntArray,
     sizes: IntArray,
     *,
     sums: FloatArray | None,
     weight_column: str | None,
-    pairs: Mapping[str, _Counted],
+    pairs: Mapping[str, PairCounts],
     inverse: IntArray | None,
 ) -> ClassAggregates:
     """The aggregates of grouped classes: fully suppressed classes excluded (ARX behaviour)
@@ -268,14 +270,14 @@ def _finish(
         remap[~keep] = -1
         if sums is not None:
             sums = sums[keep]
-        kept: dict[str, _Counted] = {}
+        kept: dict[str, PairCounts] = {}
         for name, found in pairs.items():
             cls = found.classes
             if cls is None:
                 assert found.starts is not None
                 cls = classes_from_starts(found.starts, int(found.counts.shape[0]))
             stays = keep[cls]
-            kept[name] = _Counted(found.counts[stays], classes=remap[cls][stays])
+            kept[name] = PairCounts(found.counts[stays], classes=remap[cls][stays])
         pairs = kept
         if inverse is not None:
             inverse = remap[inverse]
@@ -354,7 +356,7 @@ def aggregate_grouped(
         column = weight_sum_column or weight
         values = counts[column].to_numpy(dtype=np.float64, na_value=np.nan)
         sums = np.bincount(own, weights=values, minlength=u_all)[present].astype(np.float64)
-    pairs: dict[str, _Counted] = {}
+    pairs: dict[str, PairCounts] = {}
     for i, (name, frame) in enumerate(extra.items(), start=1):
         cls_all = inverse[bounds[i] : bounds[i + 1]]
         cnt = frame[count_column].to_numpy(dtype=np.int64)
@@ -377,8 +379,8 @@ def aggregate_grouped(
                 f"the value counts of {name!r} do not add up to the class sizes: the queries "
                 "saw different data"
             )
-        pairs[name] = _Counted(pair_cnt, classes=pair_cls.astype(np.int64))
-    return _finish(
+        pairs[name] = PairCounts(pair_cnt, classes=pair_cls.astype(np.int64))
+    return build_aggregates(
         encoded,
         class_codes,
         sizes,

@@ -44,6 +44,7 @@ __all__ = [
     "encode_arrow_column",
     "encode_frame",
     "encode_series",
+    "encoded_columns",
     "group_codes",
     "validate_quasi_identifiers",
 ]
@@ -292,10 +293,12 @@ def _factorized(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]:
 def encode_frame(frame: pd.DataFrame, qis: Sequence[str]) -> EncodedColumns:
     """Integer codes of the QI columns of a DataFrame (names validated first)."""
     names = validate_quasi_identifiers(qis, [str(c) for c in frame.columns])
-    return _encoded(names, [encode_series(frame[name]) for name in names])
+    return encoded_columns(names, [encode_series(frame[name]) for name in names])
 
 
-def _encoded(names: tuple[str, ...], parts: Sequence[tuple[IntArray, int, Any]]) -> EncodedColumns:
+def encoded_columns(
+    names: tuple[str, ...], parts: Sequence[tuple[IntArray, int, Any]]
+) -> EncodedColumns:
     """Bundle per-column ``(codes, cardinality, dictionary)`` into :class:`EncodedColumns`."""
     dicts = tuple(d for _, _, d in parts)
     return EncodedColumns(
@@ -394,7 +397,7 @@ def _dictionary_indices(column: pa.ChunkedArray) -> IntArray:
 def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
     """Integer codes of the QI columns of an Arrow table (names validated first)."""
     names = validate_quasi_identifiers(qis, table.column_names)
-    return _encoded(names, [encode_arrow_column(table.column(name)) for name in names])
+    return encoded_columns(names, [encode_arrow_column(table.column(name)) for name in names])
 
 
 def _densify(key: IntArray) -> tuple[IntArray, int]:

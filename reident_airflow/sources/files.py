@@ -554,11 +554,11 @@ def _to_aggregates(
 ) -> Any:
     import pyarrow as pa
 
-    from reident_airflow.engine.aggregates import _Counted, _finish
-    from reident_airflow.engine.classes import _encoded, encode_arrow_column
+    from reident_airflow.engine.aggregates import PairCounts, build_aggregates
+    from reident_airflow.engine.classes import encode_arrow_column, encoded_columns
 
     parts = [encode_arrow_column(_float_canonical(table.column(k))) for k in keys]
-    encoded = _encoded(names, parts)
+    encoded = encoded_columns(names, parts)
     class_codes = (
         np.column_stack([c for c, _, _ in parts]).astype(np.int64, copy=False)
         if parts
@@ -568,15 +568,15 @@ def _to_aggregates(
     sums = None
     if weight is not None:
         sums = np.asarray(table.column("wsum").to_numpy(zero_copy_only=False), dtype=np.float64)
-    pairs: dict[str, _Counted] = {}
+    pairs: dict[str, PairCounts] = {}
     for j, name in enumerate(extra):
         lists = table.column(f"v{j}").combine_chunks()
         if isinstance(lists, pa.ChunkedArray):  # pragma: no cover - an empty result
             lists = pa.concat_arrays(lists.chunks)
         offsets = np.asarray(lists.offsets.to_numpy(), dtype=np.int64)
         counts = np.asarray(lists.values.to_numpy(zero_copy_only=False), dtype=np.int64)
-        pairs[name] = _Counted(counts, starts=offsets[:-1])
-    return _finish(
+        pairs[name] = PairCounts(counts, starts=offsets[:-1])
+    return build_aggregates(
         encoded, class_codes, sizes, sums=sums, weight_column=weight, pairs=pairs, inverse=None
     )
 
