@@ -41,12 +41,12 @@ def _kind(value: Any) -> str | None:
 def _object_column(values: Any, name: str, label: str) -> Any:
     import pyarrow as pa
 
-    kinds: set[str] = {k for k in (_kind(v) for v in values) if k is not None}
-    if "nan" in kinds and kinds - {"nan", "number"}:
-        kinds.discard("nan")  # NaN beside text or bytes: pandas' missing marker there
-        values = [None if isinstance(v, float) and math.isnan(v) else v for v in values]
+    each = [_kind(v) for v in values]
+    kinds: set[str] = {k for k in each if k is not None}
+    # NaN beside text or bytes is pandas' missing marker there; beside numbers, a number
+    nan_missing = "nan" in kinds and bool(kinds - {"nan", "number"})
     if "nan" in kinds:
-        kinds = (kinds - {"nan"}) | {"number"}
+        kinds = (kinds - {"nan"}) | (set() if nan_missing else {"number"})
     if len(kinds) > 1:
         raise InvalidInputError(
             f"{label}: column {name!r} holds values of different kinds ({', '.join(sorted(kinds))})"
@@ -54,8 +54,12 @@ def _object_column(values: Any, name: str, label: str) -> Any:
         )
     kind = next(iter(kinds), "text")
     clean = [
-        None if _kind(v) is None else bytes(v) if isinstance(v, bytearray | memoryview) else v
-        for v in values
+        None
+        if k is None or (nan_missing and k == "nan")
+        else bytes(v)
+        if isinstance(v, bytearray | memoryview)
+        else v
+        for v, k in zip(values, each, strict=True)
     ]
     if kind == "text":
         return pa.array(clean, type=pa.large_string())
