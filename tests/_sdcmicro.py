@@ -1,4 +1,4 @@
-"""sdcMicro 5.8.0 reference outputs: ``../shared/oracle/sdcmicro`` or the copies in tests/data.
+"""sdcMicro 5.8.0 reference outputs, the files of ``tests/data/sdcmicro``.
 
 ``summary.json`` names the sdcMicro calls that produced each file (``freqCalc``,
 ``measure_risk``, ``suda2``, ``ldiversity``); the data files are the inputs they were run on.
@@ -11,15 +11,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "oracle" / "sdcmicro"
-COPIES = Path(__file__).resolve().parent / "data" / "sdcmicro"
+SDCMICRO_DATA = Path(__file__).resolve().parent / "data" / "sdcmicro"
 
 
 def sdcmicro_data(name: str) -> Path:
-    """Path of a reference file: the shared oracle when present, else the copy."""
-    shared = SHARED / name
-    return shared if shared.exists() else COPIES / name
+    """Path of the reference file ``name``: an input data set or one of sdcMicro's outputs."""
+    return SDCMICRO_DATA / name
 
 
 @cache

@@ -1,7 +1,8 @@
-"""Shared fixtures: where the reference data lives.
+"""Shared fixtures: where the reference data lives, Airflow's home, the database servers.
 
-Reference numbers come from ``../shared/oracle`` (ARX 3.9.2, sdcMicro 5.8.0). The suite reads
-them from there when the folder exists, and otherwise from the copies in ``tests/data``.
+Reference data and numbers (UCI Adult as shipped with ARX, ARX 3.9.2's results, sdcMicro
+5.8.0's results) are files of ``tests/data``; ``tests/data/README.md`` says where each came
+from. The suite reads nothing outside the repository.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = Path(__file__).resolve().parent / "data"
-SHARED_ORACLE = ROOT.parent / "shared" / "oracle"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # Airflow reads its configuration when first imported: give the whole test session its own
@@ -81,19 +81,19 @@ def require_server(kind: str) -> str:
 
 
 def oracle_data(name: str) -> Path:
-    """Path of a data file of ``../shared/oracle/data`` (or its copy in tests/data)."""
-    shared = SHARED_ORACLE / "data" / name
-    if shared.exists():
-        return shared
+    """Path of a reference data file in ``tests/data`` (hierarchies in its ``hierarchies/``).
+
+    ``name`` is a file name as the ARX reference files give it in ``dataset`` (``adult.csv``),
+    or one of ARX's hierarchies for Adult (``adult_hierarchy_<column>.csv``).
+    """
     if name.startswith("adult_hierarchy_"):
         return TEST_DATA / "hierarchies" / name
     return TEST_DATA / name
 
 
 def reference_files() -> list[Path]:
-    """Every ARX reference file (``../shared/oracle/reference/arx_*.json`` or the copies)."""
-    shared = sorted((SHARED_ORACLE / "reference").glob("arx_*.json"))
-    return shared if shared else sorted((TEST_DATA / "arx").glob("arx_*.json"))
+    """Every ARX 3.9.2 reference file, ``tests/data/arx/arx_*.json``, in name order."""
+    return sorted((TEST_DATA / "arx").glob("arx_*.json"))
 
 
 def load_reference(path: Path) -> dict[str, Any]:

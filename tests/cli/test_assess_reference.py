@@ -1,4 +1,4 @@
-"""`reident assess` reproduces ARX 3.9.2 on every reference file (../shared/oracle/reference).
+"""`reident assess` reproduces ARX 3.9.2 on every reference file (tests/data/arx).
 
 One test per reference file. Integer ratios are compared bit for bit, distinction and
 separation at rel 1e-12, Pitman and Zayatz at rel 1e-8 (metrics.md). Dankar's rule is

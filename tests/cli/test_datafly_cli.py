@@ -1,9 +1,10 @@
 """``reident datafly``: ARX's Adult with ARX's hierarchies, exit codes, bad input, atomic output.
 
-Reference data: ``../shared/oracle/data/adult.csv`` and ``adult_hierarchy_*.csv`` (ARX 3.9.2's
-example data and hierarchies). Correctness of the algorithm itself is tested in
-``tests/engine/test_datafly*.py``; here the command is checked end to end: every output class
-has at least k records, at most the limit were suppressed, non-QI columns pass untouched.
+Reference data: ``tests/data/adult.csv`` and ``tests/data/hierarchies/adult_hierarchy_*.csv``
+(UCI Adult and its hierarchies as shipped with ARX 3.9.2). Correctness of the algorithm itself
+is tested in ``tests/engine/test_datafly*.py``; here the command is checked end to end: every
+output class has at least k records, at most the limit were suppressed, non-QI columns pass
+untouched.
 """
 
 from __future__ import annotations

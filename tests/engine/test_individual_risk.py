@@ -7,7 +7,6 @@ Reference: ``measure_risk(x, keyVars, w)`` of sdcMicro 5.8.0 on its ``testdata``
 
 from __future__ import annotations
 
-import filecmp
 import math
 
 import numpy as np
@@ -20,7 +19,7 @@ from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.individual_risk import benedetti_franconi, individual_risk
 from reident_airflow.sources.files import aggregates_from_frame, class_table_from_frame
-from tests._sdcmicro import COPIES, SHARED, sdcmicro_data, sdcmicro_summary
+from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
 from tests.engine._records import record_classes
 
 DATASETS = ["testdata", "francdat"]
@@ -181,13 +180,6 @@ def test_bad_weight_columns() -> None:
     agg = aggregates_from_frame(frame, ["q"])
     with pytest.raises(InvalidInputError, match=r"maximum global risk .* weight column"):
         assess(agg.table, thresholds=Thresholds(max_global_risk=0.1))
-
-
-def test_reference_copies_match_the_shared_oracle() -> None:
-    if not SHARED.exists():
-        pytest.skip("../shared/oracle/sdcmicro is absent: the copies are all there is")
-    for copy in sorted(COPIES.iterdir()):
-        assert filecmp.cmp(copy, SHARED / copy.name, shallow=False), copy.name
 
 
 def test_weight_sums_checked_with_the_table_are_not_checked_again() -> None:

@@ -1,8 +1,7 @@
 """Population uniqueness (metrics.md §4): Pitman, Zayatz, SNB and Dankar's rule.
 
-Reference values are read from ARX 3.9.2's output (``../shared/oracle/reference/arx_*.json``,
-copies in ``tests/data/arx``); the SNB test uses a simulated population whose number of uniques
-is known by construction.
+Reference values are read from ARX 3.9.2's output (``tests/data/arx/arx_*.json``); the SNB
+test uses a simulated population whose number of uniques is known by construction.
 """
 
 from __future__ import annotations
