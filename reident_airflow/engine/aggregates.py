@@ -1,4 +1,4 @@
-"""Per-class aggregates beyond the class size, and their checks.
+"""Per-class aggregates beyond the class size, checked when they are built.
 
 The class table (:mod:`reident_airflow.engine.classes`) counts records per equivalence class.
 Individual risk (metrics.md §6) also needs each class's sum of sampling weights (``F_k``), and
@@ -10,6 +10,11 @@ computes them where the data is (DuckDB for files and DataFrames,
 :class:`ClassAggregates`. :func:`aggregate_grouped` builds them from grouped results given as
 DataFrames.
 
+Each type checks what it holds when it is built, so holding one is the proof: a
+:class:`ValueCounts` built with the class sizes has its pairs ordered by class and adding up
+to those sizes, and a :class:`ClassAggregates` has weights and value counts that fit its
+table. The measures compare sizes by value, never by object identity.
+
 Only aggregates are kept: sums, counts, class indices. Sensitive *values* are reduced to their
 counts per class (no measure needs the value itself).
 """
@@ -17,7 +22,8 @@ counts per class (no measure needs the value itself).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -46,6 +52,7 @@ __all__ = [
     "check_extra_columns",
     "check_weight_counts",
     "check_weight_sums",
+    "class_starts",
     "classes_from_starts",
 ]
 
@@ -55,13 +62,14 @@ FloatArray = NDArray[np.float64]
 
 @dataclass(frozen=True, eq=False)
 class ClassWeights:
-    """``sums[j]``: the sum of the sampling weights of class j's records (``F_j``)."""
+    """``sums[j]``: the sum of the sampling weights of class j's records (``F_j``).
+
+    The sums are checked against class sizes where they meet them: in
+    :class:`ClassAggregates` and in the individual risk (``F_j >= f_j``, finite).
+    """
 
     column: str
     sums: FloatArray
-    #: The class sizes these sums were checked against (finite, ``F_j >= f_j``): set when the
-    #: aggregates are built; individual risk then does not check them again.
-    checked_against: IntArray | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -76,16 +84,19 @@ class ValueCounts:
     (every class has at least one pair, the classes in index order): ``classes`` is then
     derived when first read (a source that groups knows the starts; an array of the class of
     every pair costs 8 bytes per pair).
+
+    Built with ``sizes`` (the class sizes of the table the counts belong to), the counts are
+    checked there and then: pairs ordered by class, every class present, counts positive and
+    adding up to each class's size; ``starts`` is then always set. Without ``sizes`` nothing
+    is proven yet: :func:`~reident_airflow.engine.diversity.l_diversity` checks such counts
+    (and orders them) before use.
     """
 
     column: str
     counts: IntArray
     starts: IntArray | None = field(repr=False)
-    #: The class sizes these counts are known to add up to, class by class, with the pairs
-    #: ordered by class: set by the aggregation that computed both (l-diversity then skips
-    #: checking what holds by construction). ``None``: to be checked.
-    consistent_with: IntArray | None = field(repr=False)
-    _classes: list[IntArray] = field(repr=False)
+    #: The class sizes the counts were checked to add up to (``None``: not checked).
+    sizes: IntArray | None = field(repr=False)
 
     def __init__(
         self,
@@ -94,7 +105,7 @@ class ValueCounts:
         counts: IntArray | None = None,
         *,
         starts: IntArray | None = None,
-        consistent_with: IntArray | None = None,
+        sizes: IntArray | None = None,
     ) -> None:
         if counts is None:
             raise InvalidInputError(f"value counts of {column!r}: no counts given")
@@ -103,22 +114,100 @@ class ValueCounts:
                 f"value counts of {column!r}: give the class of each pair or where each "
                 "class's pairs start"
             )
-        for name, value in (
-            ("column", column),
-            ("counts", counts),
-            ("starts", starts),
-            ("consistent_with", consistent_with),
-            ("_classes", [] if classes is None else [classes]),
-        ):
-            object.__setattr__(self, name, value)
+        if sizes is not None:
+            sizes = np.asarray(sizes, dtype=np.int64)
+            counts = np.asarray(counts, dtype=np.int64)
+            starts = _checked_layout(column, classes, counts, starts, sizes)
+        object.__setattr__(self, "column", column)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "starts", starts)
+        object.__setattr__(self, "sizes", sizes)
+        if classes is not None:  # given: the cached property's value is known
+            object.__setattr__(self, "classes", classes)
 
-    @property
+    @cached_property
     def classes(self) -> IntArray:
         """The class index of every pair (derived from ``starts`` when not given)."""
-        if not self._classes:
-            assert self.starts is not None
-            self._classes.append(classes_from_starts(self.starts, int(self.counts.shape[0])))
-        return self._classes[0]
+        assert self.starts is not None  # the constructor requires classes or starts
+        return classes_from_starts(self.starts, int(self.counts.shape[0]))
+
+    def checked(self, sizes: IntArray) -> ValueCounts:
+        """These counts checked against ``sizes`` (the pairs ordered by class first).
+
+        Returns ``self`` when it was built with equal sizes; raises
+        :class:`InvalidInputError` when the counts do not fit the class table or do not add
+        up to its sizes.
+        """
+        f = np.asarray(sizes, dtype=np.int64)
+        if self.sizes is not None:
+            if not np.array_equal(self.sizes, f):
+                raise _unequal(self.column)
+            return self
+        cls = np.asarray(self.classes, dtype=np.int64)
+        cnt = np.asarray(self.counts, dtype=np.int64)
+        aligned = cls.shape == cnt.shape and cls.ndim == 1  # else refused when built
+        if aligned and not bool((cls[1:] >= cls[:-1]).all()):
+            order = np.argsort(cls, kind="stable")  # group the pairs by class
+            cls, cnt = cls[order], cnt[order]
+        return ValueCounts(self.column, cls, cnt, sizes=f)
+
+
+def _unequal(column: str) -> InvalidInputError:
+    return InvalidInputError(f"value counts of {column!r} do not add up to the class sizes")
+
+
+def _checked_layout(
+    column: str,
+    classes: IntArray | None,
+    counts: IntArray,
+    starts: IntArray | None,
+    sizes: IntArray,
+) -> IntArray:
+    """Where each class's pairs start, once the pairs are proven to fit ``sizes``.
+
+    The pairs must be ordered by class with every class present, their counts positive and
+    adding up to each class's size; either layout (``classes`` or ``starts``) is checked.
+    """
+    misfit = InvalidInputError(f"value counts of {column!r} do not fit the class table")
+    misaligned = InvalidInputError(f"value counts of {column!r}: misaligned arrays")
+    u = int(sizes.shape[0])
+    if sizes.ndim != 1 or counts.ndim != 1:
+        raise misaligned
+    if starts is not None:
+        first = np.asarray(starts, dtype=np.int64)
+        if first.ndim != 1:
+            raise misaligned
+        if not counts.size or first.shape[0] != u:
+            raise _unequal(column)
+        if first[0] != 0 or first[-1] >= counts.shape[0] or int(counts.min()) <= 0:
+            raise misfit
+        if u > 1 and not bool((first[1:] > first[:-1]).all()):
+            raise misfit
+    else:
+        assert classes is not None  # the constructor requires classes or starts
+        cls = np.asarray(classes, dtype=np.int64)
+        if cls.shape != counts.shape:
+            raise misaligned
+        if not cls.size:
+            raise _unequal(column)
+        if cls[0] < 0 or cls[-1] >= u or int(counts.min()) <= 0:
+            raise misfit
+        if cls.size > 1 and not bool((cls[1:] >= cls[:-1]).all()):
+            raise InvalidInputError(f"value counts of {column!r}: pairs not ordered by class")
+        first = class_starts(cls)
+        if first.shape[0] != u:  # a class without values
+            raise _unequal(column)
+    if not np.array_equal(np.add.reduceat(counts, first), sizes):
+        raise _unequal(column)
+    return first
+
+
+def class_starts(cls: IntArray) -> IntArray:
+    """Where each class's run of pairs starts (pairs grouped by class)."""
+    starts = np.empty(cls.shape[0], dtype=np.bool_)
+    starts[:1] = True
+    np.not_equal(cls[1:], cls[:-1], out=starts[1:])
+    return np.flatnonzero(starts)
 
 
 def classes_from_starts(starts: NDArray[Any], pairs: int) -> IntArray:
@@ -140,17 +229,23 @@ class PairCounts(NamedTuple):
 
 @dataclass(frozen=True, eq=False)
 class ClassAggregates:
-    """A class table with its per-class aggregates.
+    """A class table with its per-class aggregates, checked against it when built.
 
-    ``inverse[i]``, when a source provides it, is the class index of row i, ``-1`` for a
-    record excluded as fully suppressed (the sources of this package return only aggregates:
-    ``None``).
+    The weight sums must be finite and at least each class's size; every sensitive column's
+    value counts must add up to the class sizes (counts built with other sizes, or without,
+    are checked here and kept in their checked form).
     """
 
     table: ClassTable
     weights: ClassWeights | None = None
     sensitive: Mapping[str, ValueCounts] = field(default_factory=dict)
-    inverse: IntArray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        sizes = self.table.sizes
+        if self.weights is not None:
+            check_weight_sums(sizes, self.weights)
+        checked = {name: counts.checked(sizes) for name, counts in self.sensitive.items()}
+        object.__setattr__(self, "sensitive", checked)
 
 
 # ----------------------------------------------------------------------------- validation
@@ -260,10 +355,9 @@ def build_aggregates(
     sums: FloatArray | None,
     weight_column: str | None,
     pairs: Mapping[str, PairCounts],
-    inverse: IntArray | None,
 ) -> ClassAggregates:
     """The aggregates of grouped classes: fully suppressed classes excluded (ARX behaviour)
-    from the table, the weight sums and the value counts; the weights checked per class."""
+    from the table, the weight sums and the value counts; everything checked per class."""
     table, keep = class_table_of(encoded, class_codes, sizes)
     if keep is not None:
         remap = np.cumsum(keep, dtype=np.int64) - 1
@@ -279,28 +373,18 @@ def build_aggregates(
             stays = keep[cls]
             kept[name] = PairCounts(found.counts[stays], classes=remap[cls][stays])
         pairs = kept
-        if inverse is not None:
-            inverse = remap[inverse]
     weights = None
     if sums is not None:
         weights = ClassWeights(column=weight_column or "weight", sums=sums)
-        check_weight_sums(table.sizes, weights)
-        weights = replace(weights, checked_against=table.sizes)
     return ClassAggregates(
         table=table,
         weights=weights,
-        # every caller's pairs add up to the class sizes (by construction, or checked)
         sensitive={
             name: ValueCounts(
-                name,
-                found.classes,
-                found.counts,
-                starts=found.starts,
-                consistent_with=table.sizes,
+                name, found.classes, found.counts, starts=found.starts, sizes=table.sizes
             )
             for name, found in pairs.items()
         },
-        inverse=inverse,
     )
 
 
@@ -387,5 +471,4 @@ def aggregate_grouped(
         sums=sums,
         weight_column=weight,
         pairs=pairs,
-        inverse=None,
     )

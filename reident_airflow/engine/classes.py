@@ -20,7 +20,8 @@ excluded from every measure (ARX behaviour) and counted in :attr:`ClassTable.exc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 from typing import TYPE_CHECKING, Any
 
@@ -96,8 +97,6 @@ class ClassTable:
     cardinalities: tuple[int, ...]
     dictionaries: tuple[Any, ...] | None = None
     excluded_records: int = 0
-    _histogram: list[tuple[IntArray, IntArray]] = field(default_factory=list, repr=False)
-    _keys: list[IntArray] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if self.sizes.ndim != 1 or self.codes.ndim != 2:
@@ -128,16 +127,18 @@ class ClassTable:
 
         Computed once and cached.
         """
-        if not self._histogram:
-            top = int(self.sizes.max())
-            if top <= 4 * self.sizes.shape[0] + 1024:  # class sizes are small integers: count
-                tally = np.bincount(self.sizes, minlength=top + 1)
-                sizes = np.flatnonzero(tally)
-                counts = tally[sizes]
-            else:
-                sizes, counts = np.unique(self.sizes, return_counts=True)
-            self._histogram.append((sizes.astype(np.int64), counts.astype(np.int64)))
-        return self._histogram[0]
+        return self._histogram
+
+    @cached_property
+    def _histogram(self) -> tuple[IntArray, IntArray]:
+        top = int(self.sizes.max())
+        if top <= 4 * self.sizes.shape[0] + 1024:  # class sizes are small integers: count
+            tally = np.bincount(self.sizes, minlength=top + 1)
+            sizes = np.flatnonzero(tally)
+            counts = tally[sizes]
+        else:
+            sizes, counts = np.unique(self.sizes, return_counts=True)
+        return sizes.astype(np.int64), counts.astype(np.int64)
 
     def radix_keys(self) -> IntArray | None:
         """Each class's mixed-radix key over its codes, the first QI most significant.
@@ -146,18 +147,20 @@ class ClassTable:
         ``None`` when the product of the cardinalities does not fit 63 bits. Computed once
         and cached.
         """
-        if not self._keys:
-            cards = [max(int(c), 1) for c in self.cardinalities]
-            if prod(cards) > _KEY_LIMIT:
-                return None
-            key = np.zeros(self.classes, dtype=np.int64)
-            column = np.empty_like(key)
-            for i, card in enumerate(cards):
-                key *= card
-                np.copyto(column, self.codes[:, i], casting="unsafe")
-                key += column
-            self._keys.append(key)
-        return self._keys[0]
+        return self._radix_keys
+
+    @cached_property
+    def _radix_keys(self) -> IntArray | None:
+        cards = [max(int(c), 1) for c in self.cardinalities]
+        if prod(cards) > _KEY_LIMIT:
+            return None
+        key = np.zeros(self.classes, dtype=np.int64)
+        column = np.empty_like(key)
+        for i, card in enumerate(cards):
+            key *= card
+            np.copyto(column, self.codes[:, i], casting="unsafe")
+            key += column
+        return key
 
 
 @dataclass(frozen=True, eq=False)

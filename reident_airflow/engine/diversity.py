@@ -24,9 +24,8 @@ value (computed where the data is). The values themselves are never needed.
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -58,43 +57,16 @@ def validate_recursive_c(value: Any) -> float:
     return c
 
 
-class _PerClass:
-    """The per-class entropy and recursive l of one column, computed on first use.
-
-    A release gate needs only the table's minima, and those are exactly 1 as soon as one class
-    has a single value (which the class starts already show); the per-class arrays (a sort
-    of every (class, value) pair for recursive l) are then only computed when asked for.
-    """
-
-    def __init__(
-        self,
-        classes: Callable[[], IntArray],
-        cnt: IntArray,
-        f: IntArray,
-        first: IntArray,
-        distinct: IntArray,
-        c: float,
-    ) -> None:
-        self._classes = classes  # the class of every pair, derived only if needed here
-        self._args = (cnt, f, first, distinct, c)
-        self._lock = threading.Lock()
-        self._done: tuple[FloatArray, IntArray] | None = None
-
-    def arrays(self) -> tuple[FloatArray, IntArray]:
-        """``(entropy, recursive)`` of every class."""
-        with self._lock:
-            if self._done is None:
-                self._done = _per_class(self._classes(), *self._args)
-            return self._done
-
-
 @dataclass(frozen=True)
 class LDiversity:
     """l-diversity of one sensitive column: the minimum over classes, and per class.
 
     ``homogeneous_records`` is the share of records whose class has a single value of the
     column (distinct l = 1): what those classes disclose, they disclose about every member.
-    ``per_class_entropy`` and ``per_class_recursive`` are computed when first read.
+    ``per_class_entropy`` and ``per_class_recursive`` are computed when first read: a release
+    gate needs only the minima, and those are exactly 1 as soon as one class has a single
+    value (which the class starts already show), so the per-class arrays (a sort of every
+    (class, value) pair for recursive l) are left for whoever asks for them.
     """
 
     column: str
@@ -105,17 +77,30 @@ class LDiversity:
     recursive: int
     homogeneous_records: float
     per_class_distinct: IntArray = field(repr=False, compare=False)
-    _per_class: _PerClass = field(repr=False, compare=False)
+    #: The checked value counts the per-class arrays are computed from.
+    counts: ValueCounts = field(repr=False, compare=False)
+    #: ``(entropy, recursive)`` of every class when already computed (they then need no
+    #: second computation).
+    computed: InitVar[tuple[FloatArray, IntArray] | None] = None
+
+    def __post_init__(self, computed: tuple[FloatArray, IntArray] | None) -> None:
+        if computed is not None:  # the cached property's value is known
+            object.__setattr__(self, "_per_class_arrays", computed)
+
+    @cached_property
+    def _per_class_arrays(self) -> tuple[FloatArray, IntArray]:
+        """``(entropy, recursive)`` of every class."""
+        return _per_class_of(self.counts, self.per_class_distinct, self.c)
 
     @property
     def per_class_entropy(self) -> FloatArray:
         """Entropy l of every class (1 exactly where the class has one value)."""
-        return self._per_class.arrays()[0]
+        return self._per_class_arrays[0]
 
     @property
     def per_class_recursive(self) -> IntArray:
         """Recursive (c, l) of every class."""
-        return self._per_class.arrays()[1]
+        return self._per_class_arrays[1]
 
     def to_dict(self) -> dict[str, Any]:
         """The entry of this column in the ``l_diversity`` object (contract.md)."""
@@ -126,14 +111,6 @@ class LDiversity:
             "c": self.c,
             "homogeneous_records": self.homogeneous_records,
         }
-
-
-def _class_starts(cls: IntArray) -> IntArray:
-    """Where each class's run of pairs starts (pairs grouped by class)."""
-    starts = np.empty(cls.shape[0], dtype=np.bool_)
-    starts[:1] = True
-    np.not_equal(cls[1:], cls[:-1], out=starts[1:])
-    return np.flatnonzero(starts)
 
 
 def _run_lengths(first: NDArray[Any], n: int) -> IntArray:
@@ -231,64 +208,25 @@ def l_diversity(
     """Distinct, entropy and recursive (c, l)-diversity of one sensitive column.
 
     ``counts`` are the column's value counts per class, ``sizes`` the class sizes of the same
-    class table (they must add up).
+    class table (they must add up). Counts built against equal sizes are used as they are;
+    any others are ordered by class and checked first (:meth:`ValueCounts.checked`).
     """
     c = validate_recursive_c(c)
     f = np.asarray(sizes, dtype=np.int64)
-    u = int(f.shape[0])
-    cnt = np.asarray(counts.counts, dtype=np.int64)
-    if u == 0:
+    if int(f.shape[0]) == 0:
         raise InvalidInputError("l-diversity of an empty class table")
-    misfit = InvalidInputError(f"value counts of {counts.column!r} do not fit the class table")
-    unequal = InvalidInputError(
-        f"value counts of {counts.column!r} do not add up to the class sizes"
-    )
-    # counts computed together with these class sizes are grouped by class and add up
-    trusted = counts.consistent_with is not None and counts.consistent_with is sizes
-    classes: Callable[[], IntArray]
-    if trusted and counts.starts is not None:  # where each class's pairs start: given
-        first = np.asarray(counts.starts, dtype=np.int64)
-        if cnt.ndim != 1 or first.ndim != 1:
-            raise InvalidInputError(f"value counts of {counts.column!r}: misaligned arrays")
-        if not cnt.size or first.shape[0] != u:
-            raise unequal
-        if first[0] != 0 or first[-1] >= cnt.shape[0] or int(cnt.min()) <= 0:
-            raise misfit
-
-        def classes() -> IntArray:
-            return np.asarray(counts.classes, dtype=np.int64)
-
-    else:
-        cls = np.asarray(counts.classes, dtype=np.int64)
-        if cls.shape != cnt.shape or cls.ndim != 1:
-            raise InvalidInputError(f"value counts of {counts.column!r}: misaligned arrays")
-        if not cls.size:
-            raise unequal
-        if cls[0] < 0 or cls[-1] >= u or int(cnt.min()) <= 0:
-            raise misfit
-        if not trusted and cls.size > 1 and not bool((cls[1:] >= cls[:-1]).all()):
-            order = np.argsort(cls, kind="stable")  # group the pairs by class
-            cls, cnt = cls[order], cnt[order]
-            if cls[0] < 0 or cls[-1] >= u:
-                raise misfit
-        first = _class_starts(cls)
-        if first.shape[0] != u:  # a class without values
-            raise unequal
-        if not trusted and not np.array_equal(np.add.reduceat(cnt, first), f):
-            raise unequal
-
-        def classes() -> IntArray:
-            return cls
-
+    counts = counts.checked(f)
+    assert counts.starts is not None  # checked counts know where each class starts
+    first = counts.starts
+    cnt = np.asarray(counts.counts, dtype=np.int64)
     distinct = _run_lengths(first, cnt.shape[0])  # pairs of each class
     n = int(f.sum())
     homogeneous = int(np.sum(f, where=distinct == 1))
-    per_class = _PerClass(classes, cnt, f, first, distinct, c)
-    if homogeneous:  # a class with one value: every minimum is 1 (entropy exactly)
-        minima: tuple[int, float, int] = (1, 1.0, 1)
-    else:
-        entropy, recursive = per_class.arrays()
-        minima = (int(distinct.min()), float(entropy.min()), int(recursive.min()))
+    computed = None
+    minima: tuple[int, float, int] = (1, 1.0, 1)  # a class with one value: every minimum is 1
+    if not homogeneous:
+        computed = _per_class_of(counts, distinct, c)
+        minima = (int(distinct.min()), float(computed[0].min()), int(computed[1].min()))
     return LDiversity(
         column=counts.column,
         c=c,
@@ -298,7 +236,21 @@ def l_diversity(
         recursive=minima[2],
         homogeneous_records=homogeneous / n,
         per_class_distinct=distinct,
-        _per_class=per_class,
+        counts=counts,
+        computed=computed,
+    )
+
+
+def _per_class_of(counts: ValueCounts, distinct: IntArray, c: float) -> tuple[FloatArray, IntArray]:
+    """Entropy l and recursive (c, l) of every class of checked value counts."""
+    assert counts.sizes is not None and counts.starts is not None  # checked counts
+    return _per_class(
+        np.asarray(counts.classes, dtype=np.int64),
+        np.asarray(counts.counts, dtype=np.int64),
+        counts.sizes,
+        counts.starts,
+        distinct,
+        c,
     )
 
 

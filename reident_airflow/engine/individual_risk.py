@@ -157,14 +157,14 @@ def individual_risk(
     *,
     record_threshold: float = DEFAULT_RECORD_THRESHOLD,
 ) -> IndividualRisk:
-    """Individual risk of every class and the table's global risk (metrics.md §6)."""
+    """Individual risk of every class and the table's global risk (metrics.md §6).
+
+    The sums are checked against ``sizes`` here (a finite ``F_k >= f_k`` per class): one
+    comparison per class, whoever built them.
+    """
     t = validate_threshold(record_threshold)
     f = np.asarray(sizes, dtype=np.int64)
-    if weights.checked_against is not None and weights.checked_against is sizes:
-        # computed and checked together with these sizes (positive, F >= f)
-        risk = _benedetti_franconi(f, np.asarray(weights.sums, dtype=np.float64))
-    else:
-        risk = benedetti_franconi(f, weights.sums)
+    risk = benedetti_franconi(f, weights.sums)
     n = int(f.sum())
     # the same classes give the same totals whatever their order (a database and a file list
     # classes differently)

@@ -158,7 +158,7 @@ def codes_only(table: ClassTable) -> ClassTable:
 
 def _aggregates_codes_only(aggregates: ClassAggregates) -> ClassAggregates:
     """Class aggregates whose class table holds no value (see :func:`codes_only`)."""
-    return dataclasses.replace(aggregates, table=codes_only(aggregates.table), inverse=None)
+    return dataclasses.replace(aggregates, table=codes_only(aggregates.table))
 
 
 def _qi_list(value: Any) -> tuple[str, ...]:

@@ -577,7 +577,7 @@ def _to_aggregates(
         counts = np.asarray(lists.values.to_numpy(zero_copy_only=False), dtype=np.int64)
         pairs[name] = PairCounts(counts, starts=offsets[:-1])
     return build_aggregates(
-        encoded, class_codes, sizes, sums=sums, weight_column=weight, pairs=pairs, inverse=None
+        encoded, class_codes, sizes, sums=sums, weight_column=weight, pairs=pairs
     )
 
 

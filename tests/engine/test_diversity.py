@@ -273,29 +273,32 @@ def test_minima_with_and_without_a_homogeneous_class(homogeneous: bool) -> None:
     assert ld.homogeneous_records == (4 / 21 if homogeneous else 0.0)
 
 
-def test_counts_from_the_grouping_skip_only_what_holds_by_construction(
+def test_counts_from_the_grouping_are_checked_once_when_built(
     testdata: pd.DataFrame,
 ) -> None:
-    """Value counts computed with the class table are trusted to be grouped by class and to
-    add up to its sizes (``consistent_with``); the same arrays without that mark, or against
-    other sizes, are checked, with identical results where they fit."""
+    """Value counts computed with the class table are checked when built (grouped by class,
+    adding up to its sizes) and carry those sizes; the same arrays without them are checked
+    by l-diversity, with identical results, and against other sizes they are refused."""
     info = sdcmicro_summary()["testdata"]
     agg = aggregates_from_frame(testdata, info["keyVars"], sensitive=["hhcivil"])
     sizes = agg.table.sizes
-    trusted = agg.sensitive["hhcivil"]
-    assert trusted.consistent_with is sizes
-    assert trusted.starts is not None  # the grouping lists where each class's pairs start
-    bare = ValueCounts("hhcivil", trusted.classes, trusted.counts)
-    a, b = l_diversity(trusted, sizes), l_diversity(bare, sizes)
+    checked = agg.sensitive["hhcivil"]
+    assert checked.sizes is not None and np.array_equal(checked.sizes, sizes)
+    assert checked.starts is not None  # the grouping lists where each class's pairs start
+    bare = ValueCounts("hhcivil", checked.classes, checked.counts)
+    assert bare.sizes is None
+    a, b = l_diversity(checked, sizes.copy()), l_diversity(bare, sizes)
     assert a.to_dict() == b.to_dict()
     np.testing.assert_array_equal(a.per_class_distinct, b.per_class_distinct)
     np.testing.assert_array_equal(a.per_class_entropy, b.per_class_entropy)
     np.testing.assert_array_equal(a.per_class_recursive, b.per_class_recursive)
-    # other sizes (another object, one class larger): checked, and refused
+    # other sizes (one class larger): refused
     other = sizes.copy()
     other[0] += 1
     with pytest.raises(InvalidInputError, match="do not add up"):
-        l_diversity(trusted, other)
+        l_diversity(checked, other)
+    with pytest.raises(InvalidInputError, match="do not add up"):
+        ValueCounts("hhcivil", checked.classes, checked.counts, sizes=other)
 
 
 def test_value_counts_by_class_starts() -> None:
@@ -304,7 +307,7 @@ def test_value_counts_by_class_starts() -> None:
     counts = np.array([1, 2, 4, 1, 1, 1], dtype=np.int64)
     starts = np.array([0, 2, 3], dtype=np.int64)
     sizes = np.array([3, 4, 3], dtype=np.int64)
-    vc = ValueCounts("s", counts=counts, starts=starts, consistent_with=sizes)
+    vc = ValueCounts("s", counts=counts, starts=starts, sizes=sizes)
     np.testing.assert_array_equal(vc.classes, [0, 0, 1, 2, 2, 2])
     ld = l_diversity(vc, sizes)
     # by hand: class 1 has one value (l = 1 everywhere); classes 0 and 2: 2 and 3 values
@@ -319,6 +322,5 @@ def test_value_counts_by_class_starts() -> None:
     with pytest.raises(InvalidInputError, match="no counts"):
         ValueCounts("s", classes=vc.classes)
     for bad in ([0, 2], [1, 2, 3], [0, 2, 6]):  # a class missing, no class at 0, past the end
-        layout = ValueCounts("s", counts=counts, starts=np.array(bad), consistent_with=sizes)
         with pytest.raises(InvalidInputError, match=r"do not (add up|fit)"):
-            l_diversity(layout, sizes)
+            ValueCounts("s", counts=counts, starts=np.array(bad), sizes=sizes)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from reident_airflow.engine import individual_risk as individual_risk_module
-from reident_airflow.engine.aggregates import ClassWeights
+from reident_airflow.engine.aggregates import ClassAggregates, ClassWeights
 from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.individual_risk import benedetti_franconi, individual_risk
@@ -182,18 +182,19 @@ def test_bad_weight_columns() -> None:
         assess(agg.table, thresholds=Thresholds(max_global_risk=0.1))
 
 
-def test_weight_sums_checked_with_the_table_are_not_checked_again() -> None:
-    """Sums the aggregation checked against the table's sizes are marked so; the risk is the
-    same as from unmarked sums, and sums handed in against other sizes are still checked."""
-    from dataclasses import replace
-
+def test_weight_sums_are_checked_where_they_meet_class_sizes() -> None:
+    """Sums are checked when the aggregates are built and again by the individual risk
+    against the sizes it is given: the same risk from the aggregation's sums and from a copy,
+    and sums below the class sizes refused at both places."""
     frame = pd.DataFrame({"q": ["a", "a", "b", "c", "c", "c"], "w": [2.0, 3.0, 1.5, 1.0, 4, 9]})
     agg = aggregates_from_frame(frame, ["q"], weight="w")
-    assert agg.weights is not None and agg.weights.checked_against is agg.table.sizes
+    assert agg.weights is not None
     marked = individual_risk(agg.table.sizes, agg.weights)
-    bare = individual_risk(agg.table.sizes, replace(agg.weights, checked_against=None))
+    bare = individual_risk(agg.table.sizes.copy(), ClassWeights("w", agg.weights.sums.copy()))
     np.testing.assert_array_equal(marked.risk, bare.risk)
     assert marked.global_risk == bare.global_risk
+    with pytest.raises(InvalidInputError, match="sum to less than"):
+        ClassAggregates(agg.table, ClassWeights("w", agg.weights.sums / 100))
     # by hand, class b: one record standing for 1.5 people: p = 1/1.5, risk p/(1-p) ln(1/p)
     p = 1 / 1.5
     b = int(np.flatnonzero(agg.table.sizes == 1)[0])

@@ -225,7 +225,7 @@ def test_metric_values_are_arrays_of_codes_and_counts(context: Any, pandas_batch
         sensitive_columns=["diagnosis"],
     )
     assert isinstance(counted, ClassAggregates)
-    assert counted.table.dictionaries is None and counted.inverse is None
+    assert counted.table.dictionaries is None
     diagnosis = counted.sensitive["diagnosis"]
     assert isinstance(diagnosis.counts, np.ndarray)
     # 3 values in each class: (M, 1) a b c, (M, 2) a b c, (F, 1) a b c a -> 9 pairs, 10 records
