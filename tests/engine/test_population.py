@@ -363,24 +363,24 @@ def test_empty_histogram() -> None:
 )
 def test_pitman_closed_form_sums_equal_the_loop(u: int, theta: float, alpha: float) -> None:
     """The O(1) digamma form of the sums over i < u equals summing them term by term."""
-    from reident_airflow.engine.population import _u_sums_closed_form, _u_sums_loop
+    from reident_airflow.engine._pitman_sums import u_sums_closed_form, u_sums_loop
 
-    closed = _u_sums_closed_form(u, theta, alpha)
+    closed = u_sums_closed_form(u, theta, alpha)
     assert closed is not None
-    for got, want in zip(closed, _u_sums_loop(u, theta, alpha), strict=True):
+    for got, want in zip(closed, u_sums_loop(u, theta, alpha), strict=True):
         assert got == pytest.approx(want, rel=1e-10)
 
 
 @pytest.mark.parametrize("theta", [7.5, -3.0, 0.0])
 def test_pitman_sums_at_alpha_zero_equal_the_loop(theta: float) -> None:
     """alpha = 0 (an ARX start value): sums of powers of i over theta; 1/0 everywhere at 0."""
-    from reident_airflow.engine.population import _u_sums_closed_form, _u_sums_loop
+    from reident_airflow.engine._pitman_sums import u_sums_closed_form, u_sums_loop
 
     u = 60_000
-    closed = _u_sums_closed_form(u, theta, 0.0)
+    closed = u_sums_closed_form(u, theta, 0.0)
     assert closed is not None
     with np.errstate(divide="ignore", invalid="ignore"):
-        loop = _u_sums_loop(u, theta, 0.0)
+        loop = u_sums_loop(u, theta, 0.0)
     for got, want in zip(closed, loop, strict=True):
         if theta == 0.0:
             assert got == want == float("inf")
@@ -389,12 +389,12 @@ def test_pitman_sums_at_alpha_zero_equal_the_loop(theta: float) -> None:
 
 
 def test_pitman_closed_form_declines_where_it_would_lose_digits() -> None:
-    from reident_airflow.engine.population import _u_sums_closed_form
+    from reident_airflow.engine._pitman_sums import u_sums_closed_form
 
-    assert _u_sums_closed_form(1_000, 5.0, 0.5) is None  # small u: the exact loop is cheap
-    assert _u_sums_closed_form(80_000, 1e6, 0.05) is None  # x = 2e7 > 10 u
-    assert _u_sums_closed_form(80_000, 5.0, 0.0005) is None  # alpha near 0
-    assert _u_sums_closed_form(80_000, 100.0, -0.5) is None  # alpha < 0 crossing a pole
+    assert u_sums_closed_form(1_000, 5.0, 0.5) is None  # small u: the exact loop is cheap
+    assert u_sums_closed_form(80_000, 1e6, 0.05) is None  # x = 2e7 > 10 u
+    assert u_sums_closed_form(80_000, 5.0, 0.0005) is None  # alpha near 0
+    assert u_sums_closed_form(80_000, 100.0, -0.5) is None  # alpha < 0 crossing a pole
 
 
 # ------------------------------------------------------------------------------------------
@@ -402,7 +402,7 @@ def test_pitman_closed_form_declines_where_it_would_lose_digits() -> None:
 # ------------------------------------------------------------------------------------------
 
 # The five sums are S0 = sum 1/d, S1 = sum i/d, Q0 = sum 1/d^2, Q1 = sum i/d^2 and
-# Q2 = sum i^2/d^2 over i = 1..u-1, d = theta + i*alpha. _u_sums evaluates them in O(1) to a
+# Q2 = sum i^2/d^2 over i = 1..u-1, d = theta + i*alpha. u_sums evaluates them in O(1) to a
 # relative 1e-14 (docstring); the tests allow 1e-13 against the correctly rounded sum of the
 # loop's own terms (math.fsum), on cases where no term nearly cancels (|d| is not << |theta|),
 # since there both evaluations inherit the rounding of theta and alpha, differently.
@@ -443,10 +443,10 @@ def _u_terms(u: int, theta: float, alpha: float) -> list[Any]:
     ],
 )
 def test_u_sums_equal_the_loop(u: int, theta: float, alpha: float) -> None:
-    from reident_airflow.engine.population import _u_sums, _u_sums_loop
+    from reident_airflow.engine._pitman_sums import u_sums, u_sums_loop
 
-    got = _u_sums(u, theta, alpha)
-    loop = _u_sums_loop(u, theta, alpha)
+    got = u_sums(u, theta, alpha)
+    loop = u_sums_loop(u, theta, alpha)
     for mine, terms, chunked in zip(got, _u_terms(u, theta, alpha), loop, strict=True):
         exact = math.fsum(terms)
         magnitude = math.fsum(np.abs(terms))
@@ -458,13 +458,13 @@ def test_u_sums_equal_the_loop(u: int, theta: float, alpha: float) -> None:
 
 def test_u_sums_on_a_grid_of_regimes() -> None:
     """(u, x = theta/alpha) over the regimes: x >> u, x ~ u, x small, alpha < 0, both signs."""
-    from reident_airflow.engine.population import _u_sums
+    from reident_airflow.engine._pitman_sums import u_sums
 
     for u in (3, 65, 130, 1_000, 40_000, 250_000):
         for x in (-0.9, -0.25, 0.0, 3.0, 63.0, 64.0, 0.7 * u, 2.0 * u, 50.0 * u, 1e6 * u):
             for alpha in (0.9, 0.013, -0.6):
                 theta = x * alpha if alpha > 0 else (x + 1.5 * u) * -alpha  # alpha < 0: no pole
-                got = _u_sums(u, theta, alpha)
+                got = u_sums(u, theta, alpha)
                 for mine, terms in zip(got, _u_terms(u, theta, alpha), strict=True):
                     assert mine == pytest.approx(math.fsum(terms), rel=U_SUMS_REL), (u, x, alpha)
 
@@ -484,7 +484,7 @@ def test_u_sums_equal_the_exact_rational_sums(u: int, theta: float, alpha: float
     """Binary-exact theta, alpha: the exact sums (fractions) across a pole, to 1e-13."""
     from fractions import Fraction
 
-    from reident_airflow.engine.population import _u_sums
+    from reident_airflow.engine._pitman_sums import u_sums
 
     t, a = Fraction(theta), Fraction(alpha)
     exact = [Fraction(0)] * 5
@@ -494,19 +494,19 @@ def test_u_sums_equal_the_exact_rational_sums(u: int, theta: float, alpha: float
         for k, term in enumerate((1 / d, i / d, 1 / d**2, i / d**2, i * i / d**2)):
             exact[k] += term
             magnitude[k] += abs(term)
-    for mine, want, size in zip(_u_sums(u, theta, alpha), exact, magnitude, strict=True):
+    for mine, want, size in zip(u_sums(u, theta, alpha), exact, magnitude, strict=True):
         assert abs(Fraction(mine) - want) <= Fraction(U_SUMS_REL) * size
 
 
 def test_u_sums_at_a_pole_and_degenerate_points() -> None:
-    from reident_airflow.engine.population import _u_sums
+    from reident_airflow.engine._pitman_sums import u_sums
 
     inf = (math.inf,) * 5
-    assert _u_sums(1_000, 0.0, 0.0) == inf  # 1/0 in every term (the loop's sums are inf too)
-    assert _u_sums(1_000, 100.0, -0.5) == inf  # theta + 200 alpha = 0
-    assert _u_sums(1_000, -0.5, 0.1) == inf  # theta + 5 alpha = 0
-    assert _u_sums(1, 0.3, 0.3) == (0.0,) * 5  # u = 1: no term
-    assert not all(map(math.isfinite, _u_sums(10**6, 0.0, 1e-170)))  # 1/d^2 overflows
+    assert u_sums(1_000, 0.0, 0.0) == inf  # 1/0 in every term (the loop's sums are inf too)
+    assert u_sums(1_000, 100.0, -0.5) == inf  # theta + 200 alpha = 0
+    assert u_sums(1_000, -0.5, 0.1) == inf  # theta + 5 alpha = 0
+    assert u_sums(1, 0.3, 0.3) == (0.0,) * 5  # u = 1: no term
+    assert not all(map(math.isfinite, u_sums(10**6, 0.0, 1e-170)))  # 1/d^2 overflows
 
 
 @pytest.mark.parametrize(
@@ -526,18 +526,18 @@ def test_u_sums_at_a_pole_and_degenerate_points() -> None:
     ],
 )
 def test_euler_maclaurin_run_equals_its_terms(i0: int, i1: int, y0: float, s: int) -> None:
-    from reident_airflow.engine.population import _em_run
+    from reident_airflow.engine._pitman_sums import em_run
 
     i = np.arange(i0, i1 + 1, dtype=np.float64)
     y = y0 + s * (i - i0)
     assert float(y.min()) >= 64.0
     terms = [1.0 / y, i / y, 1.0 / y**2, i / y**2, i * i / y**2]
-    for mine, column in zip(_em_run(i0, i1, y0, s), terms, strict=True):
+    for mine, column in zip(em_run(i0, i1, y0, s), terms, strict=True):
         assert mine == pytest.approx(math.fsum(column), rel=U_SUMS_REL)
 
 
 def test_solve_2x2_matches_numpy() -> None:
-    from reident_airflow.engine.population import _solve_2x2
+    from reident_airflow.engine.pitman import _solve_2x2
 
     rng = np.random.default_rng(3)
     for _ in range(200):
@@ -558,7 +558,7 @@ def test_log_gamma_ratio_for_large_theta(theta: float, alpha: float) -> None:
     """log Gamma(theta+1)/Gamma(theta+alpha) against its asymptotic series (Bernoulli
     polynomials; the next term is below 1e-16 here), where a difference of gammaln values
     loses ~eps theta log theta."""
-    from reident_airflow.engine.population import _log_gamma_ratio
+    from reident_airflow.engine.pitman import _log_gamma_ratio
 
     b3 = alpha**3 - 1.5 * alpha**2 + 0.5 * alpha  # B_3(alpha); B_3(1) = 0
     b4 = alpha**4 - 2 * alpha**3 + alpha**2 - 1 / 30  # B_4(alpha); B_4(1) = -1/30
@@ -574,7 +574,7 @@ def test_log_gamma_ratio_for_large_theta(theta: float, alpha: float) -> None:
 def test_log_gamma_ratio_for_small_theta() -> None:
     from scipy import special
 
-    from reident_airflow.engine.population import _log_gamma_ratio
+    from reident_airflow.engine.pitman import _log_gamma_ratio
 
     for theta in (-0.3, 0.0, 0.5, 7.0, 300.0):
         for alpha in (0.31, 0.5, 0.99):
@@ -626,14 +626,15 @@ PITMAN_LARGE = {
 
 @pytest.mark.parametrize("key", sorted(PITMAN_LARGE))
 def test_pitman_large_histograms_unchanged(key: str) -> None:
-    from reident_airflow.engine.population import _histogram, _pitman_root
+    from reident_airflow.engine._model_input import model_input
+    from reident_airflow.engine.pitman import _pitman_root
 
     formula, s_max, big_n, root, uniques = PITMAN_LARGE[key]
     sizes = np.arange(1, s_max + 1, dtype=np.int64)
     counts = np.array([formula(int(s)) for s in sizes], dtype=np.int64)
     keep = counts > 0
     sizes, counts = sizes[keep], counts[keep]
-    mine = _pitman_root(_histogram(sizes, counts, big_n))
+    mine = _pitman_root(model_input(sizes, counts, big_n))
     estimate = pitman(sizes, counts, big_n)
     if root is None:
         assert mine is None
@@ -677,13 +678,13 @@ def test_trigamma_equals_zeta() -> None:
     """Long arrays of class sizes take psi' by its asymptotic series above 64; zeta below."""
     from scipy import special
 
-    from reident_airflow.engine.population import _trigamma
+    from reident_airflow.engine._pitman_sums import trigamma
 
     x = np.concatenate([np.linspace(-3.7, 64.0, 300), np.geomspace(64.0, 1e12, 700)])
-    got = _trigamma(x)
+    got = trigamma(x)
     assert got == pytest.approx(special.zeta(2.0, x), rel=2e-15)
     short = x[::50]  # fewer than 64: zeta itself
-    assert np.array_equal(_trigamma(short), special.zeta(2.0, short))
+    assert np.array_equal(trigamma(short), special.zeta(2.0, short))
 
 
 @pytest.mark.parametrize(
