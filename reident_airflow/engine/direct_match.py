@@ -56,6 +56,7 @@ __all__ = [
     "column_protection",
     "direct_match_from_counts",
     "direct_match_protection",
+    "validate_target",
 ]
 
 SCHEMA: Final = "reident.direct_match/v1"
@@ -140,7 +141,12 @@ def _count(value: object, name: str) -> int:
         raise InvalidInputError(f"{name} must be an integer count") from None
 
 
-def _check_target(target: object) -> float:
+def validate_target(target: object) -> float:
+    """The protection target: a number between 0 and 100 (a percentage).
+
+    Shared by every path that gates on it (DataFrame, SQL, operator), so that one rule and
+    one message hold everywhere.
+    """
     if isinstance(target, bool | np.bool_) or not isinstance(target, int | float | np.number):
         raise InvalidInputError("target must be a number between 0 and 100")
     value = float(target)
@@ -186,7 +192,7 @@ def direct_match_from_counts(
     The database pushdown path counts in SQL and calls this, so that it ranks and passes
     exactly as :func:`direct_match_protection`. Ties in protection keep the mapping's order.
     """
-    target_value = _check_target(target)
+    target_value = validate_target(target)
     n = _count(records, "records")
     if n <= 0:
         raise EmptyDatasetError("direct match protection needs at least one record")
@@ -519,7 +525,7 @@ def direct_match_protection(
     """
     original = _check_table(original, "original")
     avatar = _check_table(avatar, "avatar")
-    target_value = _check_target(target)
+    target_value = validate_target(target)
     for name, table in (("original", original), ("avatar", avatar)):
         if len(table) == 0:
             raise EmptyDatasetError(f"the {name} table has no records")

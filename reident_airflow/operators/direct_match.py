@@ -159,9 +159,9 @@ class DirectMatchProtectionOperator(BaseOperator):
         target = parse_number(self.target, "target")
         target = DEFAULT_TARGET if target is None else float(target)
         try:
-            from reident_airflow.engine.direct_match import _check_target
+            from reident_airflow.engine.direct_match import validate_target
 
-            target = _check_target(target)
+            target = validate_target(target)
         except ReidentError as exc:
             raise as_configuration_error(exc) from None
         columns = None if self.columns in (None, "") else parse_columns(self.columns, "columns")

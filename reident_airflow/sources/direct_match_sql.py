@@ -64,8 +64,8 @@ from sqlalchemy.sql.sqltypes import NullType
 from reident_airflow.engine.direct_match import (
     DEFAULT_TARGET,
     DirectMatchResult,
-    _check_target,  # one validation of the target, shared with the DataFrame path
     direct_match_from_counts,
+    validate_target,  # one validation of the target, shared with the DataFrame path
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources.sql import make_engine, reflect_table
@@ -381,7 +381,7 @@ def direct_match_in_database(
 
     ``avatar_schema`` defaults to ``schema``. A ``key`` is required (a table has no row order).
     """
-    target_value = _check_target(target)
+    target_value = validate_target(target)
     if key is None or key == "":
         raise InvalidInputError(NO_KEY_MESSAGE)
     engine = make_engine(url)
