@@ -68,7 +68,7 @@ from reident_airflow.engine.direct_match import (
     validate_target,  # one validation of the target, shared with the DataFrame path
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.sql import make_engine, reflect_table
+from reident_airflow.sources.connect import make_engine, reflect_table
 
 __all__ = [
     "NO_KEY_MESSAGE",

@@ -23,7 +23,7 @@ from reident_airflow.engine.aggregates import aggregate_grouped
 from reident_airflow.engine.assessment import assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable, class_table_from_grouped
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources import sql as sql_source
+from reident_airflow.sources import sql_fetch
 from reident_airflow.sources.sql import (
     COPY_BLOCK_BYTES,
     COUNT_LABEL,
@@ -392,7 +392,7 @@ def test_postgresql_zero_signs_and_nan_and_null(
     # histogram [[2, 2], [3, 1]], distinct l 2. NaN taken for missing: one class of 5
     # ([[2, 1], [5, 1]]); -0.0 apart from 0.0: [[1, 2], [2, 1], [3, 1]] and l 1.
     if path == "cursor":  # the rows fetched by the driver (what other PostgreSQL drivers do)
-        monkeypatch.setattr(sql_source, "_copy_out", lambda *args, **kwargs: None)
+        monkeypatch.setattr(sql_fetch, "copy_out", lambda *args, **kwargs: None)
     # written as text and cast by PostgreSQL: a float -0.0 sent by the driver arrives as the
     # literal -0.0, a numeric that casts to +0
     values = ["0", "-0", "NaN", "NaN", None, None, None]

@@ -1,0 +1,136 @@
+"""Where a database source is: an engine for a URL, a connection, a table or a ``SELECT``.
+
+Identifiers (table, schema, columns) are reflected and quoted by SQLAlchemy, never formatted
+into SQL text. An error raised while connecting shows the driver's own message
+(:func:`~reident_airflow.sources.db_errors.connection_error`): nothing has been read yet.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchTableError
+
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.sources.db_errors import connection_error, database_errors
+
+__all__ = [
+    "connect",
+    "make_engine",
+    "open_source",
+    "query_source",
+    "reading",
+    "reflect_table",
+    "source_label",
+]
+
+# A bare scheme's default DB-API (SQLAlchemy 2.1: psycopg 3, mysqlclient) -> the driver the
+# ``db`` extra installs, used when the default is not importable.
+_DRIVER_FALLBACKS = {
+    "postgresql": ("psycopg", "postgresql+psycopg2", "psycopg2"),
+    "mysql": ("MySQLdb", "mysql+pymysql", "pymysql"),
+    "mariadb": ("MySQLdb", "mariadb+pymysql", "pymysql"),
+}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def make_engine(url: str | Engine) -> Engine:
+    """An engine for a SQLAlchemy URL (``postgresql://...``, ``sqlite:///file.db``, ...).
+
+    A URL naming no driver (``postgresql://``, ``mysql://``) uses SQLAlchemy's default one
+    when it is installed, and otherwise the one the ``db`` extra installs (psycopg2, PyMySQL).
+    """
+    if isinstance(url, Engine):
+        return url
+    try:
+        parsed = sa.make_url(url)
+        fallback = _DRIVER_FALLBACKS.get(parsed.drivername)
+        if fallback is not None:
+            default, driver, module = fallback
+            if not _installed(default) and _installed(module):
+                parsed = parsed.set(drivername=driver)
+        return sa.create_engine(parsed)
+    except (ArgumentError, ValueError) as exc:
+        raise InvalidInputError(f"not a usable database URL ({type(exc).__name__})") from None
+    except ModuleNotFoundError as exc:
+        raise InvalidInputError(
+            f"the database driver is not installed ({exc.name}); install it to read this URL"
+        ) from None
+
+
+@contextmanager
+def connect(engine: Engine) -> Iterator[Connection]:
+    """A connection of ``engine``, closed on leaving; a failure to connect keeps its
+    SQLAlchemy class (a connection error, which Airflow retries) and shows the driver's
+    message, since no statement has run and nothing has been read."""
+    try:
+        conn = engine.connect()
+    except DBAPIError as exc:
+        raise connection_error(exc) from None
+    with conn:
+        yield conn
+
+
+def reflect_table(conn: Connection, table: str, schema: str | None = None) -> sa.Table:
+    """Reflect an existing table; a missing one is an input error naming the table."""
+    if not table or not isinstance(table, str):
+        raise InvalidInputError("no table name given")
+    try:
+        return sa.Table(table, sa.MetaData(), schema=schema, autoload_with=conn)
+    except NoSuchTableError:
+        where = f" in schema {schema!r}" if schema else ""
+        raise InvalidInputError(f"table {table!r} does not exist{where}") from None
+
+
+def query_source(conn: Connection, sql: str) -> sa.Subquery:
+    """A user's ``SELECT`` as a subquery whose columns are known (probed with ``LIMIT 0``)."""
+    if not sql or not sql.strip():
+        raise InvalidInputError("the sql query is empty")
+    probe: sa.Select[Any] = sa.select(sa.literal_column("*")).select_from(
+        sa.text(sql).columns().subquery("reident_probe")
+    )
+    names = list(conn.execute(probe.limit(0)).keys())
+    return sa.text(sql).columns(*(sa.column(n) for n in names)).subquery("reident_source")
+
+
+def source_label(table: str | None, sql: str | None) -> str:
+    """How messages name the source (``table 'x'`` or ``the query``); exactly one of a table
+    and a query must be given."""
+    if (table is None) == (sql is None):
+        raise InvalidInputError("give either a table name or a sql query, not both or neither")
+    return f"table {table!r}" if table is not None else "the query"
+
+
+def open_source(
+    conn: Connection, table: str | None, sql: str | None, schema: str | None
+) -> sa.Table | sa.Subquery:
+    """The table (reflected) or the query (probed) to read."""
+    if table is not None:
+        return reflect_table(conn, table, schema)
+    return query_source(conn, sql or "")
+
+
+@contextmanager
+def reading(
+    url: str | Engine, *, table: str | None, sql: str | None, schema: str | None
+) -> Iterator[tuple[Connection, sa.Table | sa.Subquery, str]]:
+    """An open connection, the table or query to read, and how messages name it.
+
+    Database errors raised in the block quote nothing of the data
+    (:func:`~reident_airflow.sources.db_errors.database_errors`).
+    """
+    what = source_label(table, sql)
+    engine = make_engine(url)
+    with database_errors(what), connect(engine) as conn:
+        yield conn, open_source(conn, table, sql, schema), what

@@ -1,0 +1,289 @@
+"""The grouping statements of a database read: ``GROUP BY`` the QIs, exactly.
+
+Values are grouped as docs/reading.md says, by the database itself:
+
+- text by its exact characters, whatever the column's collation: MySQL/MariaDB text by its
+  bytes (``CAST(... AS BINARY)``), PostgreSQL text under the ``"C"`` collation, SQLite under
+  ``BINARY``;
+- bytes (and MySQL/MariaDB text, grouped by its bytes) come back as :class:`bytes` and stay
+  bytes: nothing is decoded, so two byte strings the database tells apart never merge;
+- PostgreSQL floats as ``x + 0`` (``-0`` prints as ``0``; every NaN prints ``NaN``) and
+  numerics without trailing zeros, so that one class prints the same in every query.
+
+A class whose every QI is the text ``*`` (suppressed records) is flagged by the database in
+the same statement (:data:`SUPPRESSED_LABEL`). Constants are written into the statement
+(:func:`constant`), so that no bound parameter can be quoted by an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from reident_airflow.engine.classes import SUPPRESSION_MARKER, validate_quasi_identifiers
+from reident_airflow.engine.errors import InvalidInputError
+
+__all__ = [
+    "CLASSES_LABEL",
+    "COUNT_LABEL",
+    "NONPOSITIVE_LABEL",
+    "PRESENT_LABEL",
+    "RESERVED_LABELS",
+    "SUM_LABEL",
+    "SUPPRESSED_LABEL",
+    "Grouping",
+    "SqlSource",
+    "class_rows",
+    "constant",
+    "histogram_statement",
+    "plan_grouping",
+]
+
+#: A table, or a user's query as a subquery.
+SqlSource: TypeAlias = sa.Table | sa.Subquery
+
+COUNT_LABEL = "reident_class_size"
+SUM_LABEL = "reident_weight_sum"
+#: 1 on the row of the class whose every QI is the text ``*``, else 0.
+SUPPRESSED_LABEL = "reident_suppressed"
+CLASSES_LABEL = "reident_classes"
+PRESENT_LABEL = "reident_weight_present"
+NONPOSITIVE_LABEL = "reident_weight_nonpositive"
+#: Names the statements give their own columns: no source column may carry one.
+RESERVED_LABELS = frozenset(
+    {
+        COUNT_LABEL,
+        SUM_LABEL,
+        SUPPRESSED_LABEL,
+        CLASSES_LABEL,
+        PRESENT_LABEL,
+        NONPOSITIVE_LABEL,
+    }
+)
+
+
+# What a column holds, as far as grouping it exactly and telling the text '*' go.
+_TEXT = "text"
+_BINARY = "binary"
+_FLOAT = "float"
+_NUMERIC = "numeric"
+_OTHER = "other"
+_MYSQL = frozenset({"mysql", "mariadb"})
+# PostgreSQL type OIDs (pg_type) of a query's columns: text, varchar, bpchar, name; bytea;
+# real, double precision; numeric. Any other type is "other".
+_PG_KINDS = {
+    25: _TEXT,
+    1043: _TEXT,
+    1042: _TEXT,
+    19: _TEXT,
+    17: _BINARY,
+    700: _FLOAT,
+    701: _FLOAT,
+    1700: _NUMERIC,
+}
+
+
+def constant(value: Any) -> sa.BindParameter[Any]:
+    """A constant written into the statement (no bound parameter to show in an error)."""
+    return sa.literal(value, literal_execute=True)
+
+
+def _marker() -> sa.BindParameter[Any]:
+    return sa.literal(SUPPRESSION_MARKER, sa.String(), literal_execute=True)
+
+
+def _type_kind(type_: sa.types.TypeEngine[Any]) -> str:
+    if isinstance(type_, sa.String):  # includes Enum, MySQL SET
+        return _TEXT
+    if isinstance(type_, sa.LargeBinary | sa.BINARY | sa.VARBINARY):
+        return _BINARY
+    if isinstance(type_, sa.Float):
+        return _FLOAT
+    if isinstance(type_, sa.Numeric):
+        return _NUMERIC
+    return _OTHER
+
+
+def _column_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> dict[str, str]:
+    """Each column's kind: from its SQLAlchemy type, or, for a query's untyped columns, from
+    the database (PostgreSQL: the result's type OIDs; MySQL/MariaDB: ``CHARSET()``, which is
+    ``binary`` for everything but text)."""
+    kinds = {n: _type_kind(source.c[n].type) for n in names}
+    untyped = [n for n in names if isinstance(source.c[n].type, sa.types.NullType)]
+    if not untyped:
+        return kinds
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        result = conn.execute(sa.select(*(source.c[n] for n in untyped)).limit(0))
+        description = result.cursor.description
+        result.close()
+        for n, column in zip(untyped, description, strict=True):
+            type_code: Any = column[1]
+            kinds[n] = _PG_KINDS.get(int(type_code), _OTHER)
+    elif dialect in _MYSQL:
+        # one row, and the query not run: (SELECT 1) LEFT JOIN (query LIMIT 0) ON false
+        one = sa.select(constant(1).label("reident_one")).subquery("reident_one")
+        empty = sa.select(*(source.c[n] for n in untyped)).limit(0).subquery("reident_empty")
+        probe = sa.select(*(sa.func.charset(empty.c[n]) for n in untyped)).select_from(
+            one.outerjoin(empty, sa.false())
+        )
+        charsets = conn.execute(probe).one()
+        for n, charset in zip(untyped, charsets, strict=True):
+            kinds[n] = _OTHER if charset is None or str(charset) == "binary" else _TEXT
+    return kinds
+
+
+def _exact(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> sa.ColumnElement[Any]:
+    """The expression a column is grouped by, so that equal means equal under docs/reading.md.
+
+    MySQL and MariaDB compare text under the column's collation, usually case-insensitive and
+    blind to trailing spaces (``Male`` = ``male`` = ``Male ``): there text is grouped by its
+    bytes, and comes back as bytes. PostgreSQL text is grouped under the ``"C"`` collation
+    (a nondeterministic ICU collation would merge spellings too; ``citext`` and enums become
+    text); SQLite's under ``BINARY`` (a column may be declared ``COLLATE NOCASE``).
+
+    PostgreSQL floats are grouped as ``x + 0`` and numerics as ``trim_scale(x)``: the same
+    classes (``-0 = 0``, ``1.0 = 1.00``), but each class prints one way, so that the class
+    rows of two queries (sizes, sensitive value counts) meet on the client.
+
+    The values come back as the driver returns them, through no SQLAlchemy result processor
+    (MySQL's ``DOUBLE`` type would round every value to a ``Decimal`` of 10 places, merging
+    ``1.0`` and ``1.0000000000000002``; SQLite's ``Numeric`` likewise).
+    """
+    return sa.type_coerce(_grouped_by(conn, column, kind), sa.types.NullType()).label(
+        str(column.key)
+    )
+
+
+def _grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> Any:
+    dialect = conn.dialect.name
+    if dialect in _MYSQL and kind == _TEXT:
+        return sa.cast(column, sa.LargeBinary)
+    if dialect == "postgresql":
+        if kind == _TEXT:
+            return sa.cast(column, sa.Text).collate("C")
+        if kind == _FLOAT:
+            return column + constant(0)
+        if kind == _NUMERIC and (conn.dialect.server_version_info or (0,)) >= (13,):
+            return sa.func.trim_scale(column)
+    if dialect == "sqlite":
+        # any column may hold text (types belong to values); COLLATE leaves other values alone
+        return sa.type_coerce(column, sa.String()).collate("BINARY")
+    return column
+
+
+def _is_marker(dialect: str, column: sa.ColumnElement[Any], kind: str) -> Any:
+    """Whether a grouped value is the text ``*``; None where it never can be.
+
+    SQLite types values, not columns: any column may hold the text ``*`` (a BLOB never equals
+    text). PostgreSQL: a value whose text is ``*`` (text, varchar, char, enum, domain ...).
+    MySQL/MariaDB: text, whose bytes (in an ASCII-compatible character set) are ``*``.
+    """
+    if dialect == "sqlite":
+        return column == _marker()
+    if dialect == "postgresql":
+        if kind in (_BINARY, _FLOAT, _NUMERIC):
+            return None
+        return sa.cast(column, sa.Text) == _marker()
+    if kind != _TEXT:
+        return None
+    return column == _marker()
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """The QIs of one read: their names, kinds and grouping expressions, and those of the
+    sensitive columns whose values are counted per class."""
+
+    dialect: str
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    exprs: tuple[sa.ColumnElement[Any], ...]
+    values: Mapping[str, sa.ColumnElement[Any]]
+
+    def suppressed(self, classes: sa.Subquery) -> Any:
+        """1 for the class (a row of ``classes``) whose every QI is the text ``*``, else 0;
+        None when no class can be (a QI that cannot hold text)."""
+        cells = []
+        for name, kind in zip(self.names, self.kinds, strict=True):
+            cell = _is_marker(self.dialect, classes.c[name], kind)
+            if cell is None:
+                return None
+            cells.append(cell)
+        return sa.case((sa.and_(*cells), constant(1)), else_=constant(0))
+
+
+def plan_grouping(
+    conn: Connection, source: SqlSource, qis: Sequence[str], values: Sequence[str] = ()
+) -> Grouping:
+    """The grouping of ``source`` on ``qis`` (checked against its columns), and of the
+    ``values`` columns counted per class; no column may carry a name of
+    :data:`RESERVED_LABELS`."""
+    names = validate_quasi_identifiers(qis, [c.name for c in source.columns])
+    for name in (*names, *values):
+        if name in RESERVED_LABELS:
+            raise InvalidInputError(f"a column used here may not be named {name!r}")
+    kinds = _column_kinds(conn, source, [*names, *values])
+    exact = {n: _exact(conn, source.c[n], kinds[n]) for n in (*names, *values)}
+    return Grouping(
+        dialect=conn.dialect.name,
+        names=names,
+        kinds=tuple(kinds[n] for n in names),
+        exprs=tuple(exact[n] for n in names),
+        values={v: exact[v] for v in values},
+    )
+
+
+def class_rows(
+    grouping: Grouping,
+    source: SqlSource,
+    *,
+    value: str | None = None,
+    aggregates: Sequence[sa.ColumnElement[Any]] = (),
+) -> sa.Select[Any]:
+    """``SELECT qis..., [value], count(*), aggregates..., suppressed FROM (GROUP BY qis[,
+    value])``: one row per class (per class and value), flagged when suppressed."""
+    keys = [*grouping.exprs, *([grouping.values[value]] if value is not None else [])]
+    inner = (
+        sa.select(*keys, sa.func.count().label(COUNT_LABEL), *aggregates)
+        .select_from(source)
+        .group_by(*keys)
+        .subquery("reident_classes")
+    )
+    flag = grouping.suppressed(inner)
+    return sa.select(*inner.c, (constant(0) if flag is None else flag).label(SUPPRESSED_LABEL))
+
+
+def histogram_statement(grouping: Grouping, source: SqlSource) -> sa.Select[Any]:
+    """``SELECT size, suppressed, count(*) FROM (SELECT count(*) AS size, <every QI is '*'>
+    AS suppressed FROM source GROUP BY qis) GROUP BY size, suppressed``: one row per distinct
+    class size (and one more for the suppressed class)."""
+    keyed = (
+        sa.select(*grouping.exprs, sa.func.count().label(COUNT_LABEL))
+        .select_from(source)
+        .group_by(*grouping.exprs)
+        .subquery("reident_classes")
+    )
+    flag = grouping.suppressed(keyed)
+    if flag is None:  # no class can be suppressed: the QI values need not be selected
+        sizes = (
+            sa.select(sa.func.count().label(COUNT_LABEL))
+            .select_from(source)
+            .group_by(*grouping.exprs)
+            .subquery("reident_classes")
+        )
+        size = sizes.c[COUNT_LABEL]
+        return sa.select(
+            size, constant(0).label(SUPPRESSED_LABEL), sa.func.count().label(CLASSES_LABEL)
+        ).group_by(size)
+    per_class = sa.select(keyed.c[COUNT_LABEL], flag.label(SUPPRESSED_LABEL)).subquery(
+        "reident_sizes"
+    )
+    size, suppressed = per_class.c[COUNT_LABEL], per_class.c[SUPPRESSED_LABEL]
+    return sa.select(size, suppressed, sa.func.count().label(CLASSES_LABEL)).group_by(
+        size, suppressed
+    )

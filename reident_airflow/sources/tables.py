@@ -1,0 +1,145 @@
+"""Whole tables in, every column, for the steps that rewrite or compare a table.
+
+An anonymized release keeps the non-QI columns, so these readers load every column: CSV values
+as text (``01`` stays ``01``), Parquet and SQL with their types. Messages name files, tables
+and counts, never a value. Class tables and histograms are read elsewhere
+(:mod:`~reident_airflow.sources.files`, :mod:`~reident_airflow.sources.sql`): only the
+classes travel there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.sources.connect import make_engine, open_source, source_label
+from reident_airflow.sources.files import file_columns, read_columns
+
+__all__ = ["portable_types", "read_file_frame", "read_sql_frame"]
+
+
+def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
+    """A text column as a pandas Categorical with plain-object categories (``None`` if it is
+    not text). Grouping then works on its integer codes: no Python string per row is made."""
+    value_type = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
+        return None
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array)
+    categories = pd.Index(np.asarray(array.dictionary.to_pylist(), dtype=object), dtype=object)
+    if not categories.is_unique:  # pragma: no cover - a writer that repeats dictionary values
+        return None
+    codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return pd.Categorical.from_codes(codes, categories=categories)
+
+
+def read_file_frame(
+    path: str | Path,
+    *,
+    sep: str = ",",
+    categorical: Sequence[str] = (),
+    dtype_backend: Literal["numpy", "pyarrow"] = "numpy",
+    allow_empty: bool = False,
+) -> pd.DataFrame:
+    """Every column of a CSV (as text) or Parquet file, read under ``docs/reading.md``.
+
+    - ``categorical``: text columns that come as pandas Categoricals (dictionary-encoded by
+      Arrow): the same values, grouped on integer codes; Datafly passes its QIs here.
+    - ``dtype_backend="pyarrow"``: every column Arrow-backed (``pd.ArrowDtype``), as the
+      direct-match engine compares them, with no conversion to numpy or Python objects
+      (``categorical`` is then not used).
+    - ``allow_empty``: a file without records is returned as an empty frame (the direct-match
+      engine names the empty side itself); otherwise it is an :class:`EmptyDatasetError`.
+    """
+    p = Path(path)
+    table = read_columns(p, file_columns(p, sep=sep), sep=sep)
+    if table.num_rows == 0 and not allow_empty:
+        raise EmptyDatasetError(f"{p}: the table has no records")
+    if dtype_backend == "pyarrow":
+        arrow_frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
+        return arrow_frame
+    encoded: dict[str, pd.Categorical] = {}
+    for name in dict.fromkeys(categorical):
+        if name in table.column_names:
+            values = _categorical(table.column(name))
+            if values is not None:
+                encoded[name] = values
+    frame: pd.DataFrame = table.drop_columns(list(encoded)).to_pandas()
+    if encoded:
+        frame = pd.DataFrame(
+            {
+                name: encoded[name] if name in encoded else frame[name]
+                for name in table.column_names
+            },
+            index=frame.index,
+        )
+    return frame
+
+
+def portable_types(
+    columns: Sequence[sa.ColumnElement[Any]] | sa.ColumnCollection[str, Any],
+    exclude: Sequence[str] = (),
+) -> dict[str, sa.types.TypeEngine[Any]]:
+    """Column types of a reflected table that can be created again elsewhere.
+
+    Each type is made generic (``VARCHAR(40)`` -> ``String(40)``); enums and types without a
+    generic form are left out (the writer then picks one from the data).
+    """
+    out: dict[str, sa.types.TypeEngine[Any]] = {}
+    skip = set(exclude)
+    for column in columns:
+        name = str(column.name)
+        if name in skip:
+            continue
+        try:
+            generic = column.type.as_generic()
+        except NotImplementedError:
+            continue
+        if isinstance(generic, sa.Enum | sa.types.NullType):
+            continue
+        out[name] = generic
+    return out
+
+
+def read_sql_frame(
+    url: str | Engine,
+    *,
+    table: str | None = None,
+    sql: str | None = None,
+    schema: str | None = None,
+    fetch_rows: int = 100_000,
+) -> tuple[pd.DataFrame, dict[str, sa.types.TypeEngine[Any]]]:
+    """Every column of a table (or a ``SELECT``), and the portable types of a table's columns.
+
+    Rows are streamed in batches of ``fetch_rows``. The types are those of
+    :func:`portable_types` for a table, empty for a query.
+    """
+    what = source_label(table, sql)
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        source = open_source(conn, table, sql, schema)
+        types = portable_types(source.columns) if isinstance(source, sa.Table) else {}
+        keys = [str(c.name) for c in source.columns]
+        if len(set(keys)) != len(keys):
+            raise InvalidInputError("the source has duplicate column names; they must be unique")
+        result = conn.execution_options(stream_results=True).execute(sa.select(*source.columns))
+        frames: list[pd.DataFrame] = []
+        while True:
+            chunk = result.fetchmany(fetch_rows)
+            if not chunk:
+                break
+            frames.append(pd.DataFrame.from_records(chunk, columns=keys))
+    if not frames:
+        raise EmptyDatasetError(f"{what} has no records")
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return frame, types
