@@ -1,12 +1,12 @@
 """The sums over ``i = 1..u-1`` in Pitman's score equations, and the trigamma function.
 
-Pitman's maximum-likelihood fit (:mod:`reident_airflow.engine.pitman`, Hoshino 2001) needs,
-at every Newton step, five sums over the ``u - 1`` classes of a sample, and the trigamma
+Pitman's maximum-likelihood fit (:mod:`reident_airflow.engine.population_pitman`, Hoshino 2001)
+needs, at every Newton step, five sums over the ``u - 1`` classes of a sample, and the trigamma
 function over its distinct class sizes. :func:`u_sums` evaluates the sums in O(1) whatever
-``u`` (Euler-Maclaurin away from the pole ``theta + i alpha = 0``, term by term near it,
-a series in ``alpha/theta`` when the terms are nearly constant); :func:`u_sums_loop` (term by
-term) and :func:`u_sums_closed_form` (digamma) are the independent references the tests
-compare it with.
+``u`` (Euler-Maclaurin away from the pole ``theta + i alpha = 0``, term by term near it, a
+series in ``alpha/theta`` when the terms are nearly constant); :func:`u_sums_loop` (term by
+term) and :func:`u_sums_closed_form` (digamma) are the independent references the tests compare
+it with.
 
 An internal module of the engine: its names are imported by the engine's modules (and their
 tests) only.

@@ -19,10 +19,10 @@ Pitman and Zayatz reproduce ARX 3.9.2 (``ModelPitman``, ``ModelZayatz``) to ``re
 does Dankar's rule for ``sf <= 0.1``; above it ARX's SNB is never available for ``sf < 1`` and
 the rule may pick SNB where ARX picks Zayatz.
 
-The models live in their own modules (:mod:`~reident_airflow.engine.pitman`,
-:mod:`~reident_airflow.engine.zayatz`, :mod:`~reident_airflow.engine.snb`); this one resolves
-``N``, runs them and applies Dankar's rule. No pandas, no Airflow: numpy and scipy only.
-"""
+The models live in their own modules (:mod:`~reident_airflow.engine.population_pitman`,
+:mod:`~reident_airflow.engine.population_zayatz`,
+:mod:`~reident_airflow.engine.population_snb`); this one resolves ``N``, runs them and applies
+Dankar's rule. No pandas, no Airflow: numpy and scipy only."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ from numpy.typing import NDArray
 
 from reident_airflow.engine._model_input import PopulationEstimate, as_int, model_input
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.engine.pitman import pitman, pitman_estimate
-from reident_airflow.engine.snb import snb, snb_estimate
-from reident_airflow.engine.zayatz import zayatz, zayatz_estimate
+from reident_airflow.engine.population_pitman import pitman, pitman_estimate
+from reident_airflow.engine.population_snb import snb, snb_estimate
+from reident_airflow.engine.population_zayatz import zayatz, zayatz_estimate
 
 __all__ = [
     "DANKAR_THRESHOLD",

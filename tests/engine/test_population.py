@@ -537,7 +537,7 @@ def test_euler_maclaurin_run_equals_its_terms(i0: int, i1: int, y0: float, s: in
 
 
 def test_solve_2x2_matches_numpy() -> None:
-    from reident_airflow.engine.pitman import _solve_2x2
+    from reident_airflow.engine.population_pitman import _solve_2x2
 
     rng = np.random.default_rng(3)
     for _ in range(200):
@@ -558,7 +558,7 @@ def test_log_gamma_ratio_for_large_theta(theta: float, alpha: float) -> None:
     """log Gamma(theta+1)/Gamma(theta+alpha) against its asymptotic series (Bernoulli
     polynomials; the next term is below 1e-16 here), where a difference of gammaln values
     loses ~eps theta log theta."""
-    from reident_airflow.engine.pitman import _log_gamma_ratio
+    from reident_airflow.engine.population_pitman import _log_gamma_ratio
 
     b3 = alpha**3 - 1.5 * alpha**2 + 0.5 * alpha  # B_3(alpha); B_3(1) = 0
     b4 = alpha**4 - 2 * alpha**3 + alpha**2 - 1 / 30  # B_4(alpha); B_4(1) = -1/30
@@ -574,7 +574,7 @@ def test_log_gamma_ratio_for_large_theta(theta: float, alpha: float) -> None:
 def test_log_gamma_ratio_for_small_theta() -> None:
     from scipy import special
 
-    from reident_airflow.engine.pitman import _log_gamma_ratio
+    from reident_airflow.engine.population_pitman import _log_gamma_ratio
 
     for theta in (-0.3, 0.0, 0.5, 7.0, 300.0):
         for alpha in (0.31, 0.5, 0.99):
@@ -627,7 +627,7 @@ PITMAN_LARGE = {
 @pytest.mark.parametrize("key", sorted(PITMAN_LARGE))
 def test_pitman_large_histograms_unchanged(key: str) -> None:
     from reident_airflow.engine._model_input import model_input
-    from reident_airflow.engine.pitman import _pitman_root
+    from reident_airflow.engine.population_pitman import _pitman_root
 
     formula, s_max, big_n, root, uniques = PITMAN_LARGE[key]
     sizes = np.arange(1, s_max + 1, dtype=np.int64)
