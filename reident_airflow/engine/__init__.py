@@ -43,15 +43,7 @@ if TYPE_CHECKING:
         assess,
     )
     from reident_airflow.engine.attributes import AttributeRisk, attribute_risks
-    from reident_airflow.engine.classes import (
-        SUPPRESSION_MARKER,
-        ClassSizes,
-        ClassTable,
-        class_table_from_grouped,
-        encode_arrow_column,
-        encoded_columns,
-        validate_quasi_identifiers,
-    )
+    from reident_airflow.engine.classes import ClassSizes, ClassTable, class_table_from_grouped
     from reident_airflow.engine.datafly import DataflyAttempt, DataflyResult, DataflyStep
     from reident_airflow.engine.defaults import (
         DEFAULT_RECORD_THRESHOLD,
@@ -67,6 +59,12 @@ if TYPE_CHECKING:
         validate_target,
     )
     from reident_airflow.engine.diversity import LDiversity, l_diversity, validate_recursive_c
+    from reident_airflow.engine.encoding import (
+        SUPPRESSION_MARKER,
+        encode_arrow_column,
+        encoded_columns,
+        validate_quasi_identifiers,
+    )
     from reident_airflow.engine.errors import (
         AnonymizationInfeasibleError,
         EmptyDatasetError,
@@ -123,17 +121,15 @@ _HOMES: dict[str, str] = {
         ("Assessment", "Breach", "JournalistRisk", "Thresholds", "assess"), "assessment"
     ),
     **dict.fromkeys(("AttributeRisk", "attribute_risks"), "attributes"),
+    **dict.fromkeys(("ClassSizes", "ClassTable", "class_table_from_grouped"), "classes"),
     **dict.fromkeys(
         (
             "SUPPRESSION_MARKER",
-            "ClassSizes",
-            "ClassTable",
-            "class_table_from_grouped",
             "encode_arrow_column",
             "encoded_columns",
             "validate_quasi_identifiers",
         ),
-        "classes",
+        "encoding",
     ),
     **dict.fromkeys(("DataflyAttempt", "DataflyResult", "DataflyStep"), "datafly"),
     **dict.fromkeys(

@@ -29,14 +29,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from reident_airflow.engine.classes import (
-    ClassTable,
-    EncodedColumns,
-    class_table_of,
-    encode_frame,
-    encode_series,
-    group_codes,
-)
+from reident_airflow.engine.classes import ClassTable, class_table_of, group_codes
+from reident_airflow.engine.encoding import EncodedColumns, encode_frame, encode_series
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 if TYPE_CHECKING:  # pandas is loaded by the function that uses it

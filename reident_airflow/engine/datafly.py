@@ -45,7 +45,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from reident_airflow.engine.classes import encode_series, group_codes, validate_quasi_identifiers
+from reident_airflow.engine.classes import group_codes
+from reident_airflow.engine.encoding import encode_series, validate_quasi_identifiers
 from reident_airflow.engine.errors import (
     AnonymizationInfeasibleError,
     EmptyDatasetError,

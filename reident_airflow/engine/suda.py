@@ -57,7 +57,8 @@ import pandas as pd
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from reident_airflow.engine.classes import SUPPRESSION_MARKER, ClassTable
+from reident_airflow.engine.classes import ClassTable
+from reident_airflow.engine.encoding import SUPPRESSION_MARKER
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = ["MAX_KEYS", "SudaResult", "missing_codes", "suda2"]

@@ -1,0 +1,249 @@
+"""Value codes: each quasi-identifier column's values as dense integer codes.
+
+Every grouping works on codes, never on values (metrics.md §1). A small-range integer column
+is coded by offset (``value - min``); anything else by hashing (Arrow dictionary encoding or
+:func:`pandas.factorize`). All missing values of a column share one code (a missing value is
+a value of its own, as in ARX), and the code of the suppression marker ``*`` is noted, so
+that :func:`~reident_airflow.engine.classes.class_table_of` can exclude fully suppressed
+records. :class:`EncodedColumns` bundles the codes of several columns with their
+dictionaries (kept for joins, never written to any output).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from reident_airflow.engine.errors import InvalidInputError
+
+if TYPE_CHECKING:  # pandas and Arrow are loaded by the functions that use them
+    import pandas as pd
+    import pyarrow as pa
+
+__all__ = [
+    "SUPPRESSION_MARKER",
+    "EncodedColumns",
+    "encode_arrow",
+    "encode_arrow_column",
+    "encode_frame",
+    "encode_series",
+    "encoded_columns",
+    "validate_quasi_identifiers",
+]
+
+IntArray = NDArray[np.int64]
+
+
+#: The value ARX writes for a suppressed cell; a record with it in every QI is excluded.
+SUPPRESSION_MARKER = "*"
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedColumns:
+    """Integer codes of some columns: one array per column, one code per row.
+
+    ``dictionaries[i][code]`` is the value a code stands for (missing values included); it is
+    kept for joins (population tables, generalization) and never written to any output.
+    ``marker_codes[i]`` is the code of the suppression marker ``*`` in column i, if present.
+    """
+
+    names: tuple[str, ...]
+    codes: tuple[IntArray, ...]
+    cardinalities: tuple[int, ...]
+    dictionaries: tuple[Any, ...]
+    marker_codes: tuple[int | None, ...]
+
+    @property
+    def records(self) -> int:
+        return int(self.codes[0].shape[0]) if self.codes else 0
+
+
+def validate_quasi_identifiers(qis: Sequence[str], available: Sequence[str]) -> tuple[str, ...]:
+    """Check the QI list: non-empty, no duplicates, every name a column.
+
+    The error for an unknown name lists the available columns (names only).
+    """
+    names = tuple(qis)
+    if not names or any(not str(q).strip() for q in names):
+        raise InvalidInputError("no quasi-identifiers given: name at least one column")
+    seen: set[str] = set()
+    for q in names:
+        if q in seen:
+            raise InvalidInputError(f"quasi-identifier {q!r} is listed twice")
+        seen.add(q)
+    avail = list(available)
+    missing = [q for q in names if q not in avail]
+    if missing:
+        raise InvalidInputError(
+            f"unknown quasi-identifier{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)}; available columns: "
+            f"{', '.join(repr(a) for a in avail)}"
+        )
+    return names
+
+
+def _marker_code(dictionary: Any) -> int | None:
+    """Code of the suppression marker ``*`` in a dictionary of values, if present."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(dictionary, pa.Array):
+        if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
+            return None
+        pos = pc.index(dictionary, SUPPRESSION_MARKER).as_py()
+        return int(pos) if pos is not None and pos >= 0 else None
+    try:
+        hits = np.flatnonzero(np.asarray(dictionary, dtype=object) == SUPPRESSION_MARKER)
+    except (TypeError, ValueError):  # pragma: no cover - exotic dictionaries
+        return None
+    return int(hits[0]) if hits.size else None
+
+
+def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]:
+    """Dense codes for one column: ``(codes, cardinality, dictionary)``.
+
+    Integer columns with a small range are coded by offset (no hashing); everything else by
+    :func:`pandas.factorize`, where all missing values share one code.
+    """
+    import pandas as pd
+
+    if isinstance(values, pd.Series) and not pd.api.types.is_integer_dtype(values.dtype):
+        # not integers: hash; no NumPy copy (an Arrow string column would become objects)
+        return _factorized(values)
+    arr = values.to_numpy() if isinstance(values, pd.Series) else np.asarray(values)
+    n = arr.shape[0]
+    if arr.dtype.kind in "iu" and n:
+        lo = int(arr.min())
+        hi = int(arr.max())
+        span = hi - lo + 1
+        if span <= max(2 * n, 1 << 16):
+            codes = arr.astype(np.int64, copy=False) - lo
+            present = np.bincount(codes, minlength=span) > 0
+            if present.all():
+                return codes, span, np.arange(lo, hi + 1)
+            # keep codes dense so that cardinalities stay tight
+            remap = np.cumsum(present) - 1
+            return remap[codes].astype(np.int64), int(present.sum()), np.flatnonzero(present) + lo
+    return _factorized(arr)
+
+
+def _factorized(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]:
+    """Codes by hashing; every missing value (None, NaN, NA) shares one code."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), len(uniques), uniques
+
+
+def encode_frame(frame: pd.DataFrame, qis: Sequence[str]) -> EncodedColumns:
+    """Integer codes of the QI columns of a DataFrame (names validated first)."""
+    names = validate_quasi_identifiers(qis, [str(c) for c in frame.columns])
+    return encoded_columns(names, [encode_series(frame[name]) for name in names])
+
+
+def encoded_columns(
+    names: tuple[str, ...], parts: Sequence[tuple[IntArray, int, Any]]
+) -> EncodedColumns:
+    """Bundle per-column ``(codes, cardinality, dictionary)`` into :class:`EncodedColumns`."""
+    dicts = tuple(d for _, _, d in parts)
+    return EncodedColumns(
+        names=names,
+        codes=tuple(c for c, _, _ in parts),
+        cardinalities=tuple(card for _, card, _ in parts),
+        dictionaries=dicts,
+        marker_codes=tuple(_marker_code(d) for d in dicts),
+    )
+
+
+def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
+    """Dense codes for one Arrow column: ``(codes, cardinality, dictionary)``.
+
+    Dictionary columns (Parquet ``read_dictionary``) reuse their dictionary; integer columns
+    without nulls are coded by offset; anything else is dictionary-encoded by hashing. Nulls
+    share one code.
+
+    Codes are written chunk by chunk into one preallocated array: no concatenated copy of the
+    column is made first.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    n = len(column)
+    if pa.types.is_integer(column.type) and column.null_count == 0:
+        if n == 0:
+            return encode_series(column.to_numpy())
+        bounds = pc.min_max(column)
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        span = hi - lo + 1
+        if hi < 1 << 63 and span <= max(2 * n, 1 << 16):
+            codes = np.empty(n, dtype=np.int64)
+            pos = 0
+            for chunk in column.chunks:
+                k = len(chunk)
+                if k:
+                    # computed in int64: an int8 column spanning -128..127 must not wrap
+                    out = codes[pos : pos + k]
+                    np.subtract(chunk.to_numpy(), lo, out=out, dtype=np.int64, casting="unsafe")
+                pos += k
+            present = np.bincount(codes, minlength=span) > 0
+            if present.all():
+                return codes, span, np.arange(lo, hi + 1)
+            # keep codes dense so that cardinalities stay tight
+            remap = np.cumsum(present, dtype=np.int64) - 1
+            return remap[codes], int(present.sum()), np.flatnonzero(present) + lo
+        if hi < 1 << 63:
+            return encode_series(column.to_numpy())  # wide range: hashing
+        # values beyond int64 (uint64 from 2**63): hashed by Arrow below
+    if pa.types.is_dictionary(column.type) and any(
+        chunk.dictionary.null_count for chunk in column.chunks
+    ):
+        # a null inside a dictionary: Arrow cannot unify those; decode and encode again
+        column = column.cast(column.type.value_type)
+    if not pa.types.is_dictionary(column.type):
+        # nulls stay null indices (Arrow cannot unify dictionaries that contain a null); they
+        # all get one code below
+        column = pc.dictionary_encode(column)
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if column.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), 1, pa.array([], type=column.type.value_type)
+    column = column.unify_dictionaries()
+    dictionary = column.chunk(0).dictionary
+    card = len(dictionary)
+    codes = _dictionary_indices(column)
+    if column.null_count:
+        dictionary = pa.concat_arrays([dictionary, pa.nulls(1, type=dictionary.type)])
+        card += 1
+    return codes, card, dictionary
+
+
+def _dictionary_indices(column: pa.ChunkedArray) -> IntArray:
+    """The indices of a dictionary column with unified dictionaries, as one int64 array.
+
+    Copied chunk by chunk into one preallocated array; a null index becomes the dictionary's
+    length (one more code).
+    """
+    card = len(column.chunk(0).dictionary) if column.num_chunks else 0
+    out = np.empty(len(column), dtype=np.int64)
+    pos = 0
+    for chunk in column.chunks:
+        idx = chunk.indices
+        k = len(idx)
+        if idx.null_count:
+            idx = idx.fill_null(card)
+        if k:
+            np.copyto(out[pos : pos + k], idx.to_numpy(zero_copy_only=False), casting="unsafe")
+        pos += k
+    return out
+
+
+def encode_arrow(table: pa.Table, qis: Sequence[str]) -> EncodedColumns:
+    """Integer codes of the QI columns of an Arrow table (names validated first)."""
+    names = validate_quasi_identifiers(qis, table.column_names)
+    return encoded_columns(names, [encode_arrow_column(table.column(name)) for name in names])
