@@ -1,0 +1,177 @@
+"""Typed views of the direct-match and Datafly results (see :mod:`.view`, which exports them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Self
+
+from reident_airflow.report._format import is_number
+from reident_airflow.report._read import (
+    Checked,
+    Number,
+    bool_or_none,
+    mapping_or_none,
+    names,
+    number_or_none,
+    require_mapping,
+    string_or_none,
+)
+
+__all__ = ["ColumnProtection", "DataflyOutput", "DataflyStepView", "DataflyView", "DirectMatchView"]
+
+
+# ------------------------------------------------------------------------- direct match
+@dataclass(frozen=True)
+class ColumnProtection(Checked):
+    """One column's direct match protection ``P`` (0-100) and what it was computed from."""
+
+    column: str
+    protection: Number
+    matches: Number | None
+    distinct_avatar_values: Number | None
+
+
+@dataclass(frozen=True)
+class DirectMatchView(Checked):
+    """A ``reident.direct_match/v1`` result. ``columns`` is ``None`` when the result lists
+    none; columns without a name or a protection value are left out."""
+
+    schema: str | None
+    records: Number | None
+    protection: Number | None
+    target: Number | None
+    passed: bool | None
+    columns: tuple[ColumnProtection, ...] | None
+    below_target: tuple[str, ...]
+    key: str | None
+    only_in_original: tuple[str, ...]
+    only_in_avatar: tuple[str, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The view of a direct-match dict (:class:`InvalidInputError` if not a dict)."""
+        d = require_mapping(data, "a direct-match result")
+        raw = d.get("columns")
+        columns = None
+        if isinstance(raw, list) and raw:
+            columns = tuple(
+                ColumnProtection(
+                    str(c["column"]),
+                    c["protection"],
+                    number_or_none(c.get("matches")),
+                    number_or_none(c.get("distinct_avatar_values")),
+                )
+                for c in raw
+                if isinstance(c, Mapping)
+                and c.get("column") is not None
+                and is_number(c.get("protection"))
+            )
+        key = d.get("key")
+        return cls(
+            schema=string_or_none(d.get("schema")),
+            records=number_or_none(d.get("records")),
+            protection=number_or_none(d.get("protection")),
+            target=number_or_none(d.get("target")),
+            passed=bool_or_none(d.get("passed")),
+            columns=columns,
+            below_target=names(d.get("below_target")),
+            key=str(key) if key else None,
+            only_in_original=names(d.get("only_in_original")),
+            only_in_avatar=names(d.get("only_in_avatar")),
+        )
+
+
+# ------------------------------------------------------------------------------ Datafly
+@dataclass(frozen=True)
+class DataflyStepView(Checked):
+    """One Datafly step: the column generalized, its new level, the records then below k."""
+
+    generalized: str
+    level: Number | None
+    below_k: Number | None
+
+
+@dataclass(frozen=True)
+class DataflyOutput(Checked):
+    """Where the anonymized table was written."""
+
+    path: str | None
+    format: str | None
+    records: Number | None
+
+
+@dataclass(frozen=True)
+class DataflyView(Checked):
+    """A ``reident.datafly/v1`` result (or the engine's own dict, which has no ``passed``).
+
+    ``levels`` and ``steps`` are ``None`` when the result holds none; ``reached`` is whether
+    k was reached within the suppression limit.
+    """
+
+    schema: str | None
+    records: Number | None
+    k: Number | None
+    achieved_k: Number | None
+    suppressed_records: Number | None
+    suppression_limit: Number | None
+    passed: bool | None
+    levels: tuple[tuple[str, Number | None], ...] | None
+    top_levels: tuple[tuple[str, Number | None], ...]
+    precision: Number | None
+    discernibility: Number | None
+    steps: tuple[DataflyStepView, ...] | None
+    message: str | None
+    output: DataflyOutput | None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The view of a Datafly dict (:class:`InvalidInputError` if not a dict)."""
+        d = require_mapping(data, "a Datafly result")
+        levels, tops = mapping_or_none(d.get("levels")), mapping_or_none(d.get("top_levels")) or {}
+        loss = mapping_or_none(d.get("information_loss")) or {}
+        raw_steps, output = d.get("steps"), mapping_or_none(d.get("output"))
+        return cls(
+            schema=string_or_none(d.get("schema")),
+            records=number_or_none(d.get("records")),
+            k=number_or_none(d.get("k")),
+            achieved_k=number_or_none(d.get("achieved_k")),
+            suppressed_records=number_or_none(d.get("suppressed_records")),
+            suppression_limit=number_or_none(d.get("suppression_limit")),
+            passed=bool_or_none(d.get("passed")),
+            levels=None
+            if levels is None
+            else tuple((str(q), number_or_none(v)) for q, v in levels.items()),
+            top_levels=tuple((str(q), number_or_none(v)) for q, v in tops.items()),
+            precision=number_or_none(loss.get("precision")),
+            discernibility=number_or_none(loss.get("discernibility")),
+            steps=None
+            if not isinstance(raw_steps, list)
+            else tuple(
+                DataflyStepView(
+                    str(s.get("generalized")),
+                    number_or_none(s.get("level")),
+                    number_or_none(s.get("below_k")),
+                )
+                for s in raw_steps
+                if isinstance(s, Mapping)
+            ),
+            message=string_or_none(d.get("message")),
+            output=None
+            if output is None
+            else DataflyOutput(
+                None if output.get("path") is None else str(output.get("path")),
+                None if output.get("format") is None else str(output.get("format")),
+                number_or_none(output.get("records")),
+            ),
+        )
+
+    @property
+    def reached(self) -> bool | None:
+        """Whether k was reached: the result's ``passed``, else, for the engine's dict (levels
+        but no ``passed``), whether the smallest class is at least k; ``None`` if unknown."""
+        if self.passed is not None:
+            return self.passed
+        if self.k is not None and self.levels is not None:
+            return self.achieved_k is not None and self.achieved_k >= self.k
+        return None

@@ -1,0 +1,532 @@
+"""A typed, read-only view of the results the report and the summaries show.
+
+The JSON documents (``reident.assessment/v1``, ``reident.direct_match/v1``,
+``reident.datafly/v1``; ``docs/contract.md``) arrive as dicts: from the engine in the same
+process, or read back from a file written by another version, a hand-edited file, an XCom.
+The adapters that show them -- the HTML report, the plain-text summary, the notifiers -- read
+this view instead of walking the dict each on its own::
+
+    from reident_airflow.report.view import AssessmentView
+
+    view = AssessmentView.from_dict(payload)
+    view.prosecutor.highest_risk if view.prosecutor else None
+
+Building a view is where the shape is checked, once: every field holds a value of its declared
+type or ``None`` ("not in the result, or not of the expected type"), never a placeholder such
+as 0 or -1. A mapping of the wrong kind where a whole object was expected gives ``None`` for
+that object; a list's items of the wrong shape are left out. So holding a view proves every
+field typed, and a reader never needs ``isinstance`` or ``.get`` again. The classes are frozen
+dataclasses of tuples: a view cannot be changed after it is built, and a consumer cannot
+change the dict it came from through it.
+
+What the contract says about a metric that every reader needs -- which threshold gates it,
+whether its limit is a minimum or a maximum -- is :data:`THRESHOLDS` and :func:`threshold_of`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Self
+
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.report._format import is_number
+from reident_airflow.report._read import (
+    Checked,
+    Number,
+    bool_or_none,
+    mapping_or_none,
+    names,
+    number_or_none,
+    optional_view,
+    require_mapping,
+    string_or_none,
+)
+from reident_airflow.report._release_view import (
+    ColumnProtection,
+    DataflyOutput,
+    DataflyStepView,
+    DataflyView,
+    DirectMatchView,
+)
+
+__all__ = [
+    "MODEL_NAMES",
+    "POPULATION_MODELS",
+    "THRESHOLDS",
+    "AssessmentView",
+    "AttributeSet",
+    "BreachView",
+    "ColumnProtection",
+    "DankarView",
+    "DataflyOutput",
+    "DataflyStepView",
+    "DataflyView",
+    "DirectMatchView",
+    "DiversityView",
+    "IndividualRiskView",
+    "MarketerView",
+    "Number",
+    "PopulationEstimateView",
+    "PopulationView",
+    "RiskBand",
+    "RiskMeasures",
+    "SudaView",
+    "ThresholdSpec",
+    "threshold_of",
+]
+
+
+# ---------------------------------------------------------------------------- thresholds
+@dataclass(frozen=True)
+class ThresholdSpec:
+    """What one threshold of the gate checks (``Thresholds`` in the engine).
+
+    ``metric`` is the dotted name breaches carry (``l_diversity.<column>.distinct`` for
+    ``min_l``: one metric per sensitive column); ``minimum`` says whether the observed value
+    must be at least the limit (``k``, l) rather than at most; ``share`` whether both are
+    shares of records (risks) rather than counts.
+    """
+
+    name: str
+    metric: str
+    label: str
+    minimum: bool
+    share: bool
+
+
+#: The gate's thresholds in the order the report lists them (``docs/contract.md``).
+THRESHOLDS: Mapping[str, ThresholdSpec] = {
+    spec.name: spec
+    for spec in (
+        ThresholdSpec(
+            "max_highest_risk",
+            "prosecutor.highest_risk",
+            "Highest re-identification risk (prosecutor)",
+            minimum=False,
+            share=True,
+        ),
+        ThresholdSpec(
+            "max_average_risk",
+            "prosecutor.average_risk",
+            "Average re-identification risk (prosecutor)",
+            minimum=False,
+            share=True,
+        ),
+        ThresholdSpec(
+            "max_records_at_risk",
+            "prosecutor.records_at_risk",
+            "Records at risk",
+            minimum=False,
+            share=True,
+        ),
+        ThresholdSpec("min_k", "k", "Smallest class size k", minimum=True, share=False),
+        ThresholdSpec(
+            "max_global_risk",
+            "individual_risk.global_risk_share",
+            "Expected re-identifications (sampling weights), share of records",
+            minimum=False,
+            share=True,
+        ),
+        ThresholdSpec("min_l", "l_diversity", "Distinct l-diversity", minimum=True, share=False),
+    )
+}
+
+
+def threshold_of(metric: str) -> ThresholdSpec | None:
+    """The threshold that gates ``metric`` (a breach's metric name), or ``None``."""
+    if metric.startswith("l_diversity.") and metric.endswith(".distinct"):
+        return THRESHOLDS["min_l"]
+    return next((s for s in THRESHOLDS.values() if s.metric == metric), None)
+
+
+@dataclass(frozen=True)
+class BreachView(Checked):
+    """One breached threshold: the metric, its observed value and the limit it crossed."""
+
+    metric: str
+    observed: Number | None
+    limit: Number | None
+
+    @property
+    def is_minimum(self) -> bool:
+        """Whether the limit is a lower bound (``k``, l-diversity) rather than an upper one."""
+        spec = threshold_of(self.metric)
+        return spec is not None and spec.minimum
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls(
+            str(data.get("metric")),
+            number_or_none(data.get("observed")),
+            number_or_none(data.get("limit")),
+        )
+
+
+# ------------------------------------------------------------------------ the assessment
+@dataclass(frozen=True)
+class RiskMeasures(Checked):
+    """An attacker model's measures (``prosecutor``, ``journalist``): shares of records.
+
+    ``basis`` (journalist only) is what the measures rest on: ``"sample"``,
+    ``"population_table"`` or ``"sampling_weights"``; ``weight`` the weight column of the last.
+    """
+
+    highest_risk: Number | None
+    average_risk: Number | None
+    records_at_risk: Number | None
+    records_affected_by_highest_risk: Number | None
+    record_threshold: Number | None
+    basis: str | None = None
+    weight: str | None = None
+
+    @classmethod
+    def missing(cls) -> Self:
+        """Measures none of which the result holds (for reading a model that is absent)."""
+        return cls(None, None, None, None, None)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls(
+            number_or_none(data.get("highest_risk")),
+            number_or_none(data.get("average_risk")),
+            number_or_none(data.get("records_at_risk")),
+            number_or_none(data.get("records_affected_by_highest_risk")),
+            number_or_none(data.get("record_threshold")),
+            string_or_none(data.get("basis")),
+            None if data.get("weight") is None else str(data.get("weight")),
+        )
+
+
+@dataclass(frozen=True)
+class MarketerView(Checked):
+    """The marketer model: the expected share of records re-identified."""
+
+    risk: Number | None
+
+
+@dataclass(frozen=True)
+class PopulationEstimateView(Checked):
+    """One model's population uniques: a count and its share of the population N."""
+
+    uniques: Number | None
+    fraction: Number | None
+
+
+@dataclass(frozen=True)
+class DankarView(Checked):
+    """Dankar et al.'s choice: the estimate and the model that gave it (``"pitman"``,
+    ``"zayatz"``, ``"snb"``, or ``"dankar"`` when the sample has no unique)."""
+
+    uniques: Number | None
+    fraction: Number | None
+    model: str | None
+
+    @property
+    def model_name(self) -> str | None:
+        """The chosen model's display name; ``None`` for none of the three models."""
+        return None if self.model is None else MODEL_NAMES.get(self.model)
+
+
+#: The population models the contract names, with the label and source the report cites.
+POPULATION_MODELS: tuple[tuple[str, str, str], ...] = (
+    ("pitman", "Pitman", "Hoshino 2001"),
+    ("zayatz", "Zayatz", "Zayatz 1991"),
+    ("snb", "SNB", "Chen & McNulty 1998"),
+)
+#: Each population model's display name.
+MODEL_NAMES: Mapping[str, str] = {key: label for key, label, _ in POPULATION_MODELS}
+
+
+@dataclass(frozen=True)
+class PopulationView(Checked):
+    """Population uniqueness: N, the sampling fraction and each model's estimate."""
+
+    population_size: Number | None
+    sampling_fraction: Number | None
+    pitman: PopulationEstimateView | None
+    zayatz: PopulationEstimateView | None
+    snb: PopulationEstimateView | None
+    dankar: DankarView | None
+
+    def estimate(self, model: str) -> PopulationEstimateView | DankarView | None:
+        """The estimate of ``model`` (``"pitman"``, ``"zayatz"``, ``"snb"``, ``"dankar"``)."""
+        if model not in {"pitman", "zayatz", "snb", "dankar"}:
+            raise InvalidInputError(f"no population model {model!r}")
+        estimate: PopulationEstimateView | DankarView | None = getattr(self, model)
+        return estimate
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        def estimate(key: str) -> PopulationEstimateView | None:
+            e = mapping_or_none(data.get(key))
+            if e is None:
+                return None
+            return PopulationEstimateView(
+                number_or_none(e.get("uniques")), number_or_none(e.get("fraction"))
+            )
+
+        d = mapping_or_none(data.get("dankar"))
+        dankar = None
+        if d is not None:
+            model = str(d.get("model")) if d.get("model") else None
+            dankar = DankarView(
+                number_or_none(d.get("uniques")), number_or_none(d.get("fraction")), model
+            )
+        return cls(
+            number_or_none(data.get("population_size")),
+            number_or_none(data.get("sampling_fraction")),
+            estimate("pitman"),
+            estimate("zayatz"),
+            estimate("snb"),
+            dankar,
+        )
+
+
+@dataclass(frozen=True)
+class RiskBand(Checked):
+    """One of ARX's record-risk bands ``(lower, upper]`` and the share of records in it."""
+
+    lower: Number
+    upper: Number
+    records: Number
+
+
+@dataclass(frozen=True)
+class AttributeSet(Checked):
+    """A ranked quasi-identifier subset: distinction and separation (shares)."""
+
+    columns: tuple[str, ...]
+    distinction: Number | None
+    separation: Number | None
+
+
+@dataclass(frozen=True)
+class IndividualRiskView(Checked):
+    """Individual risk from sampling weights (``individual_risk``); ``lowest``,
+    ``estimated_population`` and ``method`` are ``None`` in results that predate them."""
+
+    weight: str | None
+    global_risk: Number | None
+    global_risk_share: Number | None
+    highest: Number | None
+    lowest: Number | None
+    records_above_threshold: Number | None
+    record_threshold: Number | None
+    estimated_population: Number | None
+    method: str | None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        weight = data.get("weight")
+        numbers = (
+            "global_risk",
+            "global_risk_share",
+            "highest",
+            "lowest",
+            "records_above_threshold",
+            "record_threshold",
+            "estimated_population",
+        )
+        return cls(
+            weight=None if weight is None else str(weight),
+            method=string_or_none(data.get("method")),
+            **{key: number_or_none(data.get(key)) for key in numbers},
+        )
+
+
+@dataclass(frozen=True)
+class DiversityView(Checked):
+    """l-diversity of one sensitive column (smallest l over the classes)."""
+
+    column: str
+    distinct: Number | None
+    entropy: Number | None
+    recursive: Number | None
+    c: Number | None
+    homogeneous_records: Number | None
+
+    @classmethod
+    def from_item(cls, column: Any, data: Any) -> Self:
+        d = mapping_or_none(data) or {}
+        keys = ("distinct", "entropy", "recursive", "c", "homogeneous_records")
+        return cls(str(column), *(number_or_none(d.get(k)) for k in keys))
+
+
+@dataclass(frozen=True)
+class SudaView(Checked):
+    """SUDA2's special uniques: counts, scores and each column's contribution (%)."""
+
+    records_with_msu: Number | None
+    max_score: Number | None
+    max_msu_size: Number | None
+    msus_by_size: tuple[Number | None, ...]
+    attribute_contributions: tuple[tuple[str, Number | None], ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        by_size = data.get("msus_by_size")
+        contrib = mapping_or_none(data.get("attribute_contributions")) or {}
+        return cls(
+            number_or_none(data.get("records_with_msu")),
+            number_or_none(data.get("max_score")),
+            number_or_none(data.get("max_msu_size")),
+            tuple(number_or_none(n) for n in by_size) if isinstance(by_size, list) else (),
+            tuple((str(k), number_or_none(v)) for k, v in contrib.items()),
+        )
+
+
+def _bands(raw: Any) -> tuple[RiskBand, ...]:
+    """The bands with their lower bounds (each band starts where the previous one ended)."""
+    if not isinstance(raw, list):
+        return ()
+    out: list[RiskBand] = []
+    lower: Number = 0.0
+    for band in raw:
+        b = mapping_or_none(band) or {}
+        upper, share = number_or_none(b.get("upper")), number_or_none(b.get("records"))
+        if upper is None:
+            continue
+        out.append(RiskBand(lower, float(upper), 0.0 if share is None else float(share)))
+        lower = float(upper)
+    return tuple(out)
+
+
+def _histogram(raw: Any) -> tuple[tuple[int, int], ...]:
+    """``(class size, classes)`` pairs, smallest size first; malformed pairs left out."""
+    if not isinstance(raw, list):
+        return ()
+    pairs = (
+        (int(item[0]), int(item[1]))
+        for item in raw
+        if isinstance(item, list | tuple)
+        and len(item) == 2
+        and is_number(item[0])
+        and is_number(item[1])
+    )
+    return tuple(sorted(pairs))
+
+
+def _attributes(raw: Any) -> tuple[AttributeSet, ...] | None:
+    """The ranking; ``None`` when the result holds none (missing or empty)."""
+    if not isinstance(raw, list) or not raw:
+        return None
+    items = (mapping_or_none(item) or {} for item in raw)
+    return tuple(
+        AttributeSet(
+            names(i.get("columns")),
+            number_or_none(i.get("distinction")),
+            number_or_none(i.get("separation")),
+        )
+        for i in items
+        if names(i.get("columns"))
+    )
+
+
+@dataclass(frozen=True)
+class AssessmentView(Checked):
+    """A ``reident.assessment/v1`` result, read once (see the module's docstring).
+
+    ``thresholds`` is ``None`` when the result does not say which thresholds were set (an
+    empty tuple: none were); its values are kept as the JSON gives them, since a limit the
+    report does not know is shown as written. ``attributes`` is ``None`` when the result
+    holds no ranking; ``l_diversity`` ``None`` when no sensitive column was measured.
+    ``ranked_attribute_sets`` is how many items the ranking had as written.
+    """
+
+    schema: str | None
+    quasi_identifiers: tuple[str, ...]
+    records: Number | None
+    classes: Number | None
+    k: Number | None
+    excluded_records: Number | None
+    prosecutor: RiskMeasures | None
+    journalist: RiskMeasures | None
+    marketer: MarketerView | None
+    sample_uniques: Number | None
+    population: PopulationView | None
+    risk_bands: tuple[RiskBand, ...]
+    class_size_histogram: tuple[tuple[int, int], ...]
+    attributes: tuple[AttributeSet, ...] | None
+    ranked_attribute_sets: int
+    individual_risk: IndividualRiskView | None
+    l_diversity: tuple[DiversityView, ...] | None
+    suda: SudaView | None
+    thresholds: tuple[tuple[str, Any], ...] | None
+    breaches: tuple[BreachView, ...]
+    passed: bool | None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """The view of an assessment dict (:class:`InvalidInputError` if not a dict)."""
+        a = require_mapping(data, "an assessment")
+        uniqueness = mapping_or_none(a.get("uniqueness")) or {}
+        thresholds = mapping_or_none(a.get("thresholds"))
+        diversity = mapping_or_none(a.get("l_diversity"))
+        raw_breaches = a.get("breaches") or []
+        raw_attributes = a.get("attributes")
+        return cls(
+            schema=string_or_none(a.get("schema")),
+            quasi_identifiers=names(a.get("quasi_identifiers")),
+            records=number_or_none(a.get("records")),
+            classes=number_or_none(a.get("classes")),
+            k=number_or_none(a.get("k")),
+            excluded_records=number_or_none(a.get("excluded_records")),
+            prosecutor=optional_view(RiskMeasures.from_dict, a.get("prosecutor")),
+            journalist=optional_view(RiskMeasures.from_dict, a.get("journalist")),
+            marketer=optional_view(
+                lambda m: MarketerView(number_or_none(m.get("risk"))), a.get("marketer")
+            ),
+            sample_uniques=number_or_none(uniqueness.get("sample_uniques")),
+            population=optional_view(PopulationView.from_dict, uniqueness.get("population")),
+            risk_bands=_bands(a.get("risk_distribution")),
+            class_size_histogram=_histogram(a.get("class_size_histogram")),
+            attributes=_attributes(raw_attributes),
+            ranked_attribute_sets=len(raw_attributes) if isinstance(raw_attributes, list) else 0,
+            individual_risk=optional_view(IndividualRiskView.from_dict, a.get("individual_risk")),
+            l_diversity=(
+                None
+                if diversity is None
+                else tuple(DiversityView.from_item(c, v) for c, v in diversity.items())
+            ),
+            suda=optional_view(SudaView.from_dict, a.get("suda")),
+            thresholds=None
+            if thresholds is None
+            else tuple((str(k), v) for k, v in thresholds.items()),
+            breaches=tuple(BreachView.from_dict(b) for b in raw_breaches if isinstance(b, Mapping))
+            if isinstance(raw_breaches, list | tuple)
+            else (),
+            passed=bool_or_none(a.get("passed")),
+        )
+
+    @property
+    def record_threshold(self) -> Number | None:
+        """The record-risk threshold of the prosecutor's "records at risk"."""
+        return None if self.prosecutor is None else self.prosecutor.record_threshold
+
+    @property
+    def complete(self) -> bool:
+        """Whether the result says how many records and classes were measured."""
+        return self.records is not None and self.classes is not None
+
+    def limit(self, name: str) -> Number | None:
+        """The limit set for threshold ``name`` (e.g. ``"min_k"``), if it is a number."""
+        value = dict(self.thresholds or ()).get(name)
+        return value if is_number(value) else None
+
+    def diversity_of(self, column: str) -> DiversityView | None:
+        """The l-diversity of sensitive ``column``, if measured."""
+        return next((d for d in self.l_diversity or () if d.column == column), None)
+
+    def observed(self, metric: str) -> Number | None:
+        """The observed value of a gated ``metric`` (a :class:`ThresholdSpec` metric name, or
+        ``l_diversity.<column>.distinct``); ``None`` when the result does not hold it."""
+        if metric == "k":
+            return self.k
+        head, _, rest = metric.partition(".")
+        if head == "l_diversity" and rest.endswith(".distinct"):
+            diversity = self.diversity_of(rest.removesuffix(".distinct"))
+            return None if diversity is None else diversity.distinct
+        part = {"prosecutor": self.prosecutor, "individual_risk": self.individual_risk}.get(head)
+        value = getattr(part, rest, None) if part is not None else None
+        return value if is_number(value) else None
