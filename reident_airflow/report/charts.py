@@ -220,18 +220,31 @@ def risk_distribution_chart(
                 if PARTLY not in colors:
                     above = sum(sh for sh, col in zip(shares, colors, strict=True) if col == RISK)
                     label += f": {above:.3g} % of the records above"
-                ax.annotate(
-                    label,
-                    xy=(1.0, y),
-                    xycoords=("axes fraction", "data"),
-                    xytext=(-2, 3),
-                    textcoords="offset points",
-                    ha="right",
-                    va="bottom",
-                    fontsize=8.5,
-                    color=RISK,
-                )
+                _label_line(ax, label, (1.0, y), ("axes fraction", "data"), (-2, 3), RISK)
         return _svg(fig, "risk-distribution", "Share of records per risk band")
+
+
+def _label_line(
+    ax: Axes,
+    text: str,
+    xy: tuple[float, float],
+    coords: tuple[str, str],
+    offset: tuple[float, float],
+    color: str | None = None,
+) -> None:
+    """Label a threshold line: ``text`` right-aligned just above ``xy`` (in ``coords``),
+    shifted by ``offset`` points."""
+    ax.annotate(
+        text,
+        xy=xy,
+        xycoords=coords,
+        xytext=offset,
+        textcoords="offset points",
+        ha="right",
+        va="bottom",
+        fontsize=8.5,
+        color=color,
+    )
 
 
 def _edge(x: float) -> str:
@@ -384,16 +397,7 @@ def direct_match_chart(columns: Sequence[tuple[str, float]], target: float | Non
         ax.set_xlim(min(0.0, math.floor(low)), 108)
         if target is not None:
             ax.axvline(target, color=INK, linestyle="--", linewidth=1.2)
-            ax.annotate(
-                f"target {target:g}",
-                xy=(target, 1.0),
-                xycoords=("data", "axes fraction"),
-                xytext=(-4, 2),
-                textcoords="offset points",
-                ha="right",
-                va="bottom",
-                fontsize=8.5,
-            )
+            _label_line(ax, f"target {target:g}", (target, 1.0), ("data", "axes fraction"), (-4, 2))
         ax.set_xlabel("column direct match protection (0 = every value kept, 100 = none)")
         _style_axes(ax, grid_axis="x")
         if target is not None:
@@ -425,15 +429,12 @@ def datafly_steps_chart(
         ax.set_ylim(0, top * 1.2 if top else 1)
         if suppression_limit is not None:
             ax.axhline(suppression_limit, color=INK, linestyle="--", linewidth=1.2)
-            ax.annotate(
+            _label_line(
+                ax,
                 f"suppression limit {suppression_limit:,}",
-                xy=(1.0, suppression_limit),
-                xycoords=("axes fraction", "data"),
-                xytext=(0, 3),
-                textcoords="offset points",
-                ha="right",
-                va="bottom",
-                fontsize=8.5,
+                (1.0, suppression_limit),
+                ("axes fraction", "data"),
+                (0, 3),
             )
         below_k = f"< {k:,}" if k is not None else "< k"
         ax.set_ylabel(f"records in classes {below_k}")
