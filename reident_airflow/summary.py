@@ -1,107 +1,147 @@
-"""Plain-text summaries of the JSON results, for terminals and task logs (aggregates only)."""
+"""Plain-text summaries of the JSON results, for terminals and task logs (aggregates only).
+
+The result is read through its typed view (:class:`~reident_airflow.report.view.AssessmentView`),
+the same one the HTML report reads, so a value the result does not hold prints as ``n/a``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from reident_airflow.report.view import AssessmentView, Number
 
 __all__ = ["assessment_summary"]
 
 
-def _pct(x: float | None) -> str:
+def _pct(x: Number | None) -> str:
     return "n/a" if x is None else f"{100.0 * x:.4g}%"
 
 
-def _num(x: float | None) -> str:
+def _num(x: Number | None) -> str:
     return "n/a" if x is None else f"{x:.6g}"
 
 
-def assessment_summary(a: dict[str, Any], *, top_attributes: int = 5) -> str:
-    """A readable report of a ``reident.assessment/v1`` dict."""
-    lines: list[str] = []
-    verdict = "PASSED" if a["passed"] else "BREACHED"
-    lines.append(f"Re-identification risk: {verdict}")
-    lines.append(f"  quasi-identifiers : {', '.join(a['quasi_identifiers'])}")
-    lines.append(
-        f"  records           : {a['records']:,}  in {a['classes']:,} classes  (k = {a['k']})"
-    )
-    if a.get("excluded_records"):
-        lines.append(f"  excluded          : {a['excluded_records']:,} fully suppressed records")
-    p = a["prosecutor"]
-    lines.append("Prosecutor model")
-    lines.append(f"  highest risk      : {_num(p['highest_risk'])}")
-    lines.append(f"  average risk      : {_num(p['average_risk'])}")
-    lines.append(
-        f"  records at risk   : {_pct(p['records_at_risk'])} (record risk > "
-        f"{_num(p['record_threshold'])})"
-    )
-    lines.append(f"  sample uniques    : {_pct(a['uniqueness']['sample_uniques'])}")
-    j = a["journalist"]
-    basis = "the sample (no population register given)" if j["basis"] == "sample" else j["basis"]
-    if j["basis"] == "sampling_weights":
-        basis = f"sampling weights (column {j.get('weight')!r})"
-    lines.append(f"Journalist model    : based on {basis}")
-    ind = a.get("individual_risk")
-    if ind:
-        lines.append(f"Individual risk (sampling weights in {ind['weight']!r})")
-        lines.append(
-            f"  expected re-identifications: {ind['global_risk']:.6g} "
-            f"({_pct(ind['global_risk_share'])} of records)"
-        )
-        lines.append(f"  highest record risk       : {_num(ind['highest'])}")
-    lines.append(f"Marketer risk       : {_num(a['marketer']['risk'])}")
-    pop = a["uniqueness"]["population"]
-    if pop is not None:
-        lines.append(
-            f"Population uniques (N = {pop['population_size']:,}, "
-            f"sampling fraction {_num(pop['sampling_fraction'])})"
-        )
-        for model in ("pitman", "zayatz", "snb", "dankar"):
-            est = pop.get(model)
-            if est is None:
-                lines.append(f"  {model:<8}: not available")
-                continue
-            extra = f"  (model: {est['model']})" if model == "dankar" else ""
-            lines.append(
-                f"  {model:<8}: {est['uniques']:.6g} uniques = {_pct(est['fraction'])} of N{extra}"
-            )
-    diversity = a.get("l_diversity") or {}
-    for column, ld in diversity.items():
-        lines.append(
-            f"l-diversity of {column!r}: distinct {ld['distinct']}, entropy "
-            f"{_num(ld['entropy'])}, recursive (c={_num(ld['c'])}) {ld['recursive']}"
-            + (
-                f"; {_pct(ld['homogeneous_records'])} of records in single-value classes"
-                if ld.get("homogeneous_records")
-                else ""
-            )
-        )
-    suda = a.get("suda")
-    if suda:
-        contrib = sorted(suda["attribute_contributions"].items(), key=lambda kv: -kv[1])
-        top = ", ".join(f"{k} {v:.3g}%" for k, v in contrib[:3])
-        lines.append(
-            f"Special uniques (SUDA2): {suda['records_with_msu']:,} records with an MSU, "
-            f"max score {_num(suda['max_score'])}; top contributions: {top}"
-        )
-    attrs = a.get("attributes") or []
-    if attrs:
-        lines.append(f"Most re-identifying column sets (of {len(attrs)} ranked)")
-        for item in attrs[:top_attributes]:
-            lines.append(
-                f"  {', '.join(item['columns'])}: distinction {_num(item['distinction'])}, "
-                f"separation {_num(item['separation'])}"
-            )
-    if a["thresholds"]:
-        lines.append("Gate")
-        breached = {b["metric"]: b for b in a["breaches"]}
-        for b in a["breaches"]:
-            minimum = b["metric"] == "k" or b["metric"].startswith("l_diversity.")
-            lines.append(
-                f"  BREACH {b['metric']}: {_num(b['observed'])} > limit {_num(b['limit'])}"
-                if not minimum
-                else f"  BREACH {b['metric']}: {int(b['observed'])} < minimum {int(b['limit'])}"
-            )
-        if not breached:
-            limits = ", ".join(f"{k}={_num(v)}" for k, v in a["thresholds"].items())
-            lines.append(f"  all thresholds met ({limits})")
+def _count(x: Number | None) -> str:
+    return "n/a" if x is None else f"{x:,}"
+
+
+def assessment_summary(a: Mapping[str, Any] | AssessmentView, *, top_attributes: int = 5) -> str:
+    """A readable report of a ``reident.assessment/v1`` dict (or of its view)."""
+    view = a if isinstance(a, AssessmentView) else AssessmentView.from_dict(a)
+    lines = [
+        f"Re-identification risk: {'PASSED' if view.passed else 'BREACHED'}",
+        f"  quasi-identifiers : {', '.join(view.quasi_identifiers)}",
+        f"  records           : {_count(view.records)}  in {_count(view.classes)} classes  "
+        f"(k = {'n/a' if view.k is None else view.k})",
+    ]
+    if view.excluded_records:
+        lines.append(f"  excluded          : {view.excluded_records:,} fully suppressed records")
+    lines += _models(view)
+    lines += _population(view)
+    lines += _optional_measures(view)
+    lines += _attributes(view, top_attributes)
+    lines += _gate(view)
     return "\n".join(lines) + "\n"
+
+
+def _models(view: AssessmentView) -> list[str]:
+    p, j = view.prosecutor, view.journalist
+    lines = ["Prosecutor model"]
+    if p is not None:
+        lines += [
+            f"  highest risk      : {_num(p.highest_risk)}",
+            f"  average risk      : {_num(p.average_risk)}",
+            f"  records at risk   : {_pct(p.records_at_risk)} (record risk > "
+            f"{_num(p.record_threshold)})",
+        ]
+    lines.append(f"  sample uniques    : {_pct(view.sample_uniques)}")
+    basis = j.basis if j is not None else None
+    if basis == "sample":
+        basis = "the sample (no population register given)"
+    elif basis == "sampling_weights":
+        basis = f"sampling weights (column {j.weight if j else None!r})"
+    lines.append(f"Journalist model    : based on {basis}")
+    ind = view.individual_risk
+    if ind is not None:
+        lines += [
+            f"Individual risk (sampling weights in {ind.weight!r})",
+            f"  expected re-identifications: {_num(ind.global_risk)} "
+            f"({_pct(ind.global_risk_share)} of records)",
+            f"  highest record risk       : {_num(ind.highest)}",
+        ]
+    marketer = view.marketer.risk if view.marketer is not None else None
+    lines.append(f"Marketer risk       : {_num(marketer)}")
+    return lines
+
+
+def _population(view: AssessmentView) -> list[str]:
+    pop = view.population
+    if pop is None:
+        return []
+    lines = [
+        f"Population uniques (N = {_count(pop.population_size)}, "
+        f"sampling fraction {_num(pop.sampling_fraction)})"
+    ]
+    for model in ("pitman", "zayatz", "snb", "dankar"):
+        est = pop.estimate(model)
+        if est is None:
+            lines.append(f"  {model:<8}: not available")
+            continue
+        extra = (
+            f"  (model: {pop.dankar.model})" if pop.dankar is not None and model == "dankar" else ""
+        )
+        lines.append(
+            f"  {model:<8}: {_num(est.uniques)} uniques = {_pct(est.fraction)} of N{extra}"
+        )
+    return lines
+
+
+def _optional_measures(view: AssessmentView) -> list[str]:
+    lines = []
+    for ld in view.l_diversity or ():
+        homogeneous = (
+            f"; {_pct(ld.homogeneous_records)} of records in single-value classes"
+            if ld.homogeneous_records
+            else ""
+        )
+        lines.append(
+            f"l-diversity of {ld.column!r}: distinct {ld.distinct}, entropy "
+            f"{_num(ld.entropy)}, recursive (c={_num(ld.c)}) {ld.recursive}{homogeneous}"
+        )
+    suda = view.suda
+    if suda is not None:
+        contrib = sorted(suda.attribute_contributions, key=lambda kv: -(kv[1] or 0))
+        top = ", ".join(f"{k} {v:.3g}%" if v is not None else f"{k} n/a" for k, v in contrib[:3])
+        lines.append(
+            f"Special uniques (SUDA2): {_count(suda.records_with_msu)} records with an MSU, "
+            f"max score {_num(suda.max_score)}; top contributions: {top}"
+        )
+    return lines
+
+
+def _attributes(view: AssessmentView, top: int) -> list[str]:
+    if not view.ranked_attribute_sets:
+        return []
+    lines = [f"Most re-identifying column sets (of {view.ranked_attribute_sets} ranked)"]
+    for item in (view.attributes or ())[:top]:
+        lines.append(
+            f"  {', '.join(item.columns)}: distinction {_num(item.distinction)}, "
+            f"separation {_num(item.separation)}"
+        )
+    return lines
+
+
+def _gate(view: AssessmentView) -> list[str]:
+    if not view.thresholds:
+        return []
+    lines = ["Gate"]
+    for b in view.breaches:
+        if b.is_minimum and b.observed is not None and b.limit is not None:
+            lines.append(f"  BREACH {b.metric}: {int(b.observed)} < minimum {int(b.limit)}")
+        else:
+            lines.append(f"  BREACH {b.metric}: {_num(b.observed)} > limit {_num(b.limit)}")
+    if not view.breaches:
+        limits = ", ".join(f"{k}={_num(view.limit(k))}" for k, _ in view.thresholds)
+        lines.append(f"  all thresholds met ({limits})")
+    return lines
