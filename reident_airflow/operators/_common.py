@@ -348,6 +348,24 @@ def _alert_from_task(context: Context, breach: ReidentificationBreach, logger: A
             logger.error("Breach alert NOT sent: %s", type(exc).__name__)
 
 
+def check_paths(
+    outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]
+) -> None:
+    """Before any work: no output path (``report_path``, ``target_path``) names an input or
+    another output, and each can be written (``report_path``'s directory may be missing: it
+    is created).
+
+    Object-storage URLs are not compared. A refusal is a configuration failure: nothing has
+    been read or written, and a retry cannot help.
+    """
+    from reident_airflow._atomic import check_outputs
+
+    try:
+        check_outputs(outputs, inputs, create_dirs=["report_path"])
+    except ReidentError as exc:
+        raise ReidentConfigurationError(str(exc)) from exc
+
+
 def as_configuration_error(exc: ReidentError) -> ReidentConfigurationError:
     """Input errors (bad column, empty table, bad threshold) fail now: a retry cannot help."""
     return ReidentConfigurationError(str(exc))

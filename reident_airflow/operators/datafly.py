@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from reident_airflow.engine.errors import (
 from reident_airflow.engine.hierarchies import Hierarchy
 from reident_airflow.operators._common import (
     as_configuration_error,
+    check_paths,
     local_file,
     parse_columns,
     parse_number,
@@ -54,6 +56,16 @@ def _parse_mapping(value: Any, field: str) -> dict[str, Any]:
     raise ReidentConfigurationError(
         f"{field} must be a mapping {{column: hierarchy}} (a dict, or its JSON text)"
     )
+
+
+def _hierarchy_files(specs: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """The files the hierarchy specs read, as ``(description, path)`` pairs."""
+    files: list[tuple[str, str | None]] = []
+    for column, spec in specs.items():
+        path = spec.get("path") if isinstance(spec, Mapping) else spec
+        if isinstance(path, str | os.PathLike):
+            files.append((f"the hierarchy file of {column}", os.fspath(path)))
+    return files
 
 
 def resolve_hierarchies(
@@ -302,7 +314,7 @@ class DataflyOperator(BaseOperator):
                     "overwrites its input"
                 )
         if self.target_path:
-            from reident_airflow.sources.writers import file_format, same_file
+            from reident_airflow.sources.writers import file_format
 
             if "://" in self.target_path:
                 raise ReidentConfigurationError(
@@ -313,11 +325,10 @@ class DataflyOperator(BaseOperator):
                 file_format(self.target_path)
             except ReidentError as exc:
                 raise as_configuration_error(exc) from None
-            if self.path and "://" not in self.path and same_file(self.path, self.target_path):
-                raise ReidentConfigurationError(
-                    f"target_path {self.target_path!r} is the source file: Datafly never "
-                    "overwrites its input"
-                )
+        check_paths(
+            [("target_path", self.target_path), ("report_path", self.report_path)],
+            [("the source file", self.path), *_hierarchy_files(hierarchies)],
+        )
         return {
             "qis": qis,
             "k": int(k),
@@ -386,7 +397,10 @@ class DataflyOperator(BaseOperator):
         except AnonymizationInfeasibleError as exc:
             report = infeasible_report(exc, len(frame), k)
             push_report(context, report)
-            self._html_report(report, context)
+            location = self._html_report(report, context)
+            if location:  # the alert and the XCom point to the evidence of the run
+                report = dict(report, report_location=location)
+                push_report(context, report)
             raise ReidentificationBreach(
                 f"Datafly cannot anonymize {self._where()!r}: {exc}",
                 breaches=[
@@ -428,18 +442,20 @@ class DataflyOperator(BaseOperator):
         self._html_report(report, context)
         return report
 
-    def _html_report(self, report: dict[str, Any], context: Context) -> None:
-        if self.report_path:
-            from reident_airflow.report.runs import operator_report
+    def _html_report(self, report: dict[str, Any], context: Context) -> str | None:
+        """Write the HTML report when ``report_path`` is set; its location, or None."""
+        if not self.report_path:
+            return None
+        from reident_airflow.report.runs import operator_report
 
-            operator_report(
-                self.report_path,
-                report,
-                kind="datafly",
-                context=context,
-                source=self._where(),
-                logger=self.log,
-            )
+        return operator_report(
+            self.report_path,
+            report,
+            kind="datafly",
+            context=context,
+            source=self._where(),
+            logger=self.log,
+        )
 
     def _where(self) -> str:
         return str(self.table or ("query" if self.sql else self.path))

@@ -16,6 +16,7 @@ from reident_airflow.operators._common import (
     act_on_breach,
     as_configuration_error,
     check_choice,
+    check_paths,
     local_file,
     parse_columns,
     parse_number,
@@ -165,6 +166,10 @@ class DirectMatchProtectionOperator(BaseOperator):
         except ReidentError as exc:
             raise as_configuration_error(exc) from None
         columns = None if self.columns in (None, "") else parse_columns(self.columns, "columns")
+        check_paths(
+            [("report_path", self.report_path)],
+            [("the original file", self.original_path), ("the avatar file", self.avatar_path)],
+        )
         return {"key": key, "target": target, "columns": columns}
 
     def _frame(self, table: str | None, path: str | None, conn_id: str | None, schema: Any) -> Any:

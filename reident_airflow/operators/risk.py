@@ -17,6 +17,7 @@ from reident_airflow.operators._common import (
     act_on_breach,
     as_configuration_error,
     check_choice,
+    check_paths,
     local_file,
     parse_columns,
     parse_number,
@@ -198,6 +199,7 @@ class ReidentificationRiskOperator(BaseOperator):
         if thresholds.min_l is not None and not sensitive:
             raise ReidentConfigurationError("min_l gates l-diversity: give sensitive columns")
         recursive_c = parse_number(self.recursive_c, "recursive_c")
+        check_paths([("report_path", self.report_path)], [("the source file", self.path)])
         return {
             "weight": weight or None,
             "sensitive": sensitive,
