@@ -479,6 +479,32 @@ def _ssl_context(extra: Mapping[str, Any]) -> ssl.SSLContext:
     return context
 
 
+#: Where an exception remembers the destinations already alerted about it.
+_ALERTED_ATTR = "_reident_alerted"
+
+
+def _first_alert(exc: Any, destination: tuple[Any, ...]) -> bool:
+    """Record that ``exc`` was alerted to ``destination``; False when it was already.
+
+    Airflow hands the same exception to every failure callback of the task (its own and the
+    DAG's ``default_args``), and the operator hands one breach to each notifier on a skip or
+    a warn, so a notifier wired twice alerts once per destination.
+    """
+    if not isinstance(exc, BaseException):
+        return True
+    sent = getattr(exc, _ALERTED_ATTR, None)
+    if not isinstance(sent, set):
+        sent = set()
+        try:
+            setattr(exc, _ALERTED_ATTR, sent)
+        except AttributeError:  # pragma: no cover - an exception without attributes
+            return True
+    if destination in sent:
+        return False
+    sent.add(destination)
+    return True
+
+
 class ReidentBreachNotifier(BaseNotifier):
     """Alert on a failed release gate, by webhook and/or e-mail; use as ``on_failure_callback``.
 
@@ -590,6 +616,13 @@ class ReidentBreachNotifier(BaseNotifier):
                 "Re-identification breach (outcome %r); no alert (outcomes=%r)",
                 payload["outcome"],
                 self.outcomes,
+            )
+            return
+        destination = (self.webhook_conn_id, self.smtp_conn_id, tuple(_recipients(self.to)))
+        if not _first_alert(context.get("exception"), destination):
+            self.log.info(
+                "Alert already sent to the same destination for this failure; not sent "
+                "twice (is the notifier wired twice?)"
             )
             return
         if self.webhook_conn_id:

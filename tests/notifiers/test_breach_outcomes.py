@@ -183,3 +183,32 @@ def test_a_passing_gate_and_a_gate_without_notifier_send_nothing(
     )  # fmt: skip
     _, ti, exc = run(bare)
     assert exc is None and "report_location" not in ti.pushed[REPORT_XCOM_KEY]
+
+
+@pytest.mark.parametrize("outcome", ["fail", "warn"])
+def test_a_notifier_wired_twice_alerts_once(
+    outcome: str, tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listed twice, as when it sits in the DAG's default_args and on the task. Before the fix
+    # (5c2dca3) each listing posted its own alert.
+    once = notifier(webhook_server, monkeypatch)
+    op = gate(tmp_path, outcome, once)
+    op.on_failure_callback = [once, once]
+    context, _, exc = run(op)
+    if outcome == "fail":  # what Airflow does next: every failure callback, one exception
+        for callback in op.on_failure_callback:
+            callback({**context, "exception": exc})
+    assert_one_alert(webhook_server, outcome, str(tmp_path / "report.html"))
+
+
+def test_two_notifiers_to_different_destinations_both_alert(
+    tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = notifier(webhook_server, monkeypatch)
+    conn = {"conn_type": "http", "host": webhook_server.host, "port": webhook_server.port}
+    monkeypatch.setenv("AIRFLOW_CONN_OTHER_HOOK", json.dumps(conn))
+    second = ReidentBreachNotifier(webhook_conn_id="other_hook", timeout=5)
+    op = gate(tmp_path, "warn", first)
+    op.on_failure_callback = [first, second]
+    run(op)
+    assert len(webhook_server.requests) == 2
