@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
     from reident_airflow.engine.suda import SudaResult
 
 __all__ = ["SCHEMA", "Assessment", "Breach", "JournalistRisk", "Thresholds", "assess"]
+
+IntArray = NDArray[np.int64]
 
 SCHEMA = "reident.assessment/v1"
 
@@ -280,23 +285,153 @@ def assess(
     SUDA2 special uniques (§6, MSUs up to ``suda_max_msu_size`` keys, default all).
     """
     if isinstance(table, ClassSizes):
-        needs = [
-            name
-            for name, wanted in (
-                ("the QI ranking", attributes),
-                ("a population register", population_table is not None),
-                ("sampling weights", weights is not None),
-                ("sensitive columns", bool(sensitive)),
-                ("SUDA2", suda),
-            )
-            if wanted
-        ]
-        if needs:
-            raise InvalidInputError(
-                f"{', '.join(needs)} need(s) the class table, not only its size histogram"
-            )
+        _refuse_beyond_the_histogram(
+            attributes=attributes,
+            register=population_table is not None,
+            weights=weights is not None,
+            sensitive=bool(sensitive),
+            suda=suda,
+        )
     gate = thresholds if thresholds is not None else Thresholds()
-    if gate.max_global_risk is not None and weights is None:
+    _check_gate_inputs(gate, weights=weights is not None, sensitive=bool(sensitive))
+    c = validate_recursive_c(recursive_c)
+    sizes, counts = table.histogram()
+    prosecutor = sample_risk(sizes, counts, record_threshold)
+    register, big_n = _register_and_population_size(
+        table,
+        population_table,
+        prosecutor.records,
+        record_threshold=record_threshold,
+        population_size=population_size,
+        sampling_fraction=sampling_fraction,
+        region=region,
+    )
+    full = table if isinstance(table, ClassTable) else None
+    measured = _measure(
+        table,
+        full,
+        sizes=sizes,
+        counts=counts,
+        big_n=big_n,
+        record_threshold=record_threshold,
+        attributes=attributes,
+        max_subset_size=max_subset_size,
+        weights=weights,
+        sensitive=sensitive,
+        c=c,
+        suda=suda,
+        suda_max_msu_size=suda_max_msu_size,
+    )
+    return _assessment(table, sizes, counts, prosecutor, register, measured, gate)
+
+
+def _register_and_population_size(
+    table: ClassTable | ClassSizes,
+    population_table: ClassTable | None,
+    n: int,
+    *,
+    record_threshold: float,
+    population_size: int | None,
+    sampling_fraction: float | None,
+    region: str | None,
+) -> tuple[RegisterRisk | None, int | None]:
+    """The register's measures (with a register) and ``N`` of a sample of ``n`` records
+    (when ``N`` is described, or a register gives it: the register is then the population)."""
+    register = None
+    if population_table is not None:
+        from reident_airflow.engine.register import match_register, register_risk
+
+        assert isinstance(table, ClassTable)  # checked by the caller
+        register = register_risk(
+            table.sizes, match_register(table, population_table), record_threshold
+        )
+    no_size = population_size is None and sampling_fraction is None and region is None
+    if population_table is not None and no_size:
+        population_size = population_table.records
+    if population_size is None and sampling_fraction is None and region is None:
+        return register, None
+    from reident_airflow.engine.population import resolve_population_size
+
+    big_n = resolve_population_size(
+        n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
+    )
+    return register, big_n
+
+
+def _assessment(
+    table: ClassTable | ClassSizes,
+    sizes: IntArray,
+    counts: IntArray,
+    prosecutor: SampleRisk,
+    register: RegisterRisk | None,
+    measured: _Measured,
+    gate: Thresholds,
+) -> Assessment:
+    """The :class:`Assessment` of the measures, with the gate's verdict."""
+    n = prosecutor.records
+    k = int(sizes[0])
+    individual = measured.individual
+    return Assessment(
+        quasi_identifiers=table.quasi_identifiers,
+        records=n,
+        classes=prosecutor.classes,
+        k=k,
+        excluded_records=table.excluded_records,
+        class_size_histogram=tuple(
+            (int(s), int(c)) for s, c in zip(sizes.tolist(), counts.tolist(), strict=True)
+        ),
+        prosecutor=prosecutor,
+        journalist=JournalistRisk(
+            measures=prosecutor,
+            basis=(
+                "population_table"
+                if register is not None
+                else "sample"
+                if individual is None
+                else "sampling_weights"
+            ),
+            register=register,
+            individual=individual,
+        ),
+        marketer_risk=prosecutor.classes / n if register is None else register.marketer_risk,
+        sample_uniques=prosecutor.sample_uniques,
+        population=measured.population,
+        risk_distribution=risk_distribution(sizes, counts),
+        attributes=measured.ranking,
+        thresholds=gate,
+        breaches=gate.check(
+            prosecutor, k, individual=individual, diversity=measured.diversity or ()
+        ),
+        individual_risk=individual,
+        l_diversity=measured.diversity,
+        suda=measured.suda,
+    )
+
+
+def _refuse_beyond_the_histogram(
+    *, attributes: bool, register: bool, weights: bool, sensitive: bool, suda: bool
+) -> None:
+    """Refuse the measures that need the class table when only its histogram was given."""
+    needs = [
+        name
+        for name, wanted in (
+            ("the QI ranking", attributes),
+            ("a population register", register),
+            ("sampling weights", weights),
+            ("sensitive columns", sensitive),
+            ("SUDA2", suda),
+        )
+        if wanted
+    ]
+    if needs:
+        raise InvalidInputError(
+            f"{', '.join(needs)} need(s) the class table, not only its size histogram"
+        )
+
+
+def _check_gate_inputs(gate: Thresholds, *, weights: bool, sensitive: bool) -> None:
+    """A gate on a measure needs that measure's input."""
+    if gate.max_global_risk is not None and not weights:
         raise InvalidInputError(
             "a maximum global risk gates the individual risk from sampling weights: name the "
             "weight column"
@@ -305,35 +440,44 @@ def assess(
         raise InvalidInputError(
             "a minimum l gates the l-diversity of sensitive columns: name at least one"
         )
-    c = validate_recursive_c(recursive_c)
-    sizes, counts = table.histogram()
-    prosecutor = sample_risk(sizes, counts, record_threshold)
-    n = prosecutor.records
-    register = None
-    if population_table is not None:
-        from reident_airflow.engine.register import match_register, register_risk
 
-        assert isinstance(table, ClassTable)  # checked above
-        big_f = match_register(table, population_table)
-        register = register_risk(table.sizes, big_f, record_threshold)
-    no_size = population_size is None and sampling_fraction is None and region is None
-    if population_table is not None and no_size:  # the register is the population: N
-        population_size = population_table.records
-    big_n = None
-    if population_size is not None or sampling_fraction is not None or region is not None:
-        from reident_airflow.engine.population import resolve_population_size
 
-        big_n = resolve_population_size(
-            n, population_size=population_size, sampling_fraction=sampling_fraction, region=region
-        )
-    # The inputs are checked. On a large table the long array passes (during which numpy
-    # releases the GIL) are shared between a worker thread and this one: the QI ranking
-    # there, the population models (many small steps) here; with weights, the individual
-    # risk here and the l-diversity there before the ranking, else the l-diversity here.
+@dataclass(frozen=True)
+class _Measured:
+    """The measures beyond the sample's, as :func:`_measure` computes them."""
+
+    ranking: tuple[AttributeRisk, ...]
+    population: PopulationUniqueness | None
+    individual: IndividualRisk | None
+    diversity: tuple[LDiversity, ...] | None
+    suda: SudaResult | None
+
+
+def _measure(
+    table: ClassTable | ClassSizes,
+    full: ClassTable | None,
+    *,
+    sizes: IntArray,
+    counts: IntArray,
+    big_n: int | None,
+    record_threshold: float,
+    attributes: bool,
+    max_subset_size: int | None,
+    weights: ClassWeights | None,
+    sensitive: Mapping[str, ValueCounts] | None,
+    c: float,
+    suda: bool,
+    suda_max_msu_size: int | None,
+) -> _Measured:
+    """The QI ranking, population models, SUDA2, individual risk and l-diversity.
+
+    The inputs are checked. On a large table the long array passes (during which numpy
+    releases the GIL) are shared between a worker thread and this one: the QI ranking
+    there, the population models (many small steps) here; with weights, the individual
+    risk here and the l-diversity there before the ranking, else the l-diversity here.
+    """
     columns = list((sensitive or {}).values())
     there = columns if weights is not None else []
-
-    full = table if isinstance(table, ClassTable) else None
 
     def diversity_then_ranking() -> tuple[tuple[AttributeRisk, ...], list[LDiversity]]:
         if full is None:
@@ -367,38 +511,10 @@ def assess(
     elif full is not None:
         here = [l_diversity(v, full.sizes, c=c) for v in columns]
     ranking, done_there = ((), []) if beside is None else beside.result()
-    diversity = None if sensitive is None else tuple(here or done_there)
-    k = int(sizes[0])
-    return Assessment(
-        quasi_identifiers=table.quasi_identifiers,
-        records=n,
-        classes=prosecutor.classes,
-        k=k,
-        excluded_records=table.excluded_records,
-        class_size_histogram=tuple(
-            (int(s), int(c)) for s, c in zip(sizes.tolist(), counts.tolist(), strict=True)
-        ),
-        prosecutor=prosecutor,
-        journalist=JournalistRisk(
-            measures=prosecutor,
-            basis=(
-                "population_table"
-                if register is not None
-                else "sample"
-                if individual is None
-                else "sampling_weights"
-            ),
-            register=register,
-            individual=individual,
-        ),
-        marketer_risk=prosecutor.classes / n if register is None else register.marketer_risk,
-        sample_uniques=prosecutor.sample_uniques,
+    return _Measured(
+        ranking=ranking,
         population=population,
-        risk_distribution=risk_distribution(sizes, counts),
-        attributes=ranking,
-        thresholds=gate,
-        breaches=gate.check(prosecutor, k, individual=individual, diversity=diversity or ()),
-        individual_risk=individual,
-        l_diversity=diversity,
+        individual=individual,
+        diversity=None if sensitive is None else tuple(here or done_there),
         suda=special,
     )
