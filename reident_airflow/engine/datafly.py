@@ -311,49 +311,68 @@ def datafly(
         raise EmptyDatasetError("the table has no records: there is nothing to anonymize")
     k = _validate_k(k, n)
     limit = resolve_suppression_limit(suppression_limit, k, n)
-
     columns = [_encode_column(q, frame[q], hierarchies[q]) for q in names]
-    m = len(columns)
-
     # The base class table: every row grouped once on its level-0 codes.
     base_codes, base_sizes, row_class = group_codes(
         [c.row_codes for c in columns], [c.cards[0] for c in columns], return_inverse=True
     )
     assert row_class is not None
+    base = _Base(base_codes, base_sizes, row_class)
+    levels, steps = _search(columns, base, k=k, limit=limit, progress=progress)
+    return _release(frame, columns, base, levels, k=k, limit=limit, steps=steps)
 
+
+@dataclass(frozen=True, eq=False)
+class _Base:
+    """The base class table: level-0 code tuples, their sizes, and each row's class."""
+
+    codes: IntArray
+    sizes: IntArray
+    row_class: IntArray
+
+
+def _search(
+    columns: list[_Column],
+    base: _Base,
+    *,
+    k: int,
+    limit: int,
+    progress: Callable[[str], None] | None,
+) -> tuple[list[int], list[DataflyStep]]:
+    """Sweeney's greedy search: generalize the QI with the most distinct values one level at
+    a time until at most ``limit`` records are in classes below ``k``.
+
+    Returns the final level of every QI and the steps taken; raises
+    :class:`AnonymizationInfeasibleError` (with the best attempt) when every QI is at its top
+    level and still too many records are below ``k``.
+    """
+    m = len(columns)
     levels = [0] * m
-    cur_codes, cur_sizes = base_codes, base_sizes
+    cur_codes, cur_sizes = base.codes, base.sizes
     below = _below(cur_sizes, k)
     steps: list[DataflyStep] = []
     best = (below, 0)  # (records below k, number of steps) of the best state so far
     best_levels = list(levels)
     if progress is not None:
         progress(
-            f"step 0: {n:,} records in {cur_sizes.shape[0]:,} classes; "
+            f"step 0: {int(base.sizes.sum()):,} records in {cur_sizes.shape[0]:,} classes; "
             f"{below:,} records in classes below k={k} (limit {limit:,})"
         )
     while below > limit:
         candidates = [i for i in range(m) if levels[i] < columns[i].top]
         if not candidates:
             attempt = DataflyAttempt(
-                levels={names[i]: best_levels[i] for i in range(m)},
+                levels={columns[i].name: best_levels[i] for i in range(m)},
                 below_k=best[0],
                 suppression_limit=limit,
                 steps=tuple(steps[: best[1]]),
             )
-            raise AnonymizationInfeasibleError(
-                f"cannot reach k={k} within the suppression limit of {limit:,} records: with "
-                f"every quasi-identifier at its top level, {below:,} records remain in classes "
-                f"smaller than k (best attempt: {best[0]:,} records below k at levels "
-                f"{', '.join(f'{q}={lv}' for q, lv in attempt.levels.items())})",
-                best_attempt=attempt,
-            )
+            raise _infeasible(k, limit, below, attempt)
         # The QI with the most distinct values in the current generalized table; ties: the
         # first given. Generalization never drops a record, so a QI's distinct values at its
         # level are the distinct labels of the values present: ``cards[level]``.
         chosen = max(candidates, key=lambda i: (columns[i].cards[levels[i]], -i))
-        col = columns[chosen]
-        transition = col.transitions[levels[chosen]]
+        transition = columns[chosen].transitions[levels[chosen]]
         levels[chosen] += 1
         cards = [columns[i].cards[levels[i]] for i in range(m)]
         if transition is not None:
@@ -362,25 +381,54 @@ def datafly(
             ]
             cur_codes, cur_sizes, _ = group_codes(mapped, cards, weights=cur_sizes)
         else:  # not a tree at this level: regroup the base class table (always exact)
-            mapped = [columns[i].level_maps[levels[i]][base_codes[:, i]] for i in range(m)]
-            cur_codes, cur_sizes, _ = group_codes(mapped, cards, weights=base_sizes)
+            mapped = [columns[i].level_maps[levels[i]][base.codes[:, i]] for i in range(m)]
+            cur_codes, cur_sizes, _ = group_codes(mapped, cards, weights=base.sizes)
         below = _below(cur_sizes, k)
-        steps.append(DataflyStep(generalized=col.name, level=levels[chosen], below_k=below))
+        name = columns[chosen].name
+        steps.append(DataflyStep(generalized=name, level=levels[chosen], below_k=below))
         if below <= best[0]:
             best = (below, len(steps))
             best_levels = list(levels)
         if progress is not None:
             progress(
-                f"step {len(steps)}: generalized {col.name} to level {levels[chosen]}; "
+                f"step {len(steps)}: generalized {name} to level {levels[chosen]}; "
                 f"{below:,} records in classes below k"
             )
+    return levels, steps
 
-    # Apply the final levels: base classes -> final classes -> which rows survive.
-    final = [columns[i].level_maps[levels[i]][base_codes[:, i]] for i in range(m)]
+
+def _infeasible(
+    k: int, limit: int, below: int, attempt: DataflyAttempt
+) -> AnonymizationInfeasibleError:
+    """The error for a search that ended with every QI at its top level."""
+    return AnonymizationInfeasibleError(
+        f"cannot reach k={k} within the suppression limit of {limit:,} records: with "
+        f"every quasi-identifier at its top level, {below:,} records remain in classes "
+        f"smaller than k (best attempt: {attempt.below_k:,} records below k at levels "
+        f"{', '.join(f'{q}={lv}' for q, lv in attempt.levels.items())})",
+        best_attempt=attempt,
+    )
+
+
+def _release(
+    frame: pd.DataFrame,
+    columns: list[_Column],
+    base: _Base,
+    levels: list[int],
+    *,
+    k: int,
+    limit: int,
+    steps: list[DataflyStep],
+) -> DataflyResult:
+    """Apply the final levels: base classes -> final classes -> which rows survive; the
+    generalized table without the records of classes below ``k``, and its information loss."""
+    m = len(columns)
+    n = len(frame)
+    final = [columns[i].level_maps[levels[i]][base.codes[:, i]] for i in range(m)]
     _, final_sizes, base_to_final = group_codes(
         final,
         [columns[i].cards[levels[i]] for i in range(m)],
-        weights=base_sizes,
+        weights=base.sizes,
         return_inverse=True,
     )
     assert base_to_final is not None
@@ -389,14 +437,13 @@ def datafly(
     kept_sizes = final_sizes[~suppressed_class]
     achieved_k = int(kept_sizes.min()) if kept_sizes.size else None
 
-    keep_rows = ~suppressed_class[base_to_final][row_class]
+    keep_rows = ~suppressed_class[base_to_final][base.row_class]
     # pandas copy-on-write: neither form lets a change to ``table`` reach ``frame``
     table = frame.loc[keep_rows] if suppressed else frame.copy(deep=False)
     for i, col in enumerate(columns):
         row_codes = col.row_codes[keep_rows] if suppressed else col.row_codes
         table[col.name] = col.labels[levels[i]].take(col.level_maps[levels[i]][row_codes])
 
-    tops = {c.name: c.top for c in columns}
     ratios = [levels[i] / columns[i].top if columns[i].top else 0.0 for i in range(m)]
     precision = 1.0 - sum(ratios) / m
     discernibility = int((kept_sizes.astype(np.int64) ** 2).sum()) + suppressed * n
@@ -406,9 +453,9 @@ def datafly(
         achieved_k=achieved_k,
         suppression_limit=limit,
         suppressed_records=suppressed,
-        quasi_identifiers=names,
-        levels={names[i]: levels[i] for i in range(m)},
-        top_levels=tops,
+        quasi_identifiers=tuple(c.name for c in columns),
+        levels={columns[i].name: levels[i] for i in range(m)},
+        top_levels={c.name: c.top for c in columns},
         steps=tuple(steps),
         information_loss=InformationLoss(precision=precision, discernibility=discernibility),
         table=table,
