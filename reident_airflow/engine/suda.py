@@ -180,19 +180,7 @@ def suda2(
     """
     keys = table.quasi_identifiers
     m = len(keys)
-    if max_msu_size is None:
-        if m > MAX_KEYS:
-            raise InvalidInputError(
-                f"SUDA2 over {m} keys searches up to 2^{m} key sets: give a maximum MSU size "
-                f"(at most {MAX_KEYS} keys are searched exhaustively)"
-            )
-        limit = m
-    else:
-        if isinstance(max_msu_size, bool) or int(max_msu_size) != max_msu_size:
-            raise InvalidInputError(f"max MSU size must be a whole number, got {max_msu_size!r}")
-        if int(max_msu_size) < 1:
-            raise InvalidInputError(f"max MSU size must be >= 1, got {max_msu_size}")
-        limit = min(int(max_msu_size), m)
+    limit = _msu_limit(max_msu_size, m)
     big_m = max(m, 3)  # sdcMicro pads 1 or 2 keys with constant columns
     weight = [0.0] + [float(math.factorial(big_m - k)) for k in range(1, m + 1)]
     sizes = table.sizes
@@ -205,12 +193,7 @@ def suda2(
     uniq_codes = codes[unique_idx]
     u1 = int(unique_idx.shape[0])
     miss = missing_codes(table) if missing is None else tuple(tuple(x) for x in missing)
-    if len(miss) != m:
-        raise InvalidInputError(f"missing codes given for {len(miss)} of {m} keys")
-    valid = np.ones((u1, m), dtype=np.bool_)
-    for i, codes_i in enumerate(miss):
-        if codes_i:
-            valid[:, i] = ~np.isin(uniq_codes[:, i], np.asarray(codes_i, dtype=np.int64))
+    valid = _valid_values(miss, uniq_codes)
     any_missing = not bool(valid.all())
 
     score = np.zeros(u1, dtype=np.float64)
@@ -228,32 +211,12 @@ def suda2(
         for subset in combinations(range(m), k):
             cols = list(subset)
             valid_s = alive_valid[:, cols].all(axis=1) if any_missing else None
-            if k == 1:
-                inherited = np.zeros(alive.shape[0], dtype=np.bool_)
-            else:
-                parents = [previous[subset[:i] + subset[i + 1 :]] for i in range(k)]
-                inherited = parents[0].copy()
-                for p in parents[1:]:
-                    inherited |= p
+            inherited = _inherited(previous, subset, alive.shape[0])
             cand = ~inherited if valid_s is None else valid_s & ~inherited
             unique_s = inherited
             pos = np.flatnonzero(cand)
             if pos.shape[0]:
-                sub_cards = [cards[c] for c in cols]
-                product = math.prod(sub_cards)
-                if product < 1 << 62:
-                    own = _keys([alive_codes[c] for c in cols], sub_cards, pos)
-                    others = _keys([shared[c] for c in cols], sub_cards, None)
-                else:  # the key would overflow: number the distinct tuples first
-                    stacked = np.stack(
-                        [np.concatenate([shared[c], alive_codes[c][pos]]) for c in cols], axis=1
-                    )
-                    _, dense = np.unique(stacked, axis=0, return_inverse=True)
-                    dense = dense.reshape(-1).astype(np.int64)
-                    product = int(dense.max()) + 1
-                    others, own = dense[: -pos.shape[0]], dense[-pos.shape[0] :]
-                alone = _alone(others, own, product)
-                hit = pos[alone]
+                hit = pos[_unique_on(cols, alive_codes, shared, cards, pos)]
                 if hit.shape[0]:
                     unique_s = inherited.copy()
                     unique_s[hit] = True
@@ -275,6 +238,86 @@ def suda2(
             current = {s: a[keep] for s, a in current.items()}
         previous = current
 
+    return _result(tuple(keys), u, unique_idx, score, raw, msus, limit)
+
+
+def _inherited(
+    previous: dict[tuple[int, ...], BoolArray], subset: tuple[int, ...], alive: int
+) -> BoolArray:
+    """Which open records are already unique on a subset of ``subset`` one key smaller
+    (a fresh array: none for a single key)."""
+    if len(subset) == 1:
+        return np.zeros(alive, dtype=np.bool_)
+    parents = [previous[subset[:i] + subset[i + 1 :]] for i in range(len(subset))]
+    inherited = parents[0].copy()
+    for p in parents[1:]:
+        inherited |= p
+    return inherited
+
+
+def _msu_limit(max_msu_size: int | None, m: int) -> int:
+    """The largest MSU searched: ``max_msu_size`` checked, or every key up to :data:`MAX_KEYS`."""
+    if max_msu_size is None:
+        if m > MAX_KEYS:
+            raise InvalidInputError(
+                f"SUDA2 over {m} keys searches up to 2^{m} key sets: give a maximum MSU size "
+                f"(at most {MAX_KEYS} keys are searched exhaustively)"
+            )
+        return m
+    if isinstance(max_msu_size, bool) or int(max_msu_size) != max_msu_size:
+        raise InvalidInputError(f"max MSU size must be a whole number, got {max_msu_size!r}")
+    if int(max_msu_size) < 1:
+        raise InvalidInputError(f"max MSU size must be >= 1, got {max_msu_size}")
+    return min(int(max_msu_size), m)
+
+
+def _valid_values(miss: Sequence[Sequence[int]], uniq_codes: IntArray) -> BoolArray:
+    """Which key values of each unique record are values (not one of ``miss``'s codes)."""
+    u1, m = uniq_codes.shape
+    if len(miss) != m:
+        raise InvalidInputError(f"missing codes given for {len(miss)} of {m} keys")
+    valid = np.ones((u1, m), dtype=np.bool_)
+    for i, codes_i in enumerate(miss):
+        if codes_i:
+            valid[:, i] = ~np.isin(uniq_codes[:, i], np.asarray(codes_i, dtype=np.int64))
+    return valid
+
+
+def _unique_on(
+    cols: list[int],
+    alive_codes: list[IntArray],
+    shared: list[IntArray],
+    cards: list[int],
+    pos: IntArray,
+) -> BoolArray:
+    """Which candidates (``pos`` among the open unique records) are unique on the key set
+    ``cols``: their code tuple occurs in no shared class (size >= 2)."""
+    sub_cards = [cards[c] for c in cols]
+    product = math.prod(sub_cards)
+    if product < 1 << 62:
+        own = _keys([alive_codes[c] for c in cols], sub_cards, pos)
+        others = _keys([shared[c] for c in cols], sub_cards, None)
+    else:  # the key would overflow: number the distinct tuples first
+        stacked = np.stack([np.concatenate([shared[c], alive_codes[c][pos]]) for c in cols], axis=1)
+        _, dense = np.unique(stacked, axis=0, return_inverse=True)
+        dense = dense.reshape(-1).astype(np.int64)
+        product = int(dense.max()) + 1
+        others, own = dense[: -pos.shape[0]], dense[-pos.shape[0] :]
+    return _alone(others, own, product)
+
+
+def _result(
+    keys: tuple[str, ...],
+    u: int,
+    unique_idx: IntArray,
+    score: FloatArray,
+    raw: FloatArray,
+    msus: IntArray,
+    limit: int,
+) -> SudaResult:
+    """The :class:`SudaResult` of the unique records' scores and per-key raw scores."""
+    m = len(keys)
+    u1 = int(unique_idx.shape[0])
     scores = np.zeros(u, dtype=np.float64)
     scores[unique_idx] = score
     contributions = np.zeros((u, m), dtype=np.float64)
@@ -284,7 +327,7 @@ def suda2(
     per_key = raw.sum(axis=0)
     attribute = tuple((100.0 * float(per_key[i]) / total) if total > 0 else 0.0 for i in range(m))
     return SudaResult(
-        keys=tuple(keys),
+        keys=keys,
         records_with_msu=int(has.sum()),
         max_score=float(score.max()) if u1 else 0.0,
         total_score=total,
