@@ -405,12 +405,7 @@ def aggregate_grouped(
     names = tuple(qis)
     extra = dict(value_counts or {})
     frames = [counts, *extra.values()]
-    for f in frames:
-        absent = [c for c in (*names, count_column) if c not in f.columns]
-        if absent:
-            raise InvalidInputError(f"grouped result lacks column(s) {absent}")
-    if len(counts) == 0:
-        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    _check_grouped(frames, (*names, count_column))
     lengths = [len(f) for f in frames]
     stacked = pd.concat([f[list(names)] for f in frames], ignore_index=True)
     encoded = encode_frame(stacked, names)
@@ -437,27 +432,13 @@ def aggregate_grouped(
     pairs: dict[str, PairCounts] = {}
     for i, (name, frame) in enumerate(extra.items(), start=1):
         cls_all = inverse[bounds[i] : bounds[i + 1]]
-        cnt = frame[count_column].to_numpy(dtype=np.int64)
-        if not present[cls_all[cnt > 0]].all():
+        counted = frame[count_column].to_numpy(dtype=np.int64)
+        if not present[cls_all[counted > 0]].all():
             raise InvalidInputError(
                 f"the value counts of {name!r} hold classes the table does not: the queries "
                 "saw different data"
             )
-        cls = remap[cls_all]
-        value_codes, card, _ = encode_series(frame[name])
-        key = cls * max(card, 1) + value_codes
-        uniq, pos = np.unique(key, return_inverse=True)
-        merged = np.bincount(pos.reshape(-1), weights=cnt, minlength=uniq.shape[0])
-        keep = merged > 0
-        pair_cls = uniq[keep] // max(card, 1)
-        pair_cnt = merged[keep].astype(np.int64)
-        per_class = np.bincount(pair_cls, weights=pair_cnt, minlength=sizes.shape[0])
-        if not np.array_equal(per_class.astype(np.int64), sizes):
-            raise InvalidInputError(
-                f"the value counts of {name!r} do not add up to the class sizes: the queries "
-                "saw different data"
-            )
-        pairs[name] = PairCounts(pair_cnt, classes=pair_cls.astype(np.int64))
+        pairs[name] = _merged_pairs(name, frame[name], remap[cls_all], counted, sizes)
     return build_aggregates(
         encoded,
         class_codes,
@@ -466,3 +447,35 @@ def aggregate_grouped(
         weight_column=weight,
         pairs=pairs,
     )
+
+
+def _check_grouped(frames: Sequence[pd.DataFrame], columns: Sequence[str]) -> None:
+    """Every grouped result has the QI and count columns; the first has rows."""
+    for f in frames:
+        absent = [c for c in columns if c not in f.columns]
+        if absent:
+            raise InvalidInputError(f"grouped result lacks column(s) {absent}")
+    if len(frames[0]) == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+
+
+def _merged_pairs(
+    name: str, values: pd.Series, cls: IntArray, counted: IntArray, sizes: IntArray
+) -> PairCounts:
+    """One sensitive column's (class, value) pairs from grouped rows: rows that meet in one
+    pair (two spellings of a missing value) merged, empty pairs dropped, ordered by class;
+    the counts must add up to the class sizes (else the queries saw different data)."""
+    value_codes, card, _ = encode_series(values)
+    key = cls * max(card, 1) + value_codes
+    uniq, pos = np.unique(key, return_inverse=True)
+    merged = np.bincount(pos.reshape(-1), weights=counted, minlength=uniq.shape[0])
+    keep = merged > 0
+    pair_cls = uniq[keep] // max(card, 1)
+    pair_cnt = merged[keep].astype(np.int64)
+    per_class = np.bincount(pair_cls, weights=pair_cnt, minlength=sizes.shape[0])
+    if not np.array_equal(per_class.astype(np.int64), sizes):
+        raise InvalidInputError(
+            f"the value counts of {name!r} do not add up to the class sizes: the queries "
+            "saw different data"
+        )
+    return PairCounts(pair_cnt, classes=pair_cls.astype(np.int64))
