@@ -24,243 +24,122 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from reident_airflow.engine.aggregates import (
-        ClassAggregates,
-        ClassWeights,
-        PairCounts,
-        ValueCounts,
-        aggregate_grouped,
-        build_aggregates,
-        check_extra_columns,
-        check_weight_counts,
-    )
-    from reident_airflow.engine.assessment import (
-        Assessment,
-        Breach,
-        JournalistRisk,
-        Thresholds,
-        assess,
-    )
-    from reident_airflow.engine.attributes import AttributeRisk, attribute_risks
-    from reident_airflow.engine.classes import ClassSizes, ClassTable, class_table_from_grouped
-    from reident_airflow.engine.datafly import DataflyAttempt, DataflyResult, DataflyStep
-    from reident_airflow.engine.defaults import (
-        DEFAULT_RECORD_THRESHOLD,
-        DEFAULT_RECURSIVE_C,
-        DEFAULT_TARGET,
-    )
-    from reident_airflow.engine.direct_match import (
-        ColumnProtection,
-        DirectMatchResult,
-        column_protection,
-        direct_match_from_counts,
-        direct_match_protection,
-        validate_target,
-    )
-    from reident_airflow.engine.diversity import LDiversity, l_diversity, validate_recursive_c
-    from reident_airflow.engine.encoding import (
-        SUPPRESSION_MARKER,
-        encode_arrow_column,
-        encoded_columns,
-        validate_quasi_identifiers,
-    )
-    from reident_airflow.engine.errors import (
-        AnonymizationInfeasibleError,
-        EmptyDatasetError,
-        HierarchyError,
-        InvalidInputError,
-        ReidentError,
-        ThresholdBreached,
-    )
-    from reident_airflow.engine.hierarchies import (
-        Hierarchy,
-        date_hierarchy,
-        interval_hierarchy,
-        load_hierarchy,
-        masking_hierarchy,
-    )
-    from reident_airflow.engine.individual_risk import IndividualRisk
-    from reident_airflow.engine.population import (
-        REGIONS,
-        DankarEstimate,
-        PopulationEstimate,
-        PopulationUniqueness,
-        pitman,
-        population_uniqueness,
-        resolve_population_size,
-        snb,
-        zayatz,
-    )
-    from reident_airflow.engine.register import RegisterRisk, match_register, register_risk
-    from reident_airflow.engine.sample import (
-        RiskBand,
-        SampleRisk,
-        risk_distribution,
-        sample_risk,
-        validate_threshold,
-    )
-    from reident_airflow.engine.suda import SudaResult, suda2
-
-#: Each public name and the module (under ``reident_airflow.engine``) that defines it.
-_HOMES: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "ClassAggregates",
-            "ClassWeights",
-            "PairCounts",
-            "ValueCounts",
-            "aggregate_grouped",
-            "build_aggregates",
-            "check_extra_columns",
-            "check_weight_counts",
-        ),
-        "aggregates",
+#: The modules (under ``reident_airflow.engine``) and the public names each one defines.
+_EXPORTS: dict[str, str] = {
+    "aggregates": (
+        "ClassAggregates ClassWeights PairCounts ValueCounts aggregate_grouped build_aggregates "
+        "check_extra_columns check_weight_counts"
     ),
-    **dict.fromkeys(
-        ("Assessment", "Breach", "JournalistRisk", "Thresholds", "assess"), "assessment"
+    "assessment": "Assessment Breach JournalistRisk Thresholds assess",
+    "attributes": "AttributeRisk attribute_risks",
+    "classes": "ClassSizes ClassTable class_table_from_grouped",
+    "datafly": "DataflyAttempt DataflyResult DataflyStep",
+    "defaults": "DEFAULT_RECORD_THRESHOLD DEFAULT_RECURSIVE_C DEFAULT_TARGET",
+    "direct_match": (
+        "ColumnProtection DirectMatchResult column_protection direct_match_from_counts "
+        "direct_match_protection validate_target"
     ),
-    **dict.fromkeys(("AttributeRisk", "attribute_risks"), "attributes"),
-    **dict.fromkeys(("ClassSizes", "ClassTable", "class_table_from_grouped"), "classes"),
-    **dict.fromkeys(
-        (
-            "SUPPRESSION_MARKER",
-            "encode_arrow_column",
-            "encoded_columns",
-            "validate_quasi_identifiers",
-        ),
-        "encoding",
+    "diversity": "LDiversity l_diversity validate_recursive_c",
+    "encoding": "SUPPRESSION_MARKER encode_arrow_column encoded_columns validate_quasi_identifiers",
+    "errors": (
+        "AnonymizationInfeasibleError EmptyDatasetError HierarchyError InvalidInputError "
+        "ReidentError ThresholdBreached"
     ),
-    **dict.fromkeys(("DataflyAttempt", "DataflyResult", "DataflyStep"), "datafly"),
-    **dict.fromkeys(
-        ("DEFAULT_RECORD_THRESHOLD", "DEFAULT_RECURSIVE_C", "DEFAULT_TARGET"), "defaults"
+    "hierarchies": "Hierarchy date_hierarchy interval_hierarchy load_hierarchy masking_hierarchy",
+    "individual_risk": "IndividualRisk",
+    "population": (
+        "REGIONS DankarEstimate PopulationEstimate PopulationUniqueness pitman "
+        "population_uniqueness resolve_population_size snb zayatz"
     ),
-    **dict.fromkeys(
-        (
-            "ColumnProtection",
-            "DirectMatchResult",
-            "column_protection",
-            "direct_match_from_counts",
-            "direct_match_protection",
-            "validate_target",
-        ),
-        "direct_match",
-    ),
-    **dict.fromkeys(("LDiversity", "l_diversity", "validate_recursive_c"), "diversity"),
-    **dict.fromkeys(
-        (
-            "AnonymizationInfeasibleError",
-            "EmptyDatasetError",
-            "HierarchyError",
-            "InvalidInputError",
-            "ReidentError",
-            "ThresholdBreached",
-        ),
-        "errors",
-    ),
-    **dict.fromkeys(
-        (
-            "Hierarchy",
-            "date_hierarchy",
-            "interval_hierarchy",
-            "load_hierarchy",
-            "masking_hierarchy",
-        ),
-        "hierarchies",
-    ),
-    **dict.fromkeys(("IndividualRisk",), "individual_risk"),
-    **dict.fromkeys(
-        (
-            "REGIONS",
-            "DankarEstimate",
-            "PopulationEstimate",
-            "PopulationUniqueness",
-            "pitman",
-            "population_uniqueness",
-            "resolve_population_size",
-            "snb",
-            "zayatz",
-        ),
-        "population",
-    ),
-    **dict.fromkeys(("RegisterRisk", "match_register", "register_risk"), "register"),
-    **dict.fromkeys(
-        ("RiskBand", "SampleRisk", "risk_distribution", "sample_risk", "validate_threshold"),
-        "sample",
-    ),
-    **dict.fromkeys(("SudaResult", "suda2"), "suda"),
+    "register": "RegisterRisk match_register register_risk",
+    "sample": "RiskBand SampleRisk risk_distribution sample_risk validate_threshold",
+    "suda": "SudaResult suda2",
 }
 
-__all__ = [
-    "DEFAULT_RECORD_THRESHOLD",
-    "DEFAULT_RECURSIVE_C",
-    "DEFAULT_TARGET",
-    "REGIONS",
-    "SUPPRESSION_MARKER",
-    "AnonymizationInfeasibleError",
-    "Assessment",
-    "AttributeRisk",
-    "Breach",
-    "ClassAggregates",
-    "ClassSizes",
-    "ClassTable",
-    "ClassWeights",
-    "ColumnProtection",
-    "DankarEstimate",
-    "DataflyAttempt",
-    "DataflyResult",
-    "DataflyStep",
-    "DirectMatchResult",
-    "EmptyDatasetError",
-    "Hierarchy",
-    "HierarchyError",
-    "IndividualRisk",
-    "InvalidInputError",
-    "JournalistRisk",
-    "LDiversity",
-    "PairCounts",
-    "PopulationEstimate",
-    "PopulationUniqueness",
-    "RegisterRisk",
-    "ReidentError",
-    "RiskBand",
-    "SampleRisk",
-    "SudaResult",
-    "ThresholdBreached",
-    "Thresholds",
-    "ValueCounts",
-    "aggregate_grouped",
-    "assess",
-    "attribute_risks",
-    "build_aggregates",
-    "check_extra_columns",
-    "check_weight_counts",
-    "class_table_from_grouped",
-    "column_protection",
-    "date_hierarchy",
-    "direct_match_from_counts",
-    "direct_match_protection",
-    "encode_arrow_column",
-    "encoded_columns",
-    "interval_hierarchy",
-    "l_diversity",
-    "load_hierarchy",
-    "masking_hierarchy",
-    "match_register",
-    "pitman",
-    "population_uniqueness",
-    "register_risk",
-    "resolve_population_size",
-    "risk_distribution",
-    "sample_risk",
-    "snb",
-    "suda2",
-    "validate_quasi_identifiers",
-    "validate_recursive_c",
-    "validate_target",
-    "validate_threshold",
-    "zayatz",
-]
+#: Each public name and the module that defines it.
+_HOMES: dict[str, str] = {
+    name: module for module, names in _EXPORTS.items() for name in names.split()
+}
+
+__all__ = sorted(_HOMES)
+
+if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads each name
+    from reident_airflow.engine.aggregates import ClassAggregates as ClassAggregates
+    from reident_airflow.engine.aggregates import ClassWeights as ClassWeights
+    from reident_airflow.engine.aggregates import PairCounts as PairCounts
+    from reident_airflow.engine.aggregates import ValueCounts as ValueCounts
+    from reident_airflow.engine.aggregates import aggregate_grouped as aggregate_grouped
+    from reident_airflow.engine.aggregates import build_aggregates as build_aggregates
+    from reident_airflow.engine.aggregates import check_extra_columns as check_extra_columns
+    from reident_airflow.engine.aggregates import check_weight_counts as check_weight_counts
+    from reident_airflow.engine.assessment import Assessment as Assessment
+    from reident_airflow.engine.assessment import Breach as Breach
+    from reident_airflow.engine.assessment import JournalistRisk as JournalistRisk
+    from reident_airflow.engine.assessment import Thresholds as Thresholds
+    from reident_airflow.engine.assessment import assess as assess
+    from reident_airflow.engine.attributes import AttributeRisk as AttributeRisk
+    from reident_airflow.engine.attributes import attribute_risks as attribute_risks
+    from reident_airflow.engine.classes import ClassSizes as ClassSizes
+    from reident_airflow.engine.classes import ClassTable as ClassTable
+    from reident_airflow.engine.classes import class_table_from_grouped as class_table_from_grouped
+    from reident_airflow.engine.datafly import DataflyAttempt as DataflyAttempt
+    from reident_airflow.engine.datafly import DataflyResult as DataflyResult
+    from reident_airflow.engine.datafly import DataflyStep as DataflyStep
+    from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD as DEFAULT_RECORD_THRESHOLD
+    from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C as DEFAULT_RECURSIVE_C
+    from reident_airflow.engine.defaults import DEFAULT_TARGET as DEFAULT_TARGET
+    from reident_airflow.engine.direct_match import ColumnProtection as ColumnProtection
+    from reident_airflow.engine.direct_match import DirectMatchResult as DirectMatchResult
+    from reident_airflow.engine.direct_match import column_protection as column_protection
+    from reident_airflow.engine.direct_match import (
+        direct_match_from_counts as direct_match_from_counts,
+    )
+    from reident_airflow.engine.direct_match import (
+        direct_match_protection as direct_match_protection,
+    )
+    from reident_airflow.engine.direct_match import validate_target as validate_target
+    from reident_airflow.engine.diversity import LDiversity as LDiversity
+    from reident_airflow.engine.diversity import l_diversity as l_diversity
+    from reident_airflow.engine.diversity import validate_recursive_c as validate_recursive_c
+    from reident_airflow.engine.encoding import SUPPRESSION_MARKER as SUPPRESSION_MARKER
+    from reident_airflow.engine.encoding import encode_arrow_column as encode_arrow_column
+    from reident_airflow.engine.encoding import encoded_columns as encoded_columns
+    from reident_airflow.engine.encoding import (
+        validate_quasi_identifiers as validate_quasi_identifiers,
+    )
+    from reident_airflow.engine.errors import (
+        AnonymizationInfeasibleError as AnonymizationInfeasibleError,
+    )
+    from reident_airflow.engine.errors import EmptyDatasetError as EmptyDatasetError
+    from reident_airflow.engine.errors import HierarchyError as HierarchyError
+    from reident_airflow.engine.errors import InvalidInputError as InvalidInputError
+    from reident_airflow.engine.errors import ReidentError as ReidentError
+    from reident_airflow.engine.errors import ThresholdBreached as ThresholdBreached
+    from reident_airflow.engine.hierarchies import Hierarchy as Hierarchy
+    from reident_airflow.engine.hierarchies import date_hierarchy as date_hierarchy
+    from reident_airflow.engine.hierarchies import interval_hierarchy as interval_hierarchy
+    from reident_airflow.engine.hierarchies import load_hierarchy as load_hierarchy
+    from reident_airflow.engine.hierarchies import masking_hierarchy as masking_hierarchy
+    from reident_airflow.engine.individual_risk import IndividualRisk as IndividualRisk
+    from reident_airflow.engine.population import REGIONS as REGIONS
+    from reident_airflow.engine.population import DankarEstimate as DankarEstimate
+    from reident_airflow.engine.population import PopulationEstimate as PopulationEstimate
+    from reident_airflow.engine.population import PopulationUniqueness as PopulationUniqueness
+    from reident_airflow.engine.population import pitman as pitman
+    from reident_airflow.engine.population import population_uniqueness as population_uniqueness
+    from reident_airflow.engine.population import resolve_population_size as resolve_population_size
+    from reident_airflow.engine.population import snb as snb
+    from reident_airflow.engine.population import zayatz as zayatz
+    from reident_airflow.engine.register import RegisterRisk as RegisterRisk
+    from reident_airflow.engine.register import match_register as match_register
+    from reident_airflow.engine.register import register_risk as register_risk
+    from reident_airflow.engine.sample import RiskBand as RiskBand
+    from reident_airflow.engine.sample import SampleRisk as SampleRisk
+    from reident_airflow.engine.sample import risk_distribution as risk_distribution
+    from reident_airflow.engine.sample import sample_risk as sample_risk
+    from reident_airflow.engine.sample import validate_threshold as validate_threshold
+    from reident_airflow.engine.suda import SudaResult as SudaResult
+    from reident_airflow.engine.suda import suda2 as suda2
 
 
 def __getattr__(name: str) -> Any:
