@@ -101,60 +101,34 @@ def swap_in(
     schema: str | None = None,
     checkpoint: Checkpoint | None = None,
 ) -> None:
-    """Replace ``target`` (if it exists) by ``staging`` in one step (module docstring)."""
-    if engine.dialect.name in _MYSQL:
-        _swap_renaming(engine, staging, target, schema, checkpoint)
-    else:
-        _swap_in_transaction(engine, staging, target, schema, checkpoint)
-
-
-def _swap_renaming(
-    engine: Engine,
-    staging: sa.Table,
-    target: str,
-    schema: str | None,
-    checkpoint: Checkpoint | None,
-) -> None:
-    """MariaDB/MySQL: one multi-table ``RENAME TABLE`` (atomic there), then drop the old."""
+    """Replace ``target`` (if it exists) by ``staging`` in one step readers cannot see halfway:
+    one transaction on PostgreSQL and SQLite, one multi-table ``RENAME TABLE`` on MariaDB and
+    MySQL (module docstring)."""
     new = qualified(engine, staging.name, schema)
-    old_name = f"{target}{OLD_SUFFIX}"
-    old_table = sa.Table(old_name, sa.MetaData(schema=schema))
+    old = qualified(engine, target, schema)
+    renaming = engine.dialect.name in _MYSQL
+    backup = sa.Table(f"{target}{OLD_SUFFIX}", sa.MetaData(schema=schema))
     with engine.begin() as conn:
-        old_table.drop(conn, checkfirst=True)  # a leftover of a run killed after its rename
-        exists = sa.inspect(conn).has_table(target, schema=schema)
-        if checkpoint is not None:
-            checkpoint("swap", 0)
-        if exists:
-            conn.exec_driver_sql(
-                f"RENAME TABLE {qualified(conn, target, schema)} TO "
-                f"{qualified(conn, old_name, schema)}, {new} TO "
-                f"{qualified(conn, target, schema)}"
-            )
-            old_table.drop(conn)
+        if renaming:
+            backup.drop(conn, checkfirst=True)  # left by a run killed after its rename
+            exists = sa.inspect(conn).has_table(target, schema=schema)
         else:
-            conn.exec_driver_sql(f"RENAME TABLE {new} TO {qualified(conn, target, schema)}")
-
-
-def _swap_in_transaction(
-    engine: Engine,
-    staging: sa.Table,
-    target: str,
-    schema: str | None,
-    checkpoint: Checkpoint | None,
-) -> None:
-    """PostgreSQL, SQLite: drop and rename in one transaction (their DDL is transactional)."""
-    new = qualified(engine, staging.name, schema)
-    with engine.begin() as conn:
-        if engine.dialect.name == "sqlite":
-            # pysqlite opens a transaction only before DML: without this no-op DELETE the DROP
-            # and the RENAME below would each commit on their own.
-            conn.execute(sa.delete(staging).where(sa.false()))
-        sa.Table(target, sa.MetaData(schema=schema)).drop(conn, checkfirst=True)
+            if engine.dialect.name == "sqlite":
+                # pysqlite opens a transaction only before DML: without this no-op DELETE the
+                # DROP and the RENAME below would each commit on their own.
+                conn.execute(sa.delete(staging).where(sa.false()))
+            sa.Table(target, sa.MetaData(schema=schema)).drop(conn, checkfirst=True)
         if checkpoint is not None:
             checkpoint("swap", 0)
-        conn.exec_driver_sql(
-            f"ALTER TABLE {new} RENAME TO {engine.dialect.identifier_preparer.quote(target)}"
-        )
+        if not renaming:
+            quoted = engine.dialect.identifier_preparer.quote(target)
+            conn.exec_driver_sql(f"ALTER TABLE {new} RENAME TO {quoted}")
+        elif exists:
+            aside = qualified(conn, backup.name, schema)
+            conn.exec_driver_sql(f"RENAME TABLE {old} TO {aside}, {new} TO {old}")
+            backup.drop(conn)
+        else:
+            conn.exec_driver_sql(f"RENAME TABLE {new} TO {old}")
 
 
 def copy_table_atomic(

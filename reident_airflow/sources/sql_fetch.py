@@ -63,13 +63,14 @@ def fetch_grouped(
     types. Values are kept as the database sent them: bytes as bytes, integers as integers
     (never through float64, where ``2**53 + 1`` would become ``2**53``).
     """
-    copied = copy_out(conn, stmt, keys, value_keys, numbers)
+    grouped = set(value_keys)
+    copied = copy_out(conn, stmt, {k: numbers.get(k, pa.binary()) for k in keys})
     if copied is not None:
         return copied
     if conn.dialect.name == "postgresql":
         # A server-side cursor is planned for fast first rows (cursor_tuple_fraction 0.1),
-        # which turns the hash aggregate into a slower sort. All rows are
-        # wanted, so plan for the total time; SET LOCAL ends with this transaction.
+        # which turns the hash aggregate into a slower sort. All rows are wanted, so plan
+        # for the total time; SET LOCAL ends with this transaction.
         conn.execute(sa.text("SET LOCAL cursor_tuple_fraction = 1.0"))
     result = conn.execute(stmt, execution_options={"stream_results": True})
     columns: list[list[Any]] = [[] for _ in keys]
@@ -79,7 +80,6 @@ def fetch_grouped(
             break
         for column, values in zip(columns, zip(*chunk, strict=True), strict=True):
             column.extend(values)
-    grouped = set(value_keys)
     return pd.DataFrame(
         {
             k: _value_series(column) if k in grouped else _number_series(column)
@@ -116,17 +116,15 @@ def _value_series(values: list[Any]) -> pd.Series:
 
 
 def copy_out(
-    conn: Connection,
-    stmt: sa.Select[Any],
-    keys: list[str],
-    value_keys: list[str],
-    numbers: Mapping[str, pa.DataType],
+    conn: Connection, stmt: sa.Select[Any], types: Mapping[str, pa.DataType]
 ) -> pa.Table | None:
     """PostgreSQL with psycopg2: fetch the class rows with ``COPY (SELECT ...) TO STDOUT``.
 
-    COPY streams the result as CSV text, which Arrow parses (on several threads) faster than the
-    driver builds one Python tuple per row. The statement
-    is compiled by SQLAlchemy (identifiers quoted by its dialect; it has no parameters).
+    ``types`` names the result's columns in order, with their Arrow types: the grouped values
+    as ``binary``, the aggregates as numbers. COPY streams the result as CSV text, which Arrow
+    parses (on several threads) faster than the driver builds one Python tuple per row. The
+    statement is compiled by SQLAlchemy (identifiers quoted by its dialect; it has no
+    parameters).
 
     COPY's CSV quotes a value holding the separator, a quote or a line break (LF, CR) and
     doubles its quotes; it writes NULL as an unquoted empty field and the empty text as
@@ -137,10 +135,10 @@ def copy_out(
     """
     if conn.dialect.name != "postgresql" or conn.dialect.driver != "psycopg2":
         return None
-    sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
     dbapi_conn = conn.connection.dbapi_connection
     if dbapi_conn is None:  # pragma: no cover - a closed connection
         return None
+    sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
     buffer = io.BytesIO()
     cursor: Any = dbapi_conn.cursor()
     driver_error = conn.dialect.loaded_dbapi.Error
@@ -151,10 +149,15 @@ def copy_out(
             cursor.close()
         raise wrapped_driver_error(conn, exc, dbapi_conn, cursor) from exc
     cursor.close()
-    types = {k: numbers.get(k, pa.binary()) for k in keys}
     if buffer.tell() == 0:
-        return pa.table({k: pa.array([], type=types[k]) for k in keys})
+        return pa.table({k: pa.array([], type=t) for k, t in types.items()})
     buffer.seek(0)
+    return _parse_copy(buffer, types)
+
+
+def _parse_copy(buffer: io.BytesIO, types: Mapping[str, pa.DataType]) -> pa.Table:
+    """The CSV that COPY wrote, as an Arrow table (see :func:`copy_out`)."""
+    keys = list(types)
     try:
         table = pcsv.read_csv(
             buffer,
@@ -168,7 +171,7 @@ def copy_out(
                 ignore_empty_lines=False,
             ),
             convert_options=pcsv.ConvertOptions(
-                column_types=types,
+                column_types=dict(types),
                 strings_can_be_null=True,  # COPY writes NULL as an unquoted empty field
                 quoted_strings_can_be_null=False,  # ... and an empty text as ""
                 null_values=[""],
@@ -178,8 +181,9 @@ def copy_out(
         raise RuntimeError(
             f"the COPY output of the class rows could not be parsed ({type(exc).__name__})"
         ) from None
-    for k in value_keys:
-        table = table.set_column(table.schema.get_field_index(k), k, _text_if_utf8(table[k]))
+    for k, t in types.items():
+        if t == pa.binary():
+            table = table.set_column(table.schema.get_field_index(k), k, _text_if_utf8(table[k]))
     return table
 
 
