@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.checkpoint import (
-    _REIDENT_TYPES,
     GUARD_FUNCTION,
     ReleaseCheckpointResult,
     SuiteIncompleteError,
@@ -38,6 +37,8 @@ from reident_airflow.gx.checkpoint import (
     run_release_checkpoint,
 )
 from reident_airflow.gx.expectations import (
+    EXPECTATION_TYPES,
+    EXPECTATIONS,
     L_DIVERSITY_MEASURES,
     MEASURES,
     ExpectTableDirectMatchProtectionToBeAbove,
@@ -89,13 +90,6 @@ __all__ = [
     "run_release_checkpoint",
 ]
 
-#: The expectation types this package adds to GE's registry.
-EXPECTATION_TYPES: tuple[str, ...] = (
-    "expect_table_reidentification_risk_to_be_below",
-    "expect_table_to_be_k_anonymous",
-    "expect_table_direct_match_protection_to_be_above",
-    "expect_table_to_be_l_diverse",
-)
 #: The metrics this package adds, each implemented for pandas and SQLAlchemy.
 METRIC_NAMES: tuple[str, ...] = (
     CLASS_TABLE_METRIC,
@@ -115,12 +109,7 @@ def register() -> dict[str, tuple[str, ...]]:
     from great_expectations.checkpoint.actions import _VALIDATION_ACTION_REGISTRY
     from great_expectations.expectations import registry
 
-    for cls in (
-        ExpectTableReidentificationRiskToBeBelow,
-        ExpectTableToBeKAnonymous,
-        ExpectTableDirectMatchProtectionToBeAbove,
-        ExpectTableToBeLDiverse,
-    ):
+    for cls in EXPECTATIONS:
         if cls.expectation_type not in registry._registered_expectations:
             registry.register_expectation(cls)
     for provider in (
@@ -142,8 +131,6 @@ def register() -> dict[str, tuple[str, ...]]:
     for name in METRIC_NAMES:
         if name not in registry._registered_metrics:
             raise RuntimeError(f"Great Expectations did not register the metric {name!r}")
-    if _REIDENT_TYPES != EXPECTATION_TYPES:  # the guard checks the same list
-        raise RuntimeError("reident_airflow.gx: the guard's expectation types are out of date")
     install_guard()
     return {"expectations": EXPECTATION_TYPES, "metrics": METRIC_NAMES, "actions": (ACTION_TYPE,)}
 

@@ -47,18 +47,12 @@ from great_expectations.exceptions.exceptions import GreatExpectationsError
 
 from reident_airflow.engine.errors import InvalidInputError, ReidentError, ThresholdBreached
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
+from reident_airflow.gx.expectations import EXPECTATION_TYPES
 
 #: The suite-parameter function of the guard expectation; only this package defines it.
 GUARD_FUNCTION = "reident_expectations_loaded"
 _GUARD_TYPE = "expect_table_row_count_to_be_between"
 _GUARD_PARAMETER = {"$PARAMETER": f"{GUARD_FUNCTION}()"}
-#: The expectation types of this package (also ``reident_airflow.gx.EXPECTATION_TYPES``).
-_REIDENT_TYPES = (
-    "expect_table_reidentification_risk_to_be_below",
-    "expect_table_to_be_k_anonymous",
-    "expect_table_direct_match_protection_to_be_above",
-    "expect_table_to_be_l_diverse",
-)
 
 
 class SuiteIncompleteError(ReidentError):
@@ -96,7 +90,7 @@ def _guard_value() -> int:
     """The guard's ``min_value``: 0 once every reident expectation is registered."""
     from great_expectations.expectations import registry
 
-    missing = [t for t in _REIDENT_TYPES if t not in registry._registered_expectations]
+    missing = [t for t in EXPECTATION_TYPES if t not in registry._registered_expectations]
     if missing:
         raise RuntimeError(f"reident expectations not registered: {', '.join(missing)}")
     return 0
@@ -182,7 +176,7 @@ def load_suite(source: str | Path | Mapping[str, Any]) -> ExpectationSuite:
             ) from None
     # a suite of reident expectations carries the guard first, so that saved to a file
     # context it fails in a process that does not know them (module docstring)
-    reident = any(isinstance(e, dict) and e.get("type") in _REIDENT_TYPES for e in expectations)
+    reident = any(isinstance(e, dict) and e.get("type") in EXPECTATION_TYPES for e in expectations)
     if reident and not any(is_guard(e) for e in expectations):
         built.insert(0, _expectation(guard_expectation()))
     # Expectations are passed whole: add_expectation_configuration would keep only the last
@@ -224,7 +218,7 @@ def check_context(context: Any) -> dict[str, int]:
             problems.append(
                 f"suite {name!r}: {loaded} of {len(entries)} expectations load ({', '.join(kinds)})"
             )
-        if any(e.get("type") in _REIDENT_TYPES for e in entries) and not any(
+        if any(e.get("type") in EXPECTATION_TYPES for e in entries) and not any(
             is_guard(e) for e in entries
         ):
             problems.append(

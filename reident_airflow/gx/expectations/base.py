@@ -1,0 +1,317 @@
+"""What the reident expectations share: parameter checking, the outcome, the renderers.
+
+:class:`ReidentExpectation` is abstract, so GE registers only its subclasses. A subclass
+declares its fields, which check of :mod:`reident_airflow.gx.parameters` applies to each
+(``field_checks``) and the rules over several fields (``cross_checks``); it writes its Data
+Docs sentence once (:meth:`ReidentExpectation._sentence`) and turns its metric's value into a
+verdict (:meth:`ReidentExpectation._evaluate`).
+
+Rendering follows GE 1.24's current API: the sentence is an atomic prescriptive template
+(:meth:`~great_expectations.expectations.expectation.Expectation._prescriptive_template`) and
+the observed value an atomic diagnostic. GE 1.24's HTML Data Docs still dispatch to the
+string-template hooks (``renderer.prescriptive`` in ``ExpectationSuitePageRenderer``,
+``renderer.diagnostic.observed_value`` in ``ValidationResultsPageRenderer``); without them a
+page would show ``expect_...(**kwargs)`` and the whole JSON document. Those two hooks are
+therefore kept, as translations of the atomic content, never a second wording.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from great_expectations.compatibility import pydantic
+from great_expectations.expectations.expectation import (
+    BatchExpectation,
+    render_suite_parameter_string,
+)
+from great_expectations.render.components import (
+    AtomicDiagnosticRendererType,
+    LegacyDiagnosticRendererType,
+    LegacyRendererType,
+    RenderedAtomicContent,
+    RenderedStringTemplateContent,
+    renderedAtomicValueSchema,
+)
+from great_expectations.render.renderer.renderer import renderer
+from great_expectations.render.renderer_configuration import RendererConfiguration
+
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.gx.metrics import MetricError
+from reident_airflow.gx.parameters import CrossCheck, FieldCheck
+
+__all__ = [
+    "SUPPORTED_DATA_SOURCES",
+    "ReidentExpectation",
+    "format_number",
+    "is_number",
+    "qi_template",
+    "template_list",
+    "verdict",
+]
+
+#: The data sources the expectations are tested on (GE's schema metadata).
+SUPPORTED_DATA_SOURCES = ["Pandas", "SQLite", "PostgreSQL", "MySQL"]
+
+
+def is_number(value: Any) -> bool:
+    """An int or a float, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def format_number(value: Any) -> str:
+    """A number as Data Docs show it: whole numbers without ``.0``, others to 6 digits."""
+    if not is_number(value):
+        return str(value)
+    return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
+
+
+def template_list(prefix: str, names: Any, params: dict[str, Any]) -> str:
+    """``$prefix_0, $prefix_1, ...`` for a sentence, each name added to ``params``.
+
+    Empty (``""``) when no names are given.
+    """
+    if not isinstance(names, list | tuple):
+        return ""
+    for i, name in enumerate(names):
+        params[f"{prefix}_{i}"] = name
+    return ", ".join(f"${prefix}_{i}" for i in range(len(names)))
+
+
+def qi_template(qis: Any, params: dict[str, Any]) -> str:
+    """The quasi-identifiers of a sentence (``$qi_0, $qi_1``), added to ``params``."""
+    return template_list("qi", qis, params) or "(no quasi-identifiers given)"
+
+
+def verdict(success: bool, observed: Any, **details: Any) -> dict[str, Any]:
+    """GE's result of an evaluated expectation: the JSON document and its few key numbers.
+
+    ``details`` holds ``measure``, ``value``, ``limit`` and a one-line ``summary`` (what Data
+    Docs and the alert show), plus whatever else the expectation reports.
+    """
+    return {"success": success, "result": {"observed_value": observed, "details": details}}
+
+
+def _failure(message: str, kind: str) -> dict[str, Any]:
+    """A failed result for an input only the data revealed as wrong (no stack trace)."""
+    return {
+        "success": False,
+        "result": {
+            "observed_value": None,
+            "details": {"error": message, "summary": f"not evaluated: {message}"},
+        },
+        "exception_info": {
+            "raised_exception": True,
+            "exception_message": message,
+            # Data Docs shows this under "Show exception traceback": one line, no stack
+            "exception_traceback": f"{kind}: {message}",
+        },
+    }
+
+
+def _observed_summary(result: Any) -> str:
+    """One line for the "observed value" column of Data Docs (the full JSON is in the result)."""
+    if result is None:
+        return "--"
+    body = getattr(result, "result", None) or {}
+    details = body.get("details") if isinstance(body, Mapping) else None
+    if not isinstance(details, Mapping) or "summary" not in details:
+        return "--"
+    return str(details["summary"])
+
+
+class ReidentExpectation(BatchExpectation, abc.ABC):
+    """The base of the reident expectations: checks, outcome and rendering, written once."""
+
+    library_metadata: ClassVar[dict[str, str | list[str] | bool]] = {
+        "maturity": "experimental",
+        "tags": ["privacy", "re-identification", "table expectation"],
+        "contributors": ["reident-airflow"],
+        "requirements": ["reident-airflow"],
+        "has_full_test_suite": True,
+        "manually_reviewed_code": True,
+    }
+    #: The check of each field, by name (fields without one are GE's own).
+    field_checks: ClassVar[Mapping[str, FieldCheck]] = {}
+    #: Rules over several fields, run in order once every field is valid.
+    cross_checks: ClassVar[tuple[CrossCheck, ...]] = ()
+    #: The short description of GE's JSON schema of the expectation.
+    short_description: ClassVar[str] = ""
+
+    @pydantic.validator("*", pre=True)
+    def _check_field(cls, value: Any, values: dict[str, Any], field: Any) -> Any:
+        check = cls.field_checks.get(field.name)
+        return value if check is None else check(value, values)
+
+    @pydantic.root_validator(skip_on_failure=True)
+    def _check_together(cls, values: dict[str, Any]) -> dict[str, Any]:
+        for check in cls.cross_checks:
+            check(values)
+        return values
+
+    class Config:
+        @staticmethod
+        def schema_extra(schema: dict[str, Any], model: type[ReidentExpectation]) -> None:
+            """GE's JSON schema of an expectation, with its Data Docs metadata."""
+            BatchExpectation.Config.schema_extra(schema, model)
+            schema["properties"]["metadata"]["properties"].update(
+                {
+                    "short_description": {
+                        "title": "Short Description",
+                        "type": "string",
+                        "const": model.short_description,
+                    },
+                    "supported_data_sources": {
+                        "title": "Supported Data Sources",
+                        "type": "array",
+                        "const": SUPPORTED_DATA_SOURCES,
+                    },
+                }
+            )
+
+    # ------------------------------------------------------------------ what subclasses write
+    @classmethod
+    @abc.abstractmethod
+    def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The Data Docs sentence: a ``$name`` template and its parameters."""
+
+    @abc.abstractmethod
+    def _evaluate(self, counted: Any) -> dict[str, Any]:
+        """The verdict (see :func:`verdict`) on the metric's value, parameters resolved."""
+
+    def _metric(self) -> str:
+        """The one metric this expectation reads, of its ``metric_dependencies``."""
+        return str(self.metric_dependencies[0])
+
+    # ----------------------------------------------------------------------------- validation
+    def get_validation_dependencies(
+        self,
+        execution_engine: Any = None,
+        runtime_configuration: dict[str, Any] | None = None,
+    ) -> Any:
+        """GE's dependencies on ``metric_dependencies``, less those this configuration skips.
+
+        An expectation that can be answered from the class-size histogram lists it beside the
+        class table; only the one :meth:`_metric` names is computed.
+        """
+        dependencies = super().get_validation_dependencies(
+            execution_engine=execution_engine, runtime_configuration=runtime_configuration
+        )
+        for name in self.metric_dependencies:
+            if name != self._metric():
+                dependencies.remove_metric_configuration(name)
+        return dependencies
+
+    def _validate(
+        self,
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any] | None = None,
+        execution_engine: Any = None,
+    ) -> dict[str, Any]:
+        """The outcome of the expectation's one metric (see :meth:`_metric`)."""
+        return self._outcome(metrics[self._metric()])
+
+    def _outcome(self, value: Any) -> dict[str, Any]:
+        """Evaluate the metric's value; an input error becomes a failed result, not a crash.
+
+        The result then carries GE's ``exception_info`` with the engine's message (names and
+        counts only) and no stack trace: there is nothing to debug, only a parameter to fix.
+        """
+        if isinstance(value, MetricError):
+            return _failure(value.message, "InvalidInputError")
+        try:
+            return self._evaluate(value)
+        except InvalidInputError as exc:
+            return _failure(str(exc), type(exc).__name__)
+
+    # ------------------------------------------------------------------------------ rendering
+    @classmethod
+    def _rendered_sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """:meth:`_sentence` with its numbers formatted for reading (``90``, ``1e-06``)."""
+        template, params = cls._sentence(kwargs)
+        return template, {k: format_number(v) if is_number(v) else v for k, v in params.items()}
+
+    @classmethod
+    def _prescriptive_template(
+        cls, renderer_configuration: RendererConfiguration[Any]
+    ) -> RendererConfiguration[Any]:
+        """The sentence as GE's atomic prescriptive summary."""
+        template, params = cls._rendered_sentence(renderer_configuration.kwargs)
+        for name, value in params.items():
+            renderer_configuration.add_param(name=name, value=value)
+        renderer_configuration.template_str = template
+        return renderer_configuration
+
+    @classmethod
+    @renderer(renderer_type=LegacyRendererType.PRESCRIPTIVE)
+    @render_suite_parameter_string
+    def _prescriptive_renderer(
+        cls,
+        configuration: Any = None,
+        result: Any = None,
+        runtime_configuration: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[RenderedStringTemplateContent]:
+        """The atomic sentence as the string template GE 1.24's HTML Data Docs ask for."""
+        rendered = cls._prescriptive_template(
+            RendererConfiguration(
+                configuration=configuration,
+                result=result,
+                runtime_configuration=runtime_configuration,
+            )
+        )
+        params = {
+            name: None if param is None else param["value"]
+            for name, param in rendered.params.dict().items()
+        }
+        styling = runtime_configuration.get("styling", {}) if runtime_configuration else {}
+        return [
+            RenderedStringTemplateContent(
+                content_block_type="string_template",
+                string_template={
+                    "template": rendered.template_str,
+                    "params": params,
+                    "styling": styling,
+                },
+            )
+        ]
+
+    @classmethod
+    @renderer(renderer_type=AtomicDiagnosticRendererType.OBSERVED_VALUE)
+    def _atomic_diagnostic_observed_value(
+        cls,
+        configuration: Any = None,
+        result: Any = None,
+        runtime_configuration: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> RenderedAtomicContent:
+        """The observed value as the verdict's one-line summary, not the whole JSON."""
+        renderer_configuration: RendererConfiguration[Any] = RendererConfiguration(
+            configuration=configuration, result=result, runtime_configuration=runtime_configuration
+        )
+        renderer_configuration.add_param(name="observed_value", value=_observed_summary(result))
+        value_obj = renderedAtomicValueSchema.load(
+            {
+                "template": "$observed_value",
+                "params": renderer_configuration.params.dict(),
+                "schema": {"type": "com.superconductive.rendered.string"},
+            }
+        )
+        return RenderedAtomicContent(
+            name=AtomicDiagnosticRendererType.OBSERVED_VALUE,
+            value=value_obj,
+            value_type="StringValueType",
+        )
+
+    @classmethod
+    @renderer(renderer_type=LegacyDiagnosticRendererType.OBSERVED_VALUE)
+    def _diagnostic_observed_value_renderer(
+        cls,
+        configuration: Any = None,
+        result: Any = None,
+        runtime_configuration: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """The same one-line summary, for the observed-value column of GE 1.24's HTML pages."""
+        return _observed_summary(result)

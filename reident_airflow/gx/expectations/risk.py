@@ -1,0 +1,184 @@
+"""``expect_table_reidentification_risk_to_be_below``: one risk measure at most a limit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from great_expectations.compatibility import pydantic
+
+from reident_airflow.engine.assessment import assess
+from reident_airflow.engine.classes import ClassSizes, ClassTable
+from reident_airflow.engine.sample import DEFAULT_RECORD_THRESHOLD, validate_threshold
+from reident_airflow.gx import parameters as p
+from reident_airflow.gx.expectations.base import (
+    ReidentExpectation,
+    format_number,
+    qi_template,
+    verdict,
+)
+from reident_airflow.gx.metrics import CLASS_TABLE_METRIC, HISTOGRAM_METRIC
+
+__all__ = ["ExpectTableReidentificationRiskToBeBelow"]
+
+_POPULATION_WORDS = (
+    ("population_size", "a population of $population_size"),
+    ("sampling_fraction", "a sampling fraction of $sampling_fraction"),
+    ("region", "the population of region $region"),
+)
+
+
+def _lookup(document: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
+    """The number at ``path`` of the assessment JSON; ``None`` where it is unavailable."""
+    node: Any = document
+    for part in path:
+        if not isinstance(node, Mapping) or node.get(part) is None:
+            return None
+        node = node[part]
+    return float(node)
+
+
+class ExpectTableReidentificationRiskToBeBelow(ReidentExpectation):
+    """Expect a re-identification risk measure of the table to be at most ``max_value``.
+
+    The table's records are grouped on ``quasi_identifiers`` where the data is (a DataFrame, or
+    one ``GROUP BY`` in the database) and assessed by reident-airflow's engine. ``measure`` is
+    one of :data:`~reident_airflow.gx.parameters.MEASURES`, named by its path in the assessment
+    JSON (``docs/contract.md`` §2): ``prosecutor.highest_risk``, ``prosecutor.average_risk``,
+    ``prosecutor.records_at_risk``, ``journalist.*`` (the same three), ``marketer.risk``,
+    ``uniqueness.sample_uniques``, and ``uniqueness.population.{dankar,pitman,zayatz,snb}.fraction``
+    (population uniques, ``docs/metrics.md`` §4, which need ``population_size``,
+    ``sampling_fraction`` or ``region``).
+
+    Without a population register the journalist's measures equal the prosecutor's
+    (``basis: "sample"``, as ARX). A measure the engine reports as unavailable (``null``, e.g.
+    a Pitman fit that does not converge) fails the expectation: it shows nothing.
+
+    ``result.observed_value`` is the ``reident.assessment/v1`` JSON that ``reident assess``
+    prints for the same options, plus the matching gate flag where the command line has one
+    (``--max-highest-risk``, ``--max-average-risk``, ``--max-records-at-risk``);
+    ``result.details`` holds the measure, its value and the limit. With
+    ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is counted.
+    """
+
+    quasi_identifiers: list[str] = pydantic.Field(
+        description="The columns an attacker may know (quasi-identifiers), as in the header."
+    )
+    measure: str = pydantic.Field(
+        default="prosecutor.highest_risk",
+        description="The risk measure to gate: a dotted path into the assessment JSON.",
+    )
+    max_value: float | p.SuiteParameter = pydantic.Field(
+        description="The highest acceptable value of the measure (a share in [0, 1])."
+    )
+    record_threshold: float | p.SuiteParameter = pydantic.Field(
+        default=DEFAULT_RECORD_THRESHOLD,
+        description="A record is at risk when its risk exceeds this threshold.",
+    )
+    population_size: int | p.SuiteParameter | None = pydantic.Field(
+        default=None, description="Size N of the population the table was drawn from."
+    )
+    sampling_fraction: float | p.SuiteParameter | None = pydantic.Field(
+        default=None, description="n / N, instead of population_size."
+    )
+    region: str | None = pydantic.Field(
+        default=None, description="A population preset (e.g. 'usa'), instead of the size."
+    )
+    max_subset_size: int | None = pydantic.Field(
+        default=None, description="Largest QI subset ranked in the 'attributes' section."
+    )
+    rank_attributes: bool = pydantic.Field(
+        default=True,
+        description="Rank the QI subsets in the 'attributes' section (which columns re-identify)."
+        " With false the verdict needs only the class-size histogram.",
+    )
+
+    metric_dependencies = (HISTOGRAM_METRIC, CLASS_TABLE_METRIC)
+    success_keys = (
+        "quasi_identifiers",
+        "measure",
+        "max_value",
+        "record_threshold",
+        "population_size",
+        "sampling_fraction",
+        "region",
+        "max_subset_size",
+        "rank_attributes",
+    )
+    args_keys = ("quasi_identifiers", "measure", "max_value")
+
+    field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
+        "quasi_identifiers": p.check_quasi_identifiers,
+        "measure": p.check_measure,
+        "max_value": p.check_max_value,
+        "record_threshold": p.check_record_threshold,
+        "population_size": p.check_population_size,
+        "sampling_fraction": p.check_sampling_fraction,
+        "max_subset_size": p.check_max_subset_size,
+        "rank_attributes": p.check_rank_attributes,
+    }
+    cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (
+        p.check_ranking,
+        p.check_max_value_for_measure,
+        p.check_population,
+        p.check_needs_population,
+    )
+    short_description: ClassVar[str] = (
+        "Expect a re-identification risk measure to be at most a limit."
+    )
+
+    class Config:
+        title = "Expect table re-identification risk to be below"
+
+    @classmethod
+    def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        params: dict[str, Any] = {}
+        measure = str(kwargs.get("measure", "prosecutor.highest_risk"))
+        known = p.MEASURES.get(measure)
+        label = known.label if known is not None else "risk measure $measure"
+        if known is None:
+            params["measure"] = measure
+        params["max_value"] = kwargs.get("max_value")
+        qis = qi_template(kwargs.get("quasi_identifiers"), params)
+        sentence = f"{label} on quasi-identifiers {qis} must be at most $max_value"
+        template = sentence[:1].upper() + sentence[1:]
+        if measure.endswith("records_at_risk"):
+            params["record_threshold"] = kwargs.get("record_threshold", DEFAULT_RECORD_THRESHOLD)
+            template += " (a record is at risk when its risk exceeds $record_threshold)"
+        for key, words in _POPULATION_WORDS:
+            if kwargs.get(key) is not None:
+                params[key] = kwargs[key]
+                template += f", assuming {words}"
+        return template + ".", params
+
+    def _metric(self) -> str:
+        # every measure is a function of the class sizes: only the ranking needs the classes
+        return CLASS_TABLE_METRIC if self.rank_attributes else HISTOGRAM_METRIC
+
+    def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
+        limit = p.check_limit(self.measure, self.max_value)
+        p.check_population(self.__dict__)
+        assessment = assess(
+            counted,
+            record_threshold=validate_threshold(
+                self.record_threshold,  # type: ignore[arg-type]  # suite parameters resolved
+                "record_threshold",
+            ),
+            population_size=self.population_size,  # type: ignore[arg-type]
+            sampling_fraction=self.sampling_fraction,  # type: ignore[arg-type]
+            region=self.region,
+            thresholds=p.gate(self.measure, limit),
+            attributes=self.rank_attributes,
+            max_subset_size=self.max_subset_size,
+        )
+        document = assessment.to_dict()
+        value = _lookup(document, p.MEASURES[self.measure].path)
+        shown = "unavailable" if value is None else format_number(value)
+        return verdict(
+            value is not None and value <= limit,
+            document,
+            measure=self.measure,
+            value=value,
+            limit=limit,
+            summary=f"{self.measure} = {shown} (limit: at most {format_number(limit)})",
+        )
