@@ -30,7 +30,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from reident_airflow.engine.classes import ClassTable, class_table_of, group_codes
-from reident_airflow.engine.encoding import EncodedColumns, encode_frame, encode_series
+from reident_airflow.engine.encoding import (
+    EncodedColumns,
+    encode_frame,
+    encode_series,
+    refuse_unknown,
+)
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 if TYPE_CHECKING:  # pandas is loaded by the function that uses it
@@ -282,14 +287,8 @@ def check_extra_columns(
             raise InvalidInputError(f"weight column {weight!r} is also a quasi-identifier")
         if weight in seen:
             raise InvalidInputError(f"weight column {weight!r} is also listed as sensitive")
-    for kind, cols in (("weight", [] if weight is None else [weight]), ("sensitive", names)):
-        missing = [c for c in cols if c not in avail]
-        if missing:
-            raise InvalidInputError(
-                f"unknown {kind} column{'s' if len(missing) > 1 else ''} "
-                f"{', '.join(repr(m) for m in missing)}; available columns: "
-                f"{', '.join(repr(a) for a in avail)}"
-            )
+    refuse_unknown("weight column", [] if weight is None else [weight], avail)
+    refuse_unknown("sensitive column", names, avail)
     return weight, names
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "encode_frame",
     "encode_series",
     "encoded_columns",
+    "refuse_unknown",
     "validate_quasi_identifiers",
 ]
 
@@ -75,15 +76,21 @@ def validate_quasi_identifiers(qis: Sequence[str], available: Sequence[str]) -> 
         if q in seen:
             raise InvalidInputError(f"quasi-identifier {q!r} is listed twice")
         seen.add(q)
+    refuse_unknown("quasi-identifier", names, available)
+    return names
+
+
+def refuse_unknown(label: str, names: Sequence[str], available: Sequence[str]) -> None:
+    """Refuse names that are not columns of the table; the message lists the available
+    columns (names only), e.g. ``unknown weight column 'w'; available columns: 'a', 'b'``."""
     avail = list(available)
     missing = [q for q in names if q not in avail]
     if missing:
         raise InvalidInputError(
-            f"unknown quasi-identifier{'s' if len(missing) > 1 else ''} "
+            f"unknown {label}{'s' if len(missing) > 1 else ''} "
             f"{', '.join(repr(m) for m in missing)}; available columns: "
             f"{', '.join(repr(a) for a in avail)}"
         )
-    return names
 
 
 def _marker_code(dictionary: Any) -> int | None:
