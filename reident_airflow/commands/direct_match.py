@@ -111,14 +111,12 @@ def direct_match_summary(report: dict[str, Any], *, top: int = 10) -> str:
 
 # ----------------------------------------------------------------------------------- inputs
 def read_file_frame(path: str | Path, *, sep: str = ",") -> pd.DataFrame:
-    """Every column of a CSV (read as text) or Parquet file, as Arrow-backed pandas columns."""
-    from reident_airflow.sources.files import file_columns, read_columns
+    """A file as the direct-match engine reads it: every column Arrow-backed, an empty file
+    an empty frame (the engine names the empty side). The reading itself is
+    :func:`reident_airflow.sources.tables.read_file_frame`."""
+    from reident_airflow.sources.tables import read_file_frame as read_frame
 
-    table = read_columns(path, file_columns(path, sep=sep), sep=sep, dictionary=False)
-    import pandas as pd
-
-    frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
-    return frame
+    return read_frame(path, sep=sep, dtype_backend="pyarrow", allow_empty=True)
 
 
 def _is_url(source: str) -> bool:
