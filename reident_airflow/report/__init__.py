@@ -12,18 +12,24 @@ report is rendered; install the ``report`` extra), no request to any other host.
 the verdict and each threshold against its observed value first, then the charts and tables
 of the JSON (aggregates only), then the inputs and the tool version.
 :func:`render_release_report` puts an assessment, a direct-match and a Datafly result in one
-report.
+report. The report reads each result through its typed view (:mod:`.view`:
+:class:`AssessmentView`, :class:`DirectMatchView`, :class:`DataflyView`, each built with
+``from_dict``), which other readers of the JSON (summaries, notifiers) use as well.
 """
 
 from __future__ import annotations
 
 from reident_airflow.report.render import KINDS, infer_kind, render_release_report, render_report
 from reident_airflow.report.runs import REPORT_PATH_XCOM_KEY
+from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView
 from reident_airflow.report.writer import write_report
 
 __all__ = [
     "KINDS",
     "REPORT_PATH_XCOM_KEY",
+    "AssessmentView",
+    "DataflyView",
+    "DirectMatchView",
     "infer_kind",
     "render_release_report",
     "render_report",

@@ -13,23 +13,8 @@ from typing import Any
 
 from reident_airflow.report import _measures
 from reident_airflow.report._format import NA, count, number, percent, share_text
-from reident_airflow.report._page import (
-    BREACHED,
-    PASSED,
-    UNGATED,
-    UNKNOWN,
-    GateRow,
-    Part,
-    cards,
-    dl,
-    guarded,
-    na,
-    note,
-    plural,
-    schema_note,
-    table,
-    text,
-)
+from reident_airflow.report._html import cards, dl, na, note, table, text
+from reident_airflow.report._page import BREACHED, PASSED, UNGATED, UNKNOWN, GateRow, Part, plural
 from reident_airflow.report.view import (
     THRESHOLDS,
     AssessmentView,
@@ -54,14 +39,13 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
     """The assessment's part: verdict, gate rows, notes and sections (``top`` column sets)."""
     gate = _gate(view)
     verdict, headline = _verdict(view, gate)
-    part = Part("assessment", verdict, headline, gate)
+    part = Part.of("assessment", verdict, headline, gate, view.schema)
     part.thresholds_known = view.thresholds is not None or bool(gate)
     if not view.complete:
         part.notes.append(
             "This assessment is incomplete: it does not say how many records and classes "
             "were measured, so it cannot support a release decision."
         )
-    part.notes.extend(schema_note(view.schema, "assessment"))
     sections: list[tuple[str, str, Callable[[], str]]] = [
         ("At a glance", "glance", lambda: _glance(view)),
         ("Attacker models", "models", lambda: _attacker_models(view)),
@@ -89,7 +73,7 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
         (title, anchor, build) for value, title, anchor, build in optional if value is not None
     ]
     sections.append(("Inputs", "inputs", lambda: _inputs(view)))
-    part.body = [guarded(title, f"assessment-{anchor}", build) for title, anchor, build in sections]
+    part.add_sections("assessment", sections)
     return part
 
 

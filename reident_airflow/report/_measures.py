@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from reident_airflow.report import charts
 from reident_airflow.report._format import NA, count, number, percent, share_text
-from reident_airflow.report._page import details, dl, figure, na, note, table, text
+from reident_airflow.report._html import details, dl, figure, na, note, table, text
 from reident_airflow.report.view import (
     POPULATION_MODELS,
     AssessmentView,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields
-from typing import Any
+from typing import Any, Self
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.report._format import is_number
@@ -24,6 +24,7 @@ __all__ = [
     "optional_view",
     "require_mapping",
     "string_or_none",
+    "text_or_none",
 ]
 
 #: A count or a share as the JSON holds it: an int or a finite float, never a bool.
@@ -37,6 +38,11 @@ def number_or_none(value: Any) -> Number | None:
 
 def string_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def text_or_none(value: Any) -> str | None:
+    """A name the JSON may give as a number (a weight column, a model, a path): as text."""
+    return None if value is None else str(value)
 
 
 def bool_or_none(value: Any) -> bool | None:
@@ -77,6 +83,22 @@ class Checked:
     bool) or ``None``; one annotated ``str | None`` a string or ``None``; a ``tuple[...]``
     field a tuple; one naming a view an instance of that view.
     """
+
+    @classmethod
+    def read(cls, data: Mapping[str, Any], **given: Any) -> Self:
+        """A view whose scalar fields are read from the keys of the same name in ``data``.
+
+        A ``Number``, ``str`` or ``bool`` field takes the value of its key when it is of that
+        type, else ``None``; ``given`` supplies the other fields (tuples, nested views) and
+        any field whose reading is not the plain one.
+        """
+        readers = {"Number": number_or_none, "str": string_or_none, "bool": bool_or_none}
+        values = dict(given)
+        for f in fields(cls):  # type: ignore[arg-type]
+            reader = readers.get(str(f.type).removesuffix(" | None"))
+            if f.name not in values and reader is not None:
+                values[f.name] = reader(data.get(f.name))
+        return cls(**values)
 
     def __post_init__(self) -> None:
         for f in fields(self):  # type: ignore[arg-type]

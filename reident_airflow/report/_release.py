@@ -4,23 +4,8 @@ from __future__ import annotations
 
 from reident_airflow.report import charts
 from reident_airflow.report._format import NA, count, esc, number, percent
-from reident_airflow.report._page import (
-    BREACHED,
-    PASSED,
-    UNKNOWN,
-    GateRow,
-    Part,
-    cards,
-    dl,
-    figure,
-    guarded,
-    na,
-    note,
-    plural,
-    schema_note,
-    table,
-    text,
-)
+from reident_airflow.report._html import cards, dl, figure, na, note, table, text
+from reident_airflow.report._page import BREACHED, PASSED, UNKNOWN, GateRow, Part, plural
 from reident_airflow.report.view import DataflyView, DirectMatchView
 
 __all__ = ["build_datafly", "build_direct_match"]
@@ -35,9 +20,7 @@ def _status(passed: bool | None) -> str:
 
 def _part(kind: str, gate: GateRow, headlines: dict[str, str], schema: str | None) -> Part:
     """A part whose verdict is its one gate row's, with the headline for that verdict."""
-    part = Part(kind, gate.status, headlines[gate.status], [gate])
-    part.notes.extend(schema_note(schema, kind))
-    return part
+    return Part.of(kind, gate.status, headlines[gate.status], [gate], schema)
 
 
 # ----------------------------------------------------------------------------- direct match
@@ -64,10 +47,13 @@ def build_direct_match(view: DirectMatchView) -> Part:
         },
         view.schema,
     )
-    part.body = [
-        guarded("Protection per column", "direct-match-columns", lambda: _dm_columns(view)),
-        guarded("Inputs", "direct-match-inputs", lambda: _dm_inputs(view)),
-    ]
+    part.add_sections(
+        "direct-match",
+        [
+            ("Protection per column", "columns", lambda: _dm_columns(view)),
+            ("Inputs", "inputs", lambda: _dm_inputs(view)),
+        ],
+    )
     return part
 
 
@@ -146,11 +132,14 @@ def build_datafly(view: DataflyView) -> Part:
     )
     if part.verdict == BREACHED and view.message is not None:
         part.notes.append(view.message)
-    part.body = [
-        guarded("Generalization and suppression", "datafly-levels", lambda: _df_levels(view)),
-        guarded("Steps", "datafly-steps", lambda: _df_steps(view)),
-        guarded("Inputs", "datafly-inputs", lambda: _df_inputs(view)),
-    ]
+    part.add_sections(
+        "datafly",
+        [
+            ("Generalization and suppression", "levels", lambda: _df_levels(view)),
+            ("Steps", "steps", lambda: _df_steps(view)),
+            ("Inputs", "inputs", lambda: _df_inputs(view)),
+        ],
+    )
     return part
 
 

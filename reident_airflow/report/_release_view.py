@@ -10,12 +10,12 @@ from reident_airflow.report._format import is_number
 from reident_airflow.report._read import (
     Checked,
     Number,
-    bool_or_none,
     mapping_or_none,
     names,
     number_or_none,
+    optional_view,
     require_mapping,
-    string_or_none,
+    text_or_none,
 )
 
 __all__ = ["ColumnProtection", "DataflyOutput", "DataflyStepView", "DataflyView", "DirectMatchView"]
@@ -30,6 +30,10 @@ class ColumnProtection(Checked):
     protection: Number
     matches: Number | None
     distinct_avatar_values: Number | None
+
+
+#: The direct-match result's lists of column names.
+_NAME_LISTS = ("below_target", "only_in_original", "only_in_avatar")
 
 
 @dataclass(frozen=True)
@@ -56,29 +60,17 @@ class DirectMatchView(Checked):
         columns = None
         if isinstance(raw, list) and raw:
             columns = tuple(
-                ColumnProtection(
-                    str(c["column"]),
-                    c["protection"],
-                    number_or_none(c.get("matches")),
-                    number_or_none(c.get("distinct_avatar_values")),
-                )
+                ColumnProtection.read(c, column=str(c["column"]))
                 for c in raw
                 if isinstance(c, Mapping)
                 and c.get("column") is not None
                 and is_number(c.get("protection"))
             )
-        key = d.get("key")
-        return cls(
-            schema=string_or_none(d.get("schema")),
-            records=number_or_none(d.get("records")),
-            protection=number_or_none(d.get("protection")),
-            target=number_or_none(d.get("target")),
-            passed=bool_or_none(d.get("passed")),
+        return cls.read(
+            d,
             columns=columns,
-            below_target=names(d.get("below_target")),
-            key=str(key) if key else None,
-            only_in_original=names(d.get("only_in_original")),
-            only_in_avatar=names(d.get("only_in_avatar")),
+            key=str(d["key"]) if d.get("key") else None,
+            **{side: names(d.get(side)) for side in _NAME_LISTS},
         )
 
 
@@ -130,40 +122,22 @@ class DataflyView(Checked):
         d = require_mapping(data, "a Datafly result")
         levels, tops = mapping_or_none(d.get("levels")), mapping_or_none(d.get("top_levels")) or {}
         loss = mapping_or_none(d.get("information_loss")) or {}
-        raw_steps, output = d.get("steps"), mapping_or_none(d.get("output"))
-        return cls(
-            schema=string_or_none(d.get("schema")),
-            records=number_or_none(d.get("records")),
-            k=number_or_none(d.get("k")),
-            achieved_k=number_or_none(d.get("achieved_k")),
-            suppressed_records=number_or_none(d.get("suppressed_records")),
-            suppression_limit=number_or_none(d.get("suppression_limit")),
-            passed=bool_or_none(d.get("passed")),
-            levels=None
-            if levels is None
-            else tuple((str(q), number_or_none(v)) for q, v in levels.items()),
-            top_levels=tuple((str(q), number_or_none(v)) for q, v in tops.items()),
-            precision=number_or_none(loss.get("precision")),
-            discernibility=number_or_none(loss.get("discernibility")),
-            steps=None
-            if not isinstance(raw_steps, list)
-            else tuple(
-                DataflyStepView(
-                    str(s.get("generalized")),
-                    number_or_none(s.get("level")),
-                    number_or_none(s.get("below_k")),
-                )
+        raw_steps = d.get("steps")
+        steps = None
+        if isinstance(raw_steps, list):
+            steps = tuple(
+                DataflyStepView.read(s, generalized=str(s.get("generalized")))
                 for s in raw_steps
                 if isinstance(s, Mapping)
-            ),
-            message=string_or_none(d.get("message")),
-            output=None
-            if output is None
-            else DataflyOutput(
-                None if output.get("path") is None else str(output.get("path")),
-                None if output.get("format") is None else str(output.get("format")),
-                number_or_none(output.get("records")),
-            ),
+            )
+        return cls.read(
+            d,
+            levels=None if levels is None else _levels(levels),
+            top_levels=_levels(tops),
+            precision=number_or_none(loss.get("precision")),
+            discernibility=number_or_none(loss.get("discernibility")),
+            steps=steps,
+            output=optional_view(_output, d.get("output")),
         )
 
     @property
@@ -175,3 +149,15 @@ class DataflyView(Checked):
         if self.k is not None and self.levels is not None:
             return self.achieved_k is not None and self.achieved_k >= self.k
         return None
+
+
+def _levels(levels: Mapping[str, Any]) -> tuple[tuple[str, Number | None], ...]:
+    return tuple((str(q), number_or_none(v)) for q, v in levels.items())
+
+
+def _output(output: Mapping[str, Any]) -> DataflyOutput:
+    return DataflyOutput.read(
+        output,
+        path=text_or_none(output.get("path")),
+        format=text_or_none(output.get("format")),
+    )

@@ -23,6 +23,7 @@ from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.report._assessment import build_assessment
 from reident_airflow.report._css import CSS
 from reident_airflow.report._format import NA, esc
+from reident_airflow.report._html import dl, na, note, table, text
 from reident_airflow.report._page import (
     BREACHED,
     KINDS,
@@ -32,11 +33,6 @@ from reident_airflow.report._page import (
     VERDICT_WORDS,
     Part,
     badge,
-    dl,
-    na,
-    note,
-    table,
-    text,
 )
 from reident_airflow.report._release import build_datafly, build_direct_match
 from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView

@@ -104,7 +104,7 @@ def operator_report(
         )
         location = write_report(str(report_path), html)
     except (ChartUnavailableError, InvalidInputError) as exc:
-        from reident_airflow.operators.errors import ReidentConfigurationError
+        from reident_airflow.outcomes import ReidentConfigurationError
 
         raise ReidentConfigurationError(f"report_path: {exc}") from None
     if ti is not None:

@@ -41,6 +41,7 @@ from reident_airflow.report._read import (
     optional_view,
     require_mapping,
     string_or_none,
+    text_or_none,
 )
 from reident_airflow.report._release_view import (
     ColumnProtection,
@@ -83,54 +84,40 @@ class ThresholdSpec:
     """What one threshold of the gate checks (``Thresholds`` in the engine).
 
     ``metric`` is the dotted name breaches carry (``l_diversity.<column>.distinct`` for
-    ``min_l``: one metric per sensitive column); ``minimum`` says whether the observed value
-    must be at least the limit (``k``, l) rather than at most; ``share`` whether both are
-    shares of records (risks) rather than counts.
+    ``min_l``: one metric per sensitive column); ``label`` what the report calls the check.
     """
 
     name: str
     metric: str
     label: str
-    minimum: bool
-    share: bool
 
+    @property
+    def minimum(self) -> bool:
+        """Whether the observed value must be at least the limit (``min_k``, ``min_l``)
+        rather than at most (the ``max_`` risks)."""
+        return self.name.startswith("min_")
+
+    @property
+    def share(self) -> bool:
+        """Whether the limit is a share of records (the risks) rather than a count."""
+        return not self.minimum
+
+
+def _catalogue(**specs: tuple[str, str]) -> Mapping[str, ThresholdSpec]:
+    return {name: ThresholdSpec(name, metric, label) for name, (metric, label) in specs.items()}
+
+
+_GLOBAL_RISK = "Expected re-identifications (sampling weights), share of records"
 
 #: The gate's thresholds in the order the report lists them (``docs/contract.md``).
-THRESHOLDS: Mapping[str, ThresholdSpec] = {
-    spec.name: spec
-    for spec in (
-        ThresholdSpec(
-            "max_highest_risk",
-            "prosecutor.highest_risk",
-            "Highest re-identification risk (prosecutor)",
-            minimum=False,
-            share=True,
-        ),
-        ThresholdSpec(
-            "max_average_risk",
-            "prosecutor.average_risk",
-            "Average re-identification risk (prosecutor)",
-            minimum=False,
-            share=True,
-        ),
-        ThresholdSpec(
-            "max_records_at_risk",
-            "prosecutor.records_at_risk",
-            "Records at risk",
-            minimum=False,
-            share=True,
-        ),
-        ThresholdSpec("min_k", "k", "Smallest class size k", minimum=True, share=False),
-        ThresholdSpec(
-            "max_global_risk",
-            "individual_risk.global_risk_share",
-            "Expected re-identifications (sampling weights), share of records",
-            minimum=False,
-            share=True,
-        ),
-        ThresholdSpec("min_l", "l_diversity", "Distinct l-diversity", minimum=True, share=False),
-    )
-}
+THRESHOLDS = _catalogue(
+    max_highest_risk=("prosecutor.highest_risk", "Highest re-identification risk (prosecutor)"),
+    max_average_risk=("prosecutor.average_risk", "Average re-identification risk (prosecutor)"),
+    max_records_at_risk=("prosecutor.records_at_risk", "Records at risk"),
+    min_k=("k", "Smallest class size k"),
+    max_global_risk=("individual_risk.global_risk_share", _GLOBAL_RISK),
+    min_l=("l_diversity", "Distinct l-diversity"),
+)
 
 
 def threshold_of(metric: str) -> ThresholdSpec | None:
@@ -156,11 +143,7 @@ class BreachView(Checked):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        return cls(
-            str(data.get("metric")),
-            number_or_none(data.get("observed")),
-            number_or_none(data.get("limit")),
-        )
+        return cls.read(data, metric=str(data.get("metric")))
 
 
 # ------------------------------------------------------------------------ the assessment
@@ -187,15 +170,7 @@ class RiskMeasures(Checked):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        return cls(
-            number_or_none(data.get("highest_risk")),
-            number_or_none(data.get("average_risk")),
-            number_or_none(data.get("records_at_risk")),
-            number_or_none(data.get("records_affected_by_highest_risk")),
-            number_or_none(data.get("record_threshold")),
-            string_or_none(data.get("basis")),
-            None if data.get("weight") is None else str(data.get("weight")),
-        )
+        return cls.read(data, weight=text_or_none(data.get("weight")))
 
 
 @dataclass(frozen=True)
@@ -258,29 +233,14 @@ class PopulationView(Checked):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        def estimate(key: str) -> PopulationEstimateView | None:
-            e = mapping_or_none(data.get(key))
-            if e is None:
-                return None
-            return PopulationEstimateView(
-                number_or_none(e.get("uniques")), number_or_none(e.get("fraction"))
-            )
+        def dankar(d: Mapping[str, Any]) -> DankarView:
+            return DankarView.read(d, model=text_or_none(d.get("model") or None))
 
-        d = mapping_or_none(data.get("dankar"))
-        dankar = None
-        if d is not None:
-            model = str(d.get("model")) if d.get("model") else None
-            dankar = DankarView(
-                number_or_none(d.get("uniques")), number_or_none(d.get("fraction")), model
-            )
-        return cls(
-            number_or_none(data.get("population_size")),
-            number_or_none(data.get("sampling_fraction")),
-            estimate("pitman"),
-            estimate("zayatz"),
-            estimate("snb"),
-            dankar,
-        )
+        models = {
+            key: optional_view(PopulationEstimateView.read, data.get(key))
+            for key, *_ in POPULATION_MODELS
+        }
+        return cls.read(data, dankar=optional_view(dankar, data.get("dankar")), **models)
 
 
 @dataclass(frozen=True)
@@ -318,21 +278,7 @@ class IndividualRiskView(Checked):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        weight = data.get("weight")
-        numbers = (
-            "global_risk",
-            "global_risk_share",
-            "highest",
-            "lowest",
-            "records_above_threshold",
-            "record_threshold",
-            "estimated_population",
-        )
-        return cls(
-            weight=None if weight is None else str(weight),
-            method=string_or_none(data.get("method")),
-            **{key: number_or_none(data.get(key)) for key in numbers},
-        )
+        return cls.read(data, weight=text_or_none(data.get("weight")))
 
 
 @dataclass(frozen=True)
@@ -348,9 +294,7 @@ class DiversityView(Checked):
 
     @classmethod
     def from_item(cls, column: Any, data: Any) -> Self:
-        d = mapping_or_none(data) or {}
-        keys = ("distinct", "entropy", "recursive", "c", "homogeneous_records")
-        return cls(str(column), *(number_or_none(d.get(k)) for k in keys))
+        return cls.read(mapping_or_none(data) or {}, column=str(column))
 
 
 @dataclass(frozen=True)
@@ -367,12 +311,12 @@ class SudaView(Checked):
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         by_size = data.get("msus_by_size")
         contrib = mapping_or_none(data.get("attribute_contributions")) or {}
-        return cls(
-            number_or_none(data.get("records_with_msu")),
-            number_or_none(data.get("max_score")),
-            number_or_none(data.get("max_msu_size")),
-            tuple(number_or_none(n) for n in by_size) if isinstance(by_size, list) else (),
-            tuple((str(k), number_or_none(v)) for k, v in contrib.items()),
+        return cls.read(
+            data,
+            msus_by_size=(
+                tuple(number_or_none(n) for n in by_size) if isinstance(by_size, list) else ()
+            ),
+            attribute_contributions=tuple((str(k), number_or_none(v)) for k, v in contrib.items()),
         )
 
 
@@ -474,9 +418,7 @@ class AssessmentView(Checked):
             excluded_records=number_or_none(a.get("excluded_records")),
             prosecutor=optional_view(RiskMeasures.from_dict, a.get("prosecutor")),
             journalist=optional_view(RiskMeasures.from_dict, a.get("journalist")),
-            marketer=optional_view(
-                lambda m: MarketerView(number_or_none(m.get("risk"))), a.get("marketer")
-            ),
+            marketer=optional_view(MarketerView.read, a.get("marketer")),
             sample_uniques=number_or_none(uniqueness.get("sample_uniques")),
             population=optional_view(PopulationView.from_dict, uniqueness.get("population")),
             risk_bands=_bands(a.get("risk_distribution")),
