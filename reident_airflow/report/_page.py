@@ -28,7 +28,7 @@ __all__ = [
     "plural",
 ]
 
-#: The kinds of payload a report can show, and the schema prefix of each (contract.md).
+#: The kinds of payload a report can show, and the schema prefix of each (docs/contract.md).
 KINDS: dict[str, str] = {
     "assessment": "reident.assessment/",
     "direct_match": "reident.direct_match/",

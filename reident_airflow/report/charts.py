@@ -169,7 +169,7 @@ def _pct_label(share: float) -> str:
     return f"{p:.3g} %"
 
 
-# --------------------------------------------------------------------------- risk bands (§2)
+# ----------------------------------------------------------------- risk bands (docs/metrics.md §2)
 def risk_distribution_chart(
     bands: Sequence[tuple[float, float, float]], record_threshold: float | None
 ) -> str:
@@ -263,7 +263,7 @@ def _legend(fig: Figure, entries: Sequence[tuple[str, str]]) -> None:
     fig.legend(handles=handles, loc="outside upper center", ncols=min(len(handles), 3))
 
 
-# ---------------------------------------------------------------------- class sizes (§1, §2)
+# ------------------------------------------------------------ class sizes (docs/metrics.md §1, §2)
 CLASS_SIZE_BUCKETS: tuple[tuple[int, int | None], ...] = (
     (1, 1),
     (2, 2),
@@ -350,7 +350,7 @@ def class_size_chart(
         return _svg(fig, "class-sizes", "Number of classes per class size")
 
 
-# ------------------------------------------------------------------ quasi-identifiers (§5)
+# ---------------------------------------------------------- quasi-identifiers (docs/metrics.md §5)
 def attribute_chart(items: Sequence[tuple[str, float | None, float | None]]) -> str:
     """Distinction and separation of the top column sets, most re-identifying at the top."""
     if not items:
@@ -378,7 +378,7 @@ def attribute_chart(items: Sequence[tuple[str, float | None, float | None]]) -> 
         return _svg(fig, "attributes", "Distinction and separation per column set")
 
 
-# ------------------------------------------------------------------ direct match (§8)
+# --------------------------------------------------------------- direct match (docs/metrics.md §8)
 def direct_match_chart(columns: Sequence[tuple[str, float]], target: float | None) -> str:
     """Protection ``P_c`` (0-100) per column, least protected at the top; red below target."""
     if not columns:
@@ -405,7 +405,7 @@ def direct_match_chart(columns: Sequence[tuple[str, float]], target: float | Non
         return _svg(fig, "direct-match", "Direct match protection per column")
 
 
-# ------------------------------------------------------------------------ Datafly (§9)
+# -------------------------------------------------------------------- Datafly (docs/metrics.md §9)
 def datafly_steps_chart(
     steps: Sequence[tuple[str, int]], suppression_limit: int | None, k: int | None
 ) -> str:
