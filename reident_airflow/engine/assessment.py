@@ -11,23 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
 
 from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.classes import ClassSizes, ClassTable
-from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C
-from reident_airflow.engine.diversity import l_diversity, validate_recursive_c
+from reident_airflow.engine.diversity import l_diversity
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.sample import (
-    RiskBand,
-    SampleRisk,
-    risk_distribution,
-    sample_risk,
-    validate_threshold,
-)
+from reident_airflow.engine.options import AssessmentOptions, Thresholds
+from reident_airflow.engine.sample import RiskBand, SampleRisk, risk_distribution, sample_risk
 
 if TYPE_CHECKING:
     # the measures beyond the sample's are imported when asked for: the verdict from a
@@ -40,7 +34,16 @@ if TYPE_CHECKING:
     from reident_airflow.engine.register import RegisterRisk
     from reident_airflow.engine.suda import SudaResult
 
-__all__ = ["SCHEMA", "Assessment", "Breach", "JournalistRisk", "Thresholds", "assess"]
+__all__ = [
+    "SCHEMA",
+    "Assessment",
+    "AssessmentOptions",
+    "Breach",
+    "JournalistRisk",
+    "MeasureKeywords",
+    "Thresholds",
+    "assess",
+]
 
 IntArray = NDArray[np.int64]
 
@@ -70,98 +73,6 @@ class Breach:
 
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The release gate: each limit is optional; ``None`` means "not checked".
-
-    Risk limits are shares in ``(0, 1]`` and apply to the prosecutor model, which is never
-    below the journalist's (El Emam & Dankar 2008), so a table that passes is safe for both.
-    ``max_global_risk`` gates the expected share of re-identifications estimated from sampling
-    weights (``individual_risk.global_risk_share``: needs a weight column); ``min_l`` the
-    distinct l-diversity of every sensitive column (needs sensitive columns).
-    """
-
-    max_highest_risk: float | None = None
-    max_average_risk: float | None = None
-    max_records_at_risk: float | None = None
-    min_k: int | None = None
-    max_global_risk: float | None = None
-    min_l: int | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("max_highest_risk", "max_average_risk", "max_global_risk"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, validate_threshold(value, name))
-        if self.max_records_at_risk is not None:
-            try:
-                v = float(self.max_records_at_risk)
-            except (TypeError, ValueError):
-                got = self.max_records_at_risk
-                raise InvalidInputError(
-                    f"max_records_at_risk must be a share in [0, 1], got {got!r}"
-                ) from None
-            if not (0.0 <= v <= 1.0):
-                raise InvalidInputError(f"max_records_at_risk must be in [0, 1], got {v!r}")
-            object.__setattr__(self, "max_records_at_risk", v)
-        if self.min_k is not None:
-            k = self.min_k
-            if isinstance(k, bool) or not isinstance(k, int | float) or not float(k).is_integer():
-                raise InvalidInputError(f"min_k must be a whole number >= 1, got {k!r}")
-            if int(k) < 1:
-                raise InvalidInputError(f"min_k must be >= 1, got {int(k)}")
-            object.__setattr__(self, "min_k", int(k))
-        if self.min_l is not None:
-            v = self.min_l
-            if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
-                raise InvalidInputError(f"min_l must be a whole number >= 1, got {v!r}")
-            if int(v) < 1:
-                raise InvalidInputError(f"min_l must be >= 1, got {int(v)}")
-            object.__setattr__(self, "min_l", int(v))
-
-    def to_dict(self) -> dict[str, Any]:
-        names = (
-            "max_highest_risk",
-            "max_average_risk",
-            "max_records_at_risk",
-            "min_k",
-            "max_global_risk",
-            "min_l",
-        )
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
-
-    def check(
-        self,
-        prosecutor: SampleRisk,
-        k: int,
-        *,
-        individual: IndividualRisk | None = None,
-        diversity: tuple[LDiversity, ...] = (),
-    ) -> tuple[Breach, ...]:
-        out: list[Breach] = []
-        pairs = (
-            ("prosecutor.highest_risk", prosecutor.highest_risk, self.max_highest_risk),
-            ("prosecutor.average_risk", prosecutor.average_risk, self.max_average_risk),
-            ("prosecutor.records_at_risk", prosecutor.records_at_risk, self.max_records_at_risk),
-        )
-        for metric, observed, limit in pairs:
-            if limit is not None and observed > limit:
-                out.append(Breach(metric, observed, limit))
-        if self.min_k is not None and k < self.min_k:
-            out.append(Breach("k", float(k), float(self.min_k)))
-        if self.max_global_risk is not None and individual is not None:
-            share = individual.global_risk_share
-            if share > self.max_global_risk:
-                metric = "individual_risk.global_risk_share"
-                out.append(Breach(metric, share, self.max_global_risk))
-        if self.min_l is not None:
-            for column in diversity:
-                if column.distinct < self.min_l:
-                    metric = f"l_diversity.{column.column}.distinct"
-                    out.append(Breach(metric, float(column.distinct), float(self.min_l)))
-        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -250,24 +161,37 @@ class Assessment:
         }
 
 
+class MeasureKeywords(TypedDict, total=False):
+    """The options :func:`assess` also takes as keywords, for callers of the Python API that
+    hold no :class:`AssessmentOptions` (``attributes`` is its ``rank_attributes``)."""
+
+    record_threshold: float
+    population_size: int | None
+    sampling_fraction: float | None
+    region: str | None
+    thresholds: Thresholds | None
+    attributes: bool
+    max_subset_size: int | None
+    recursive_c: float
+    suda: bool
+    suda_max_msu_size: int | None
+
+
 def assess(
     table: ClassTable | ClassSizes,
+    options: AssessmentOptions | None = None,
     *,
-    record_threshold: float = DEFAULT_RECORD_THRESHOLD,
-    population_size: int | None = None,
-    sampling_fraction: float | None = None,
-    region: str | None = None,
-    thresholds: Thresholds | None = None,
-    attributes: bool = True,
-    max_subset_size: int | None = None,
     population_table: ClassTable | None = None,
     weights: ClassWeights | None = None,
     sensitive: Mapping[str, ValueCounts] | None = None,
-    recursive_c: float = DEFAULT_RECURSIVE_C,
-    suda: bool = False,
-    suda_max_msu_size: int | None = None,
+    **keywords: Unpack[MeasureKeywords],
 ) -> Assessment:
     """Assess a class table: sample risks, attacker models, population models, QI ranking.
+
+    ``options`` (:class:`~reident_airflow.engine.options.AssessmentOptions`) say what to
+    compute and gate; beside them come what the sources counted for the columns they name.
+    Without ``options``, the keywords of :class:`MeasureKeywords` build them (the table's QIs,
+    the weight and sensitive columns of ``weights`` and ``sensitive``); giving both is an error.
 
     ``population_size`` / ``sampling_fraction`` / ``region`` (at most one) describe the
     population the table was drawn from; without them no population model is reported.
@@ -279,32 +203,34 @@ def assess(
     register, weights, sensitive columns or SUDA2 are asked for: the verdict needs no more.
 
     ``weights`` (the sums of a sampling-weight column per class, aligned with ``table``) add
-    the individual risk of metrics.md §6; without a register they are also the journalist's
-    basis (``basis: "sampling_weights"``). ``sensitive`` (value counts per class of each
-    sensitive column) adds l-diversity (§7, recursive with ``recursive_c``); ``suda`` the
-    SUDA2 special uniques (§6, MSUs up to ``suda_max_msu_size`` keys, default all).
+    the individual risk of docs/metrics.md §6; without a register they are also the
+    journalist's basis (``basis: "sampling_weights"``). ``sensitive`` (value counts per class
+    of each sensitive column) adds l-diversity (§7, recursive with ``recursive_c``); ``suda``
+    the SUDA2 special uniques (§6, MSUs up to ``suda_max_msu_size`` keys, default all).
     """
+    if options is None:
+        options = _options_of_keywords(table, weights, sensitive, keywords)
+    elif keywords:
+        raise TypeError(f"assess() takes options or keywords, not both (got {sorted(keywords)})")
+    _check_inputs(options, weights=weights, sensitive=sensitive)
     if isinstance(table, ClassSizes):
         _refuse_beyond_the_histogram(
-            attributes=attributes,
+            attributes=options.rank_attributes,
             register=population_table is not None,
             weights=weights is not None,
             sensitive=bool(sensitive),
-            suda=suda,
+            suda=options.suda,
         )
-    gate = thresholds if thresholds is not None else Thresholds()
-    _check_gate_inputs(gate, weights=weights is not None, sensitive=bool(sensitive))
-    c = validate_recursive_c(recursive_c)
     sizes, counts = table.histogram()
-    prosecutor = sample_risk(sizes, counts, record_threshold)
+    prosecutor = sample_risk(sizes, counts, options.record_threshold)
     register, big_n = _register_and_population_size(
         table,
         population_table,
         prosecutor.records,
-        record_threshold=record_threshold,
-        population_size=population_size,
-        sampling_fraction=sampling_fraction,
-        region=region,
+        record_threshold=options.record_threshold,
+        population_size=options.population_size,
+        sampling_fraction=options.sampling_fraction,
+        region=options.region,
     )
     full = table if isinstance(table, ClassTable) else None
     measured = _measure(
@@ -313,16 +239,60 @@ def assess(
         sizes=sizes,
         counts=counts,
         big_n=big_n,
-        record_threshold=record_threshold,
-        attributes=attributes,
-        max_subset_size=max_subset_size,
+        record_threshold=options.record_threshold,
+        attributes=options.rank_attributes,
+        max_subset_size=options.max_subset_size,
         weights=weights,
         sensitive=sensitive,
-        c=c,
-        suda=suda,
-        suda_max_msu_size=suda_max_msu_size,
+        c=options.recursive_c,
+        suda=options.suda,
+        suda_max_msu_size=options.suda_max_msu_size,
     )
-    return _assessment(table, sizes, counts, prosecutor, register, measured, gate)
+    return _assessment(table, sizes, counts, prosecutor, register, measured, options.thresholds)
+
+
+def _options_of_keywords(
+    table: ClassTable | ClassSizes,
+    weights: ClassWeights | None,
+    sensitive: Mapping[str, ValueCounts] | None,
+    keywords: MeasureKeywords,
+) -> AssessmentOptions:
+    """The options the keywords of :func:`assess` describe, with the columns of its inputs."""
+    given: dict[str, Any] = dict(keywords)
+    if "attributes" in given:
+        given["rank_attributes"] = given.pop("attributes")
+    if given.get("thresholds") is None:
+        given.pop("thresholds", None)
+    return AssessmentOptions(
+        quasi_identifiers=table.quasi_identifiers,
+        weight=None if weights is None else weights.column,
+        sensitive=tuple(sensitive or ()),
+        **given,
+    )
+
+
+def _check_inputs(
+    options: AssessmentOptions,
+    *,
+    weights: ClassWeights | None,
+    sensitive: Mapping[str, ValueCounts] | None,
+) -> None:
+    """The counted inputs are those of the columns the options name."""
+    if (options.weight is None) != (weights is None):
+        raise InvalidInputError(
+            f"the options name weight column {options.weight!r} but no weight sums were given"
+            if weights is None
+            else f"weight sums of {weights.column!r} were given but the options name no weight "
+            "column"
+        )
+    if bool(options.sensitive) != bool(sensitive):
+        raise InvalidInputError(
+            f"the options name sensitive columns {list(options.sensitive)} but no value counts "
+            "were given"
+            if not sensitive
+            else f"value counts of {list(sensitive)} were given but the options name no "
+            "sensitive column"
+        )
 
 
 def _register_and_population_size(
@@ -426,19 +396,6 @@ def _refuse_beyond_the_histogram(
     if needs:
         raise InvalidInputError(
             f"{', '.join(needs)} need(s) the class table, not only its size histogram"
-        )
-
-
-def _check_gate_inputs(gate: Thresholds, *, weights: bool, sensitive: bool) -> None:
-    """A gate on a measure needs that measure's input."""
-    if gate.max_global_risk is not None and not weights:
-        raise InvalidInputError(
-            "a maximum global risk gates the individual risk from sampling weights: name the "
-            "weight column"
-        )
-    if gate.min_l is not None and not sensitive:
-        raise InvalidInputError(
-            "a minimum l gates the l-diversity of sensitive columns: name at least one"
         )
 
 

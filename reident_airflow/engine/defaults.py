@@ -6,13 +6,17 @@ help without loading the engine.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_RECORD_THRESHOLD", "DEFAULT_RECURSIVE_C", "DEFAULT_TARGET"]
+__all__ = ["DEFAULT_RECORD_THRESHOLD", "DEFAULT_RECURSIVE_C", "DEFAULT_TARGET", "REGIONS"]
 
 #: Record risk above which a record counts as "at risk" (ARX's default, 0.2: classes of 1-4).
 DEFAULT_RECORD_THRESHOLD = 0.2
 
 #: ``c`` of recursive (c,l)-diversity (sdcMicro's default).
 DEFAULT_RECURSIVE_C = 2.0
+
+#: Population presets by region name, matched in any case: ``N`` of the region's population
+#: (ARX's ``ARXPopulationModel.Region``; only USA so far).
+REGIONS: dict[str, int] = {"usa": 317_238_626}
 
 DEFAULT_TARGET: float = 50.0
 """Default target for Column Direct Match Protection, in percent.

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from reident_airflow.engine._model_input import PopulationEstimate, as_int, model_input
+from reident_airflow.engine.defaults import REGIONS
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.population_pitman import pitman, pitman_estimate
 from reident_airflow.engine.population_snb import snb, snb_estimate
@@ -54,8 +55,6 @@ __all__ = [
 
 
 DankarModel = Literal["pitman", "zayatz", "snb", "dankar"]
-#: Population presets by region name (ARX's ``ARXPopulationModel.Region``; only USA so far).
-REGIONS: dict[str, int] = {"usa": 317_238_626}
 #: Dankar et al.'s rule uses Pitman up to this sampling fraction (inclusive), Zayatz/SNB above.
 DANKAR_THRESHOLD = 0.1
 

@@ -1,0 +1,436 @@
+"""The options of one assessment, declared once: fields, defaults and the rules between them.
+
+:class:`AssessmentOptions` is what an assessment is asked to do: which columns are the
+quasi-identifiers, the release gate (:class:`Thresholds`), the record threshold, the
+population the table was drawn from, the weight and sensitive columns and which optional
+measures to compute. It is checked when it is built -- each field on its own, then the rules
+that relate fields -- so holding one proves it consistent; it is frozen and never changes.
+
+Every adapter only converts its inputs into it:
+
+- the command line builds it from its parsed arguments (its error messages spell the fields as
+  flags: ``names`` maps each field to how the user wrote it);
+- the operators and the Great Expectations expectations call :meth:`AssessmentOptions.from_mapping`
+  with their parameters as given, possibly rendered by templating: ``"0.2"`` is a number,
+  ``"none"`` or ``""`` leaves an option unset (its default applies), ``"a,b"`` is a list of
+  columns, ``"false"`` a flag that is off.
+
+:func:`~reident_airflow.engine.assessment.assess` then takes the options beside what the
+sources counted (class table, weight sums, sensitive value counts). The module imports no
+Airflow, Great Expectations, pandas nor SQLAlchemy; its defaults are those of
+:mod:`reident_airflow.engine.defaults`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from reident_airflow.engine.defaults import (
+    DEFAULT_RECORD_THRESHOLD,
+    DEFAULT_RECURSIVE_C,
+    REGIONS,
+)
+from reident_airflow.engine.diversity import validate_recursive_c
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.sample import validate_threshold
+
+if TYPE_CHECKING:
+    from reident_airflow.engine.assessment import Breach
+    from reident_airflow.engine.diversity import LDiversity
+    from reident_airflow.engine.individual_risk import IndividualRisk
+    from reident_airflow.engine.sample import SampleRisk
+
+__all__ = [
+    "PARAMETER_NAMES",
+    "PYTHON_NAMES",
+    "AssessmentOptions",
+    "OptionError",
+    "Thresholds",
+]
+
+#: How a rule's message names each field for a caller of the Python API (fields not listed
+#: are named as themselves).
+PYTHON_NAMES: Mapping[str, str] = {
+    "max_global_risk": "a maximum global risk",
+    "min_l": "a minimum l",
+    "weight": "the weight column",
+    "sensitive": "sensitive columns",
+    "rank_attributes": "rank_attributes=False",
+}
+
+#: How a rule's message names each field for an adapter whose parameters carry the fields'
+#: names (operators, expectations): :meth:`AssessmentOptions.from_mapping`'s default.
+PARAMETER_NAMES: Mapping[str, str] = {
+    "sensitive": "sensitive columns",
+    "rank_attributes": "rank_attributes=False",
+}
+
+_POPULATION_FIELDS = ("population_size", "sampling_fraction", "region")
+
+
+class _Names(dict[str, str]):
+    """A field-name mapping that names a field missing from it as the field itself."""
+
+    def __missing__(self, key: str) -> str:
+        return key
+
+
+class OptionError(InvalidInputError):
+    """A combination of options that cannot be, named the way the adapter's user wrote them.
+
+    The rule that raises it words the message once, as a function of how each field is
+    named; an adapter that catches it re-words it for its own vocabulary with
+    :meth:`spelled` (the same exception, so its traceback and cause are kept).
+    """
+
+    def __init__(self, say: Callable[[Mapping[str, str]], str]) -> None:
+        self._say = say
+        super().__init__(say(_Names(PYTHON_NAMES)))
+
+    def spelled(self, names: Mapping[str, str]) -> OptionError:
+        """This error, its message naming each field as ``names`` does."""
+        self.args = (self._say(_Names(names)),)
+        return self
+
+
+# ------------------------------------------------------------------------------- the gate
+@dataclass(frozen=True)
+class Thresholds:
+    """The release gate: each limit is optional; ``None`` means "not checked".
+
+    Risk limits are shares in ``(0, 1]`` and apply to the prosecutor model, which is never
+    below the journalist's (El Emam & Dankar 2008), so a table that passes is safe for both.
+    ``max_records_at_risk`` may be 0 (no record at risk). ``max_global_risk`` gates the
+    expected share of re-identifications estimated from sampling weights
+    (``individual_risk.global_risk_share``: needs a weight column); ``min_l`` the distinct
+    l-diversity of every sensitive column (needs sensitive columns). Those two needs are rules
+    of :class:`AssessmentOptions`, which knows the columns.
+    """
+
+    max_highest_risk: float | None = None
+    max_average_risk: float | None = None
+    max_records_at_risk: float | None = None
+    min_k: int | None = None
+    max_global_risk: float | None = None
+    min_l: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_highest_risk", "max_average_risk", "max_global_risk"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, validate_threshold(value, name))
+        if self.max_records_at_risk is not None:
+            try:
+                v = float(self.max_records_at_risk)
+            except (TypeError, ValueError):
+                got = self.max_records_at_risk
+                raise InvalidInputError(
+                    f"max_records_at_risk must be a share in [0, 1], got {got!r}"
+                ) from None
+            if not (0.0 <= v <= 1.0):
+                raise InvalidInputError(f"max_records_at_risk must be in [0, 1], got {v!r}")
+            object.__setattr__(self, "max_records_at_risk", v)
+        for name in ("min_k", "min_l"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _whole(value, name))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The limits that are set, by name (the ``thresholds`` of the assessment JSON)."""
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None
+        }
+
+    def check(
+        self,
+        prosecutor: SampleRisk,
+        k: int,
+        *,
+        individual: IndividualRisk | None = None,
+        diversity: tuple[LDiversity, ...] = (),
+    ) -> tuple[Breach, ...]:
+        """The limits the measures breach, in the order of the fields."""
+        from reident_airflow.engine.assessment import Breach
+
+        out: list[Breach] = []
+        pairs = (
+            ("prosecutor.highest_risk", prosecutor.highest_risk, self.max_highest_risk),
+            ("prosecutor.average_risk", prosecutor.average_risk, self.max_average_risk),
+            ("prosecutor.records_at_risk", prosecutor.records_at_risk, self.max_records_at_risk),
+        )
+        for metric, observed, limit in pairs:
+            if limit is not None and observed > limit:
+                out.append(Breach(metric, observed, limit))
+        if self.min_k is not None and k < self.min_k:
+            out.append(Breach("k", float(k), float(self.min_k)))
+        if self.max_global_risk is not None and individual is not None:
+            share = individual.global_risk_share
+            if share > self.max_global_risk:
+                metric = "individual_risk.global_risk_share"
+                out.append(Breach(metric, share, self.max_global_risk))
+        if self.min_l is not None:
+            for column in diversity:
+                if column.distinct < self.min_l:
+                    metric = f"l_diversity.{column.column}.distinct"
+                    out.append(Breach(metric, float(column.distinct), float(self.min_l)))
+        return tuple(out)
+
+
+# ---------------------------------------------------------------------------- the options
+@dataclass(frozen=True)
+class AssessmentOptions:
+    """What one assessment is asked to compute and gate; checked when built.
+
+    - ``quasi_identifiers``: the columns an attacker may know (one or more, as the adapter's
+      user wrote them: the sources match them against the table's columns).
+    - ``thresholds``: the release gate.
+    - ``record_threshold``: record risk above which a record counts as at risk
+      (default :data:`~reident_airflow.engine.defaults.DEFAULT_RECORD_THRESHOLD`).
+    - ``population_size`` / ``sampling_fraction`` / ``region`` (at most one): the population
+      the table was drawn from, for the population models; ``population_table`` where a
+      register of that population is read from (a table or a file, read by the adapter's
+      source; unless a size is given, its records are ``N``).
+    - ``weight``: a sampling-weight column (individual risk); ``sensitive``: sensitive
+      columns (l-diversity, recursive with ``recursive_c``, default
+      :data:`~reident_airflow.engine.defaults.DEFAULT_RECURSIVE_C`).
+    - ``rank_attributes``: rank the QI subsets (default), up to ``max_subset_size`` columns.
+    - ``suda``: SUDA2 special uniques, minimal sample uniques up to ``suda_max_msu_size``
+      columns.
+
+    The rules between fields: ``max_global_risk`` needs ``weight``; ``min_l`` needs
+    ``sensitive``; ``max_subset_size`` needs ``rank_attributes``; ``suda_max_msu_size``
+    needs ``suda``; at most one of the population descriptions. A broken rule raises
+    :class:`OptionError`, any other bad value :class:`InvalidInputError` naming the field.
+    """
+
+    quasi_identifiers: tuple[str, ...]
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    record_threshold: float = DEFAULT_RECORD_THRESHOLD
+    population_size: int | None = None
+    sampling_fraction: float | None = None
+    region: str | None = None
+    population_table: str | None = None
+    weight: str | None = None
+    sensitive: tuple[str, ...] = ()
+    recursive_c: float = DEFAULT_RECURSIVE_C
+    rank_attributes: bool = True
+    max_subset_size: int | None = None
+    suda: bool = False
+    suda_max_msu_size: int | None = None
+
+    def __post_init__(self) -> None:
+        # values are normalised while the object is being built (tuples for lists, floats
+        # for shares); once __post_init__ returns nothing changes them
+        setattr_ = object.__setattr__
+        setattr_(self, "quasi_identifiers", _names(self.quasi_identifiers, "quasi_identifiers"))
+        setattr_(self, "sensitive", _names(self.sensitive, "sensitive", empty_ok=True))
+        if not isinstance(self.thresholds, Thresholds):
+            raise InvalidInputError(
+                f"thresholds must be a Thresholds, got {type(self.thresholds).__name__}"
+            )
+        setattr_(
+            self, "record_threshold", validate_threshold(self.record_threshold, "record_threshold")
+        )
+        if self.population_size is not None:
+            setattr_(self, "population_size", _whole(self.population_size, "population_size"))
+        if self.sampling_fraction is not None:
+            fraction = validate_threshold(self.sampling_fraction, "sampling_fraction")
+            setattr_(self, "sampling_fraction", fraction)
+        if self.region is not None:
+            _check_region(self.region)
+        for name in ("population_table", "weight"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInputError(f"{name} must be a name, got {value!r}")
+        setattr_(self, "recursive_c", validate_recursive_c(self.recursive_c))
+        for name in ("rank_attributes", "suda"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInputError(
+                    f"{name} must be true or false, got {getattr(self, name)!r}"
+                )
+        for name in ("max_subset_size", "suda_max_msu_size"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr_(self, name, _whole(value, name))
+        self._check_rules()
+
+    def _check_rules(self) -> None:
+        """The rules between fields, each written once (see the class docstring)."""
+        gate = self.thresholds
+        if gate.max_global_risk is not None and self.weight is None:
+            raise OptionError(
+                lambda n: f"{n['max_global_risk']} gates the individual risk: give {n['weight']}"
+            )
+        if gate.min_l is not None and not self.sensitive:
+            raise OptionError(lambda n: f"{n['min_l']} gates l-diversity: give {n['sensitive']}")
+        if self.max_subset_size is not None and not self.rank_attributes:
+            raise OptionError(
+                lambda n: (
+                    f"{n['max_subset_size']} sizes the QI ranking, which "
+                    f"{n['rank_attributes']} skips"
+                )
+            )
+        if self.suda_max_msu_size is not None and not self.suda:
+            raise OptionError(lambda n: f"{n['suda_max_msu_size']} applies to {n['suda']}")
+        given = [name for name in _POPULATION_FIELDS if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise OptionError(
+                lambda n: (
+                    "give at most one of "
+                    f"{n['population_size']}, {n['sampling_fraction']} and {n['region']}; got "
+                    + " and ".join(n[name] for name in given)
+                )
+            )
+
+    @property
+    def needs_class_table(self) -> bool:
+        """Whether a measure asked for needs the class table, not only its size histogram
+        (without them the verdict is computed from the histogram, counted where the data is)."""
+        return bool(
+            self.rank_attributes
+            or self.weight
+            or self.sensitive
+            or self.suda
+            or self.population_table
+        )
+
+    @classmethod
+    def from_mapping(
+        cls, values: Mapping[str, Any], *, names: Mapping[str, str] | None = None
+    ) -> AssessmentOptions:
+        """The options from loosely typed values, as templating or a configuration gives them.
+
+        Keys are the field names, the gate's limits among them (``max_highest_risk``,
+        ``min_k``, ...). ``None``, ``""`` and ``"none"`` (any case) leave a field unset: its
+        default applies. Numbers may be strings (``"0.2"``, ``"1_000"``); whole numbers must
+        be whole (``"2.0"`` is 2, ``"1.5"`` an error); column lists are lists or
+        comma-separated strings (each name stripped); flags are booleans or
+        ``"true"``/``"false"``/``"yes"``/``"no"``/``"1"``/``"0"``. A rule's message names
+        the fields as ``names`` does (default :data:`PARAMETER_NAMES`); other messages name
+        the key at fault. Raises :class:`InvalidInputError` for an unknown key or a bad value.
+        """
+        unknown = sorted(set(values) - set(_CONVERTERS))
+        if unknown:
+            known = ", ".join(sorted(_CONVERTERS))
+            raise InvalidInputError(f"unknown assessment option {unknown[0]!r}; known: {known}")
+        converted: dict[str, Any] = {}
+        for key, value in values.items():
+            if not _unset(value):
+                converted[key] = _CONVERTERS[key](value, key)
+        gate = {name: converted.pop(name) for name in _GATE_FIELDS if name in converted}
+        converted.setdefault("quasi_identifiers", ())
+        try:
+            return cls(thresholds=Thresholds(**gate), **converted)
+        except OptionError as exc:
+            exc.spelled(names if names is not None else PARAMETER_NAMES)
+            raise
+
+
+# ------------------------------------------------------------------------- field checks
+def _whole(value: Any, name: str) -> int:
+    """A whole number >= 1 (an integral float is accepted; a boolean is not)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not float(value).is_integer()
+    ):
+        raise InvalidInputError(f"{name} must be a whole number >= 1, got {value!r}")
+    if int(value) < 1:
+        raise InvalidInputError(f"{name} must be >= 1, got {int(value)}")
+    return int(value)
+
+
+def _names(value: Any, name: str, *, empty_ok: bool = False) -> tuple[str, ...]:
+    """Column names as a tuple: none blank; one or more unless ``empty_ok``."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"{name} must be a list of column names, got {value!r}")
+    items = tuple(value)
+    if (not items and not empty_ok) or any(not isinstance(i, str) or not i.strip() for i in items):
+        raise InvalidInputError(f"{name} needs one or more column names")
+    return items
+
+
+def _check_region(region: Any) -> None:
+    """A preset of :data:`~reident_airflow.engine.defaults.REGIONS` (any case)."""
+    if not isinstance(region, str) or region.strip().lower() not in REGIONS:
+        known = ", ".join(sorted(REGIONS))
+        raise InvalidInputError(f"unknown region {region!r}; known regions: {known}")
+
+
+# ------------------------------------------------------------------- loose-value converters
+def _unset(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"})
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool):
+        raise InvalidInputError(f"{key} must be a number, got a boolean")
+    try:
+        return float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{key} must be a number, got {value!r}") from None
+
+
+def _whole_number(value: Any, key: str) -> int:
+    number = _number(value, key)
+    if not (math.isfinite(number) and number.is_integer()):
+        raise InvalidInputError(f"{key} must be a whole number, got {value!r}")
+    return int(number)
+
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def _flag(value: Any, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, str | int) else None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise InvalidInputError(f"{key} must be true or false, got {value!r}")
+
+
+def _column_names(value: Any, key: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(","))
+    if isinstance(value, Sequence):
+        return tuple(str(part).strip() for part in value)
+    raise InvalidInputError(f"{key} must be a list of column names, got {value!r}")
+
+
+def _name(value: Any, key: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{key} must be a name, got {value!r}")
+    return value.strip()
+
+
+_GATE_FIELDS = tuple(f.name for f in fields(Thresholds))
+
+_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "quasi_identifiers": _column_names,
+    "max_highest_risk": _number,
+    "max_average_risk": _number,
+    "max_records_at_risk": _number,
+    "min_k": _whole_number,
+    "max_global_risk": _number,
+    "min_l": _whole_number,
+    "record_threshold": _number,
+    "population_size": _whole_number,
+    "sampling_fraction": _number,
+    "region": _name,
+    "population_table": _name,
+    "weight": _name,
+    "sensitive": _column_names,
+    "recursive_c": _number,
+    "rank_attributes": _flag,
+    "max_subset_size": _whole_number,
+    "suda": _flag,
+    "suda_max_msu_size": _whole_number,
+}
