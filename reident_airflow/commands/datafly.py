@@ -34,7 +34,13 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from reident_airflow.cli import _qi_list, _separator
+from reident_airflow.commands.common import (
+    EXIT_BREACHED,
+    EXIT_PASSED,
+    column_names,
+    emit_outputs,
+    separator,
+)
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = ["parse_suppression_limit", "register"]
@@ -86,7 +92,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--qi",
         required=True,
-        type=_qi_list,
+        type=column_names,
         metavar="COL[,COL...]",
         help="quasi-identifier columns, exactly as in the header (ties go to the first)",
     )
@@ -108,7 +114,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--hierarchy-sep",
-        type=_separator,
+        type=separator,
         default=";",
         metavar="CHAR",
         help="separator of the hierarchy files (default ';', as ARX writes them)",
@@ -119,7 +125,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="PATH",
         help="where to write the anonymized table: *.csv or *.parquet (atomically)",
     )
-    p.add_argument("--sep", type=_separator, default=",", help="CSV separator (default ',')")
+    p.add_argument("--sep", type=separator, default=",", help="CSV separator (default ',')")
     p.add_argument("--table", help="table name when INPUT is a database URL")
     p.add_argument("--schema", help="schema of --table (database input)")
     p.add_argument("--json", metavar="PATH", help="write the Datafly JSON here ('-' = stdout)")
@@ -247,7 +253,6 @@ def _summary(report: dict[str, Any], output: Path) -> str:
 
 
 def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
-    from reident_airflow.cli import EXIT_BREACHED, EXIT_PASSED, emit_outputs
     from reident_airflow.engine.datafly import datafly
     from reident_airflow.engine.errors import AnonymizationInfeasibleError
     from reident_airflow.sources.writers import file_format, write_file_atomic

@@ -32,12 +32,12 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from reident_airflow.cli import (
+from reident_airflow.commands.common import (
     EXIT_BREACHED,
     EXIT_PASSED,
-    _qi_list,
-    _separator,
+    column_names,
     emit_outputs,
+    separator,
 )
 from reident_airflow.engine.defaults import DEFAULT_TARGET
 from reident_airflow.engine.errors import InvalidInputError
@@ -221,7 +221,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("original", metavar="ORIGINAL", help="original table: file or database URL")
     p.add_argument("avatar", metavar="AVATAR", help="released table: file or database URL")
-    p.add_argument("--sep", type=_separator, default=",", help="CSV separator (default ',')")
+    p.add_argument("--sep", type=separator, default=",", help="CSV separator (default ',')")
     p.add_argument(
         "--key",
         metavar="COL",
@@ -238,7 +238,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--columns",
-        type=_qi_list,
+        type=column_names,
         metavar="COL[,COL...]",
         help="score only these columns (default: every column of both tables but the key)",
     )
