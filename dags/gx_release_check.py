@@ -74,7 +74,7 @@ with DAG(
         """
         from reident_airflow.engine.errors import ThresholdBreached
         from reident_airflow.gx import SuiteIncompleteError, run_release_checkpoint
-        from reident_airflow.operators._common import sqlalchemy_engine
+        from reident_airflow.operators.connections import sqlalchemy_engine
 
         p = params or {}
         engine = sqlalchemy_engine(STAGING_CONN)
@@ -96,7 +96,7 @@ with DAG(
 
     @task
     def publish(params: dict | None = None) -> int:
-        from reident_airflow.operators._common import sqlalchemy_engine
+        from reident_airflow.operators.connections import sqlalchemy_engine
         from reident_airflow.sources.sql import copy_table_atomic
 
         p = params or {}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["get_provider_info"]
+
 
 def get_provider_info() -> dict[str, Any]:
     from reident_airflow import __version__

@@ -9,7 +9,7 @@ notifiers of its ``on_failure_callback`` itself, so every outcome alerts (``outc
 What an alert carries (contract.md, "Privacy of the outputs themselves"): the DAG, task and
 run ids, the check, each breached metric with its observed value and limit, the QI column
 names, ``k``, the number of records and a link to the task log. These fields are *copied one
-by one* from the :class:`~reident_airflow.operators.errors.ReidentificationBreach` (or the
+by one* from the :class:`~reident_airflow.outcomes.ReidentificationBreach` (or the
 report the operator pushed to XCom); the report is never forwarded wholesale, and the
 exception's message is never sent, so an alert cannot carry a record's values even if a
 report or a message one day does.
@@ -43,7 +43,7 @@ from jinja2 import TemplateSyntaxError
 from jinja2.sandbox import SandboxedEnvironment
 
 from reident_airflow._compat import BaseHook, BaseNotifier, Context
-from reident_airflow.operators.errors import REPORT_XCOM_KEY, ReidentificationBreach
+from reident_airflow.outcomes import REPORT_XCOM_KEY, ReidentificationBreach
 
 __all__ = [
     "ALERT_SCHEMA",

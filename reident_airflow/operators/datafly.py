@@ -2,151 +2,27 @@
 
 from __future__ import annotations
 
-import ast
-import json
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
-from sqlalchemy.engine import Engine
 
-from reident_airflow._compat import BaseOperator, Context
-from reident_airflow.engine.errors import (
-    AnonymizationInfeasibleError,
-    InvalidInputError,
-    ReidentError,
+from reident_airflow._compat import Context
+from reident_airflow.engine.errors import AnonymizationInfeasibleError
+from reident_airflow.operators.base import ReidentOperator, check_paths
+from reident_airflow.operators.hierarchy_specs import (
+    HIERARCHY_BUILDERS,
+    hierarchy_files,
+    parse_mapping,
+    resolve_hierarchies,
 )
-from reident_airflow.engine.hierarchies import Hierarchy
-from reident_airflow.operators._common import (
-    as_configuration_error,
-    check_paths,
-    local_file,
-    parse_columns,
-    parse_number,
-    push_report,
-    sqlalchemy_engine,
-)
-from reident_airflow.operators.errors import ReidentConfigurationError, ReidentificationBreach
+from reident_airflow.operators.params import parse_columns, parse_number
+from reident_airflow.outcomes import ReidentConfigurationError
 
 __all__ = ["HIERARCHY_BUILDERS", "DataflyOperator", "resolve_hierarchies"]
 
-#: The ``"type"`` of a hierarchy spec given as a dict, and the keys each one takes.
-HIERARCHY_BUILDERS: dict[str, tuple[str, ...]] = {
-    "arx": ("path", "sep"),
-    "interval": ("widths", "top"),
-    "masking": ("mask_char", "steps"),
-    "date": ("top",),
-}
 
-
-def _parse_mapping(value: Any, field: str) -> dict[str, Any]:
-    """A rendered mapping: a dict, or its JSON (or Python literal) text."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, str):
-        text = value.strip()
-        for parse in (json.loads, ast.literal_eval):
-            try:
-                parsed = parse(text)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if isinstance(parsed, Mapping):
-                return dict(parsed)
-    raise ReidentConfigurationError(
-        f"{field} must be a mapping {{column: hierarchy}} (a dict, or its JSON text)"
-    )
-
-
-def _hierarchy_files(specs: Mapping[str, Any]) -> list[tuple[str, str | None]]:
-    """The files the hierarchy specs read, as ``(description, path)`` pairs."""
-    files: list[tuple[str, str | None]] = []
-    for column, spec in specs.items():
-        path = spec.get("path") if isinstance(spec, Mapping) else spec
-        if isinstance(path, str | os.PathLike):
-            files.append((f"the hierarchy file of {column}", os.fspath(path)))
-    return files
-
-
-def resolve_hierarchies(
-    specs: Mapping[str, Any],
-    frame: pd.DataFrame,
-    qis: Sequence[str],
-    *,
-    sep: str = ";",
-) -> dict[str, Hierarchy]:
-    """Build the hierarchy of each QI from its spec.
-
-    A spec is one of: a path (local or object storage) to a hierarchy in ARX's CSV format
-    (``sep``-separated); ``{"type": "arx", "path": ..., "sep": ";"}``; a builder made from
-    the column's own values -- ``{"type": "interval", "widths": [5, 10, 20], "top": "*"}``
-    (integers), ``{"type": "masking", "mask_char": "*", "steps": [1, 2]}`` (codes such as
-    postcodes), ``{"type": "date", "top": "*"}`` (day -> month -> year); or a
-    :class:`~reident_airflow.engine.hierarchies.Hierarchy`. Specs of columns that are not
-    QIs are ignored (one mapping can serve runs on different QIs); a QI without a spec is an
-    error of :func:`~reident_airflow.engine.datafly.datafly`, which also catches a typo.
-    """
-    from reident_airflow.engine.hierarchies import (
-        date_hierarchy,
-        interval_hierarchy,
-        load_hierarchy,
-        masking_hierarchy,
-    )
-
-    out: dict[str, Hierarchy] = {}
-    for column, spec in specs.items():
-        if column not in qis:
-            continue  # a library of hierarchies may cover more columns than this run's QIs
-        if isinstance(spec, Hierarchy):
-            out[column] = spec
-            continue
-        if isinstance(spec, str):
-            spec = {"type": "arx", "path": spec}
-        if not isinstance(spec, Mapping):
-            raise InvalidInputError(
-                f"the hierarchy of {column!r} must be a path or a builder spec (a dict)"
-            )
-        kind = spec.get("type")
-        if kind not in HIERARCHY_BUILDERS:
-            raise InvalidInputError(
-                f"the hierarchy of {column!r} has type {kind!r}; use one of "
-                f"{', '.join(map(repr, HIERARCHY_BUILDERS))}"
-            )
-        extra = sorted(set(spec) - {"type", *HIERARCHY_BUILDERS[kind]})
-        if extra:
-            raise InvalidInputError(
-                f"the {kind} hierarchy of {column!r} does not take {', '.join(extra)}"
-            )
-        if kind == "arx":
-            path = spec.get("path")
-            if not isinstance(path, str) or not path:
-                raise InvalidInputError(f"the arx hierarchy of {column!r} needs a path")
-            with local_file(path) as local:
-                out[column] = load_hierarchy(local, sep=spec.get("sep", sep), column=column)
-            continue
-        if column not in frame.columns:
-            continue  # reported by Datafly as an unknown quasi-identifier
-        values = frame[column].unique()
-        if kind == "interval":
-            out[column] = interval_hierarchy(
-                values,
-                widths=spec.get("widths", (5, 10, 20)),
-                top=spec.get("top", "*"),
-                column=column,
-            )
-        elif kind == "masking":
-            out[column] = masking_hierarchy(
-                values,
-                mask_char=spec.get("mask_char", "*"),
-                steps=spec.get("steps"),
-                column=column,
-            )
-        else:
-            out[column] = date_hierarchy(values, top=spec.get("top", "*"), column=column)
-    return out
-
-
-class DataflyOperator(BaseOperator):
+class DataflyOperator(ReidentOperator):
     """k-anonymize a staged table with Datafly (metrics.md §9) and publish the result atomically.
 
     Generalizes the quasi-identifiers one level at a time (the QI with the most distinct values
@@ -209,6 +85,8 @@ class DataflyOperator(BaseOperator):
         "report_path",
     )
     ui_color = "#e4ffe8"
+    check = "datafly"
+    report_kind = "datafly"
 
     def __init__(
         self,
@@ -233,7 +111,7 @@ class DataflyOperator(BaseOperator):
         report_path: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(report_path=report_path, **kwargs)
         self.quasi_identifiers = quasi_identifiers
         self.k = k
         self.hierarchies = hierarchies
@@ -251,14 +129,7 @@ class DataflyOperator(BaseOperator):
         self.target_path = target_path
         self.target_sep = target_sep
         self.chunk_rows = chunk_rows
-        self.report_path = report_path
 
-    # -- seams -----------------------------------------------------------------------------
-    def get_engine(self, conn_id: str) -> Engine:
-        """The SQLAlchemy engine of an Airflow connection (tests may replace this)."""
-        return sqlalchemy_engine(conn_id)
-
-    # -- validation (after rendering) ------------------------------------------------------
     def _validated(self) -> dict[str, Any]:
         qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
         if not qis:
@@ -284,7 +155,7 @@ class DataflyOperator(BaseOperator):
             limit = self.suppression_limit
         else:
             raise ReidentConfigurationError("suppression_limit must be a number or None")
-        hierarchies = _parse_mapping(self.hierarchies, "hierarchies")
+        hierarchies = parse_mapping(self.hierarchies, "hierarchies")
         for name, value in (("sep", self.sep), ("hierarchy_sep", self.hierarchy_sep)):
             if not isinstance(value, str) or len(value) != 1:
                 raise ReidentConfigurationError(f"{name} must be a single character")
@@ -292,11 +163,7 @@ class DataflyOperator(BaseOperator):
         if not isinstance(target_sep, str) or len(target_sep) != 1:
             raise ReidentConfigurationError("target_sep must be a single character")
 
-        has_db = bool(self.conn_id)
-        if has_db == bool(self.path):
-            raise ReidentConfigurationError("give either conn_id (with table or sql) or path")
-        if has_db and bool(self.table) == bool(self.sql):
-            raise ReidentConfigurationError("with conn_id, give either table or sql")
+        self.check_one_source(self.path, self.conn_id, self.table, self.sql)
         if bool(self.target_table) == bool(self.target_path):
             raise ReidentConfigurationError("give either target_table or target_path")
         target_conn = self.target_conn_id or self.conn_id or None
@@ -321,13 +188,11 @@ class DataflyOperator(BaseOperator):
                     "target_path must be a local file: an object-storage upload cannot be "
                     "made atomic here; write to a table or a local path"
                 )
-            try:
+            with self.input_errors():
                 file_format(self.target_path)
-            except ReidentError as exc:
-                raise as_configuration_error(exc) from None
         check_paths(
             [("target_path", self.target_path), ("report_path", self.report_path)],
-            [("the source file", self.path), *_hierarchy_files(hierarchies)],
+            [("the source file", self.path), *hierarchy_files(hierarchies)],
         )
         return {
             "qis": qis,
@@ -340,40 +205,35 @@ class DataflyOperator(BaseOperator):
 
     # -- work ------------------------------------------------------------------------------
     def _read(self, qis: Sequence[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """The staged table, and the SQL types of its columns when it is a database's."""
         from reident_airflow.sources.writers import read_file_frame, read_sql_frame
 
-        if self.path:
-            with local_file(self.path) as local:
-                return read_file_frame(local, sep=self.sep, categorical=qis), {}
-        engine = self.get_engine(str(self.conn_id))
-        try:
-            return read_sql_frame(
+        read: tuple[pd.DataFrame, dict[str, Any]] = self.read_staged(
+            path=self.path,
+            conn_id=self.conn_id,
+            from_file=lambda local: (read_file_frame(local, sep=self.sep, categorical=qis), {}),
+            from_engine=lambda engine: read_sql_frame(
                 engine, table=self.table or None, sql=self.sql or None, schema=self.schema or None
-            )
-        finally:
-            engine.dispose()
+            ),
+        )
+        return read
 
     def _write(
         self, params: dict[str, Any], table: pd.DataFrame, types: dict[str, Any]
     ) -> dict[str, Any]:
         from reident_airflow.sources import writers
 
+        options: dict[str, Any] = {"chunk_rows": self.chunk_rows} if self.chunk_rows else {}
         if self.target_path:
-            options: dict[str, Any] = {"sep": params["target_sep"]}
-            if self.chunk_rows:
-                options["chunk_rows"] = self.chunk_rows
+            options["sep"] = params["target_sep"]
             written = writers.write_file_atomic(table, self.target_path, **options)
             return {"path": self.target_path, "records": written}
-        engine = self.get_engine(params["target_conn"])
-        try:
-            options = {"schema": self.target_schema or None}
-            if types and params["target_conn"] == self.conn_id:  # the source's own types
-                options["column_types"] = {c: t for c, t in types.items() if c not in params["qis"]}
-            if self.chunk_rows:
-                options["chunk_rows"] = self.chunk_rows
-            written = writers.write_table_atomic(engine, table, str(self.target_table), **options)
-        finally:
-            engine.dispose()
+        if types and params["target_conn"] == self.conn_id:  # the source's own types
+            options["column_types"] = {c: t for c, t in types.items() if c not in params["qis"]}
+        with self.connected(params["target_conn"]) as engine:
+            written = writers.write_table_atomic(
+                engine, table, str(self.target_table), schema=self.target_schema or None, **options
+            )
         return {
             "conn_id": params["target_conn"],
             "schema": self.target_schema or None,
@@ -387,36 +247,19 @@ class DataflyOperator(BaseOperator):
 
         params = self._validated()
         qis, k = params["qis"], params["k"]
-        try:
+        infeasible: dict[str, Any] | None = None
+        with self.input_errors():
             frame, types = self._read(qis)
             hierarchies = resolve_hierarchies(
                 params["hierarchies"], frame, qis, sep=self.hierarchy_sep
             )
             self.log.info("Datafly on %s records, quasi-identifiers %s, k=%s", len(frame), qis, k)
-            result = datafly(frame, qis, hierarchies, k, params["limit"], self.log.info)
-        except AnonymizationInfeasibleError as exc:
-            report = infeasible_report(exc, len(frame), k)
-            push_report(context, report)
-            location = self._html_report(report, context)
-            if location:  # the alert and the XCom point to the evidence of the run
-                report = dict(report, report_location=location)
-                push_report(context, report)
-            raise ReidentificationBreach(
-                f"Datafly cannot anonymize {self._where()!r}: {exc}",
-                breaches=[
-                    {
-                        "metric": "datafly.records_below_k",
-                        "observed": report["below_k"],
-                        "limit": report["suppression_limit"],
-                    }
-                ],
-                report=report,
-                check="datafly",
-                quasi_identifiers=qis,
-                k=k,
-            ) from None
-        except ReidentError as exc:
-            raise as_configuration_error(exc) from None
+            try:
+                result = datafly(frame, qis, hierarchies, k, params["limit"], self.log.info)
+            except AnonymizationInfeasibleError as exc:
+                infeasible = infeasible_report(exc, len(frame), k)
+        if infeasible is not None:
+            self._infeasible(context, infeasible, qis, k)
         self.log.info(
             "k=%s reached: levels %s, %s of %s records suppressed; writing %s records",
             k,
@@ -425,37 +268,36 @@ class DataflyOperator(BaseOperator):
             result.records,
             result.released_records,
         )
-        from reident_airflow.sources.writers import TableWriteError
-
-        try:
+        with self.input_errors():  # a lost connection keeps Airflow's retries
             output = self._write(params, result.table, types)
-        except TableWriteError as exc:
-            if exc.deterministic:  # a value, a type, a constraint, the SQL: a retry fails alike
-                raise as_configuration_error(exc) from None
-            raise  # connection and timeout errors keep Airflow's retries
-        except ReidentError as exc:
-            raise as_configuration_error(exc) from None
         report = result.to_dict()
         report["passed"] = True
         report["output"] = output
-        push_report(context, report)
-        self._html_report(report, context)
+        self.publish(context, report, source=self._where())
         return report
 
-    def _html_report(self, report: dict[str, Any], context: Context) -> str | None:
-        """Write the HTML report when ``report_path`` is set; its location, or None."""
-        if not self.report_path:
-            return None
-        from reident_airflow.report.runs import operator_report
-
-        return operator_report(
-            self.report_path,
+    def _infeasible(
+        self, context: Context, report: dict[str, Any], qis: Sequence[str], k: int
+    ) -> NoReturn:
+        """k cannot be reached within the limit: the best attempt is reported, nothing is
+        written, and the task fails without retries."""
+        below = {
+            "metric": "datafly.records_below_k",
+            "observed": report["below_k"],
+            "limit": report["suppression_limit"],
+        }
+        location = self.publish(context, report, source=self._where())
+        message = f"Datafly cannot anonymize {self._where()!r}: {report['message']}"
+        self.gate(
+            context,
             report,
-            kind="datafly",
-            context=context,
-            source=self._where(),
-            logger=self.log,
+            message=message,
+            location=location,
+            quasi_identifiers=qis,
+            k=k,
+            breaches=[below],
         )
+        raise AssertionError("on_breach='fail' always raises")  # pragma: no cover
 
     def _where(self) -> str:
         return str(self.table or ("query" if self.sql else self.path))

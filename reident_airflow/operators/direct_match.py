@@ -6,29 +6,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from sqlalchemy.engine import Engine
 
-from reident_airflow._compat import BaseOperator, Context
+from reident_airflow._compat import Context
 from reident_airflow.engine.direct_match import DEFAULT_TARGET, DirectMatchResult
-from reident_airflow.engine.errors import ReidentError
-from reident_airflow.operators._common import (
-    ON_BREACH_CHOICES,
-    act_on_breach,
-    as_configuration_error,
-    check_choice,
-    check_paths,
-    local_file,
-    parse_columns,
-    parse_number,
-    push_report,
-    sqlalchemy_engine,
-)
-from reident_airflow.operators.errors import ReidentConfigurationError
+from reident_airflow.operators.base import ReidentOperator, check_paths
+from reident_airflow.operators.params import parse_columns, parse_number
+from reident_airflow.outcomes import ReidentConfigurationError
 
 __all__ = ["DirectMatchProtectionOperator"]
 
 
-class DirectMatchProtectionOperator(BaseOperator):
+class DirectMatchProtectionOperator(ReidentOperator):
     """Compare a released ("avatar") table with its original and fail the task when a column
     was released too close to the original (Column Direct Match Protection, metrics.md §8).
 
@@ -88,6 +76,8 @@ class DirectMatchProtectionOperator(BaseOperator):
         "report_path",
     )
     ui_color = "#e4f0ff"
+    check = "direct_match"
+    report_kind = "direct_match"
 
     def __init__(
         self,
@@ -108,8 +98,7 @@ class DirectMatchProtectionOperator(BaseOperator):
         report_path: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.report_path = report_path
+        super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
         self.conn_id = conn_id
         self.original_table = original_table
         self.avatar_table = avatar_table
@@ -122,19 +111,13 @@ class DirectMatchProtectionOperator(BaseOperator):
         self.key = key
         self.target = target
         self.columns = columns
-        self.on_breach = on_breach
-
-    # -- seams -----------------------------------------------------------------------------
-    def get_engine(self, conn_id: str) -> Engine:
-        """The SQLAlchemy engine of an Airflow connection (tests may replace this)."""
-        return sqlalchemy_engine(conn_id)
 
     # -- work ------------------------------------------------------------------------------
     def _avatar_conn(self) -> str | None:
         return self.avatar_conn_id or self.conn_id or None
 
     def _validated(self) -> dict[str, Any]:
-        check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
+        self.check_on_breach()
         sides = (
             ("original", self.original_table, self.original_path, self.conn_id or None),
             ("avatar", self.avatar_table, self.avatar_path, self._avatar_conn()),
@@ -159,12 +142,10 @@ class DirectMatchProtectionOperator(BaseOperator):
             raise ReidentConfigurationError(f"{NO_KEY_MESSAGE} (key=...)")
         target = parse_number(self.target, "target")
         target = DEFAULT_TARGET if target is None else float(target)
-        try:
-            from reident_airflow.engine.direct_match import validate_target
+        from reident_airflow.engine.direct_match import validate_target
 
+        with self.input_errors():
             target = validate_target(target)
-        except ReidentError as exc:
-            raise as_configuration_error(exc) from None
         columns = None if self.columns in (None, "") else parse_columns(self.columns, "columns")
         check_paths(
             [("report_path", self.report_path)],
@@ -172,19 +153,19 @@ class DirectMatchProtectionOperator(BaseOperator):
         )
         return {"key": key, "target": target, "columns": columns}
 
-    def _frame(self, table: str | None, path: str | None, conn_id: str | None, schema: Any) -> Any:
-        if path:
-            from reident_airflow.commands.direct_match import read_file_frame
-
-            with local_file(path) as local:
-                return read_file_frame(local, sep=self.sep)
+    def _frame(
+        self, table: str | None, path: str | None, conn_id: str | None, schema: Any
+    ) -> pd.DataFrame:
+        from reident_airflow.commands.direct_match import read_file_frame
         from reident_airflow.sources.direct_match_sql import read_table_frame
 
-        engine = self.get_engine(conn_id or "")
-        try:
-            return read_table_frame(engine, table or "", schema or None)
-        finally:
-            engine.dispose()
+        frame: pd.DataFrame = self.read_staged(
+            path=path,
+            conn_id=conn_id,
+            from_file=lambda local: read_file_frame(local, sep=self.sep),
+            from_engine=lambda engine: read_table_frame(engine, table or "", schema or None),
+        )
+        return frame
 
     def _compute(self, params: dict[str, Any]) -> DirectMatchResult:
         avatar_schema = self.avatar_schema or self.schema or None
@@ -195,8 +176,7 @@ class DirectMatchProtectionOperator(BaseOperator):
         ):
             from reident_airflow.sources.direct_match_sql import direct_match_in_database
 
-            engine = self.get_engine(str(self.conn_id))
-            try:
+            with self.connected(self.conn_id) as engine:
                 return direct_match_in_database(
                     engine,
                     self.original_table,
@@ -207,14 +187,10 @@ class DirectMatchProtectionOperator(BaseOperator):
                     schema=self.schema or None,
                     avatar_schema=avatar_schema,
                 )
-            finally:
-                engine.dispose()
         from reident_airflow.engine.direct_match import direct_match_protection
 
-        original: pd.DataFrame = self._frame(
-            self.original_table, self.original_path, self.conn_id, self.schema
-        )
-        avatar: pd.DataFrame = self._frame(
+        original = self._frame(self.original_table, self.original_path, self.conn_id, self.schema)
+        avatar = self._frame(
             self.avatar_table, self.avatar_path, self._avatar_conn(), avatar_schema
         )
         return direct_match_protection(
@@ -227,38 +203,16 @@ class DirectMatchProtectionOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         params = self._validated()
-        try:
+        with self.input_errors():
             result = self._compute(params)
-        except ReidentError as exc:
-            raise as_configuration_error(exc) from None
         from reident_airflow.commands.direct_match import direct_match_report, direct_match_summary
 
         report = direct_match_report(result)
-        push_report(context, report)
+        # the HTML report is written before acting on a breach: the evidence of the run
+        location = self.publish(context, report, source=str(self.avatar_table or self.avatar_path))
         self.log.info("%s", direct_match_summary(report))
-        location = None
-        if self.report_path:  # written before acting on a breach: the evidence of the run
-            from reident_airflow.report.runs import operator_report
-
-            location = operator_report(
-                self.report_path,
-                report,
-                kind="direct_match",
-                context=context,
-                source=str(self.avatar_table or self.avatar_path),
-                logger=self.log,
-            )
         if not result.passed:
-            act_on_breach(
-                on_breach=self.on_breach,
-                check="direct_match",
-                message=self._breach_message(result),
-                breaches=report["breaches"],
-                report=report,
-                logger=self.log,
-                context=context,
-                report_location=location,
-            )
+            self.gate(context, report, message=self._breach_message(result), location=location)
         return report
 
     def _breach_message(self, result: DirectMatchResult) -> str:

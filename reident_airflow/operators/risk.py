@@ -3,33 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from reident_airflow._compat import BaseOperator, Context
+from reident_airflow._compat import Context
 from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Assessment, Thresholds, assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable
-from reident_airflow.engine.errors import ReidentError
-from reident_airflow.operators._common import (
-    ON_BREACH_CHOICES,
-    act_on_breach,
-    as_configuration_error,
-    check_choice,
-    check_paths,
-    local_file,
-    parse_columns,
-    parse_number,
-    push_report,
-    sqlalchemy_engine,
-)
-from reident_airflow.operators.errors import ReidentConfigurationError
+from reident_airflow.operators.base import ReidentOperator, check_paths, local_file
+from reident_airflow.operators.params import parse_columns, parse_number
+from reident_airflow.outcomes import ReidentConfigurationError
 
 __all__ = ["ReidentificationRiskOperator"]
 
 
-class ReidentificationRiskOperator(BaseOperator):
+class ReidentificationRiskOperator(ReidentOperator):
     """Compute re-identification risk of a staged table and fail the task on a breach.
 
     The table is either in a database (``conn_id`` with ``table`` or ``sql``; the ``GROUP BY``
@@ -98,6 +88,8 @@ class ReidentificationRiskOperator(BaseOperator):
         "memory_limit",
     )
     ui_color = "#f0e4ff"
+    check = "reidentification_risk"
+    report_kind = "assessment"
 
     def __init__(
         self,
@@ -131,7 +123,7 @@ class ReidentificationRiskOperator(BaseOperator):
         memory_limit: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
         self.quasi_identifiers = quasi_identifiers
         self.conn_id = conn_id
         self.table = table
@@ -154,32 +146,19 @@ class ReidentificationRiskOperator(BaseOperator):
         self.suda = suda
         self.max_global_risk = max_global_risk
         self.min_l = min_l
-        self.on_breach = on_breach
         self.max_subset_size = max_subset_size
-        self.report_path = report_path
         self.rank_attributes = rank_attributes
         self.memory_limit = memory_limit
-
-    # -- seams -----------------------------------------------------------------------------
-    def get_engine(self) -> Engine:
-        """The SQLAlchemy engine of ``conn_id`` (tests may replace this)."""
-        if not self.conn_id:
-            raise ReidentConfigurationError("no conn_id given")
-        return sqlalchemy_engine(self.conn_id)
 
     # -- work ------------------------------------------------------------------------------
     def _validated(self) -> dict[str, Any]:
         qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
         if not qis:
             raise ReidentConfigurationError("quasi_identifiers needs one or more column names")
-        check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
-        has_db = bool(self.conn_id)
-        if has_db == bool(self.path):
-            raise ReidentConfigurationError("give either conn_id (with table or sql) or path")
-        if has_db and bool(self.table) == bool(self.sql):
-            raise ReidentConfigurationError("with conn_id, give either table or sql")
+        self.check_on_breach()
+        self.check_one_source(self.path, self.conn_id, self.table, self.sql)
         record_threshold = parse_number(self.record_threshold, "record_threshold")
-        try:
+        with self.input_errors():
             thresholds = Thresholds(
                 max_highest_risk=parse_number(self.max_highest_risk, "max_highest_risk"),
                 max_average_risk=parse_number(self.max_average_risk, "max_average_risk"),
@@ -188,8 +167,6 @@ class ReidentificationRiskOperator(BaseOperator):
                 max_global_risk=parse_number(self.max_global_risk, "max_global_risk"),
                 min_l=parse_number(self.min_l, "min_l", integer=True),  # type: ignore[arg-type]
             )
-        except ReidentError as exc:
-            raise as_configuration_error(exc) from None
         weight = self.weight.strip() if isinstance(self.weight, str) else self.weight
         sensitive = parse_columns(self.sensitive or None, "sensitive")
         if thresholds.max_global_risk is not None and not weight:
@@ -216,25 +193,25 @@ class ReidentificationRiskOperator(BaseOperator):
         self, qis: list[str], weight: str | None = None, sensitive: Sequence[str] = ()
     ) -> tuple[ClassAggregates, ClassTable | None]:
         """The staged table's classes (with weight sums and sensitive value counts when asked
-        for), and the register's."""
-        if self.path:
-            from reident_airflow.sources.files import aggregates_from_file, class_table_from_file
+        for), and the register's, counted where the data is."""
+        from reident_airflow.sources import files, sql
 
-            limit = self.memory_limit or None
-            with local_file(self.path) as local:
-                table = aggregates_from_file(
-                    local, qis, sep=self.sep, weight=weight, sensitive=sensitive, memory_limit=limit
-                )
+        limit = self.memory_limit or None
+
+        def from_file(local: Path) -> tuple[ClassAggregates, ClassTable | None]:
+            table = files.aggregates_from_file(
+                local, qis, sep=self.sep, weight=weight, sensitive=sensitive, memory_limit=limit
+            )
             register = None
             if self.population_table:
-                with local_file(self.population_table) as local:
-                    register = class_table_from_file(local, qis, sep=self.sep, memory_limit=limit)
+                with local_file(self.population_table) as population:
+                    register = files.class_table_from_file(
+                        population, qis, sep=self.sep, memory_limit=limit
+                    )
             return table, register
-        from reident_airflow.sources.sql import aggregates_from_sql, class_table_from_sql
 
-        engine = self.get_engine()
-        try:
-            table = aggregates_from_sql(
+        def from_engine(engine: Engine) -> tuple[ClassAggregates, ClassTable | None]:
+            table = sql.aggregates_from_sql(
                 engine,
                 qis,
                 table=self.table or None,
@@ -245,31 +222,29 @@ class ReidentificationRiskOperator(BaseOperator):
             )
             register = None
             if self.population_table:
-                register = class_table_from_sql(
+                register = sql.class_table_from_sql(
                     engine, qis, table=self.population_table, schema=self.schema
                 )
-        finally:
-            engine.dispose()
-        return table, register
+            return table, register
+
+        return self.read_staged(
+            path=self.path, conn_id=self.conn_id, from_file=from_file, from_engine=from_engine
+        )
 
     def _histogram(self, qis: list[str]) -> ClassSizes:
         """The staged table's class-size histogram, counted where the data is."""
-        if self.path:
-            from reident_airflow.sources.files import histogram_from_file
+        from reident_airflow.sources import files, sql
 
-            with local_file(self.path) as local:
-                return histogram_from_file(
-                    local, qis, sep=self.sep, memory_limit=self.memory_limit or None
-                )
-        from reident_airflow.sources.sql import histogram_from_sql
-
-        engine = self.get_engine()
-        try:
-            return histogram_from_sql(
+        return self.read_staged(
+            path=self.path,
+            conn_id=self.conn_id,
+            from_file=lambda local: files.histogram_from_file(
+                local, qis, sep=self.sep, memory_limit=self.memory_limit or None
+            ),
+            from_engine=lambda engine: sql.histogram_from_sql(
                 engine, qis, table=self.table or None, sql=self.sql or None, schema=self.schema
-            )
-        finally:
-            engine.dispose()
+            ),
+        )
 
     def execute(self, context: Context) -> dict[str, Any]:
         params = self._validated()
@@ -278,7 +253,7 @@ class ReidentificationRiskOperator(BaseOperator):
         histogram_only = not (
             ranking or params["weight"] or params["sensitive"] or self.suda or self.population_table
         )
-        try:
+        with self.input_errors():
             if histogram_only:
                 table: ClassTable | ClassSizes = self._histogram(qis)
                 weights, sensitive, register = None, None, None
@@ -303,37 +278,21 @@ class ReidentificationRiskOperator(BaseOperator):
                 recursive_c=params["recursive_c"],
                 suda=bool(self.suda),
             )
-        except ReidentError as exc:
-            raise as_configuration_error(exc) from None
         report = result.to_dict()
-        push_report(context, report)
-        location = None
-        if self.report_path:
-            from reident_airflow.report.runs import operator_report
-
-            location = operator_report(
-                self.report_path,
-                report,
-                kind="assessment",
-                context=context,
-                source=self.table or ("SQL query" if self.sql else self.path),
-                logger=self.log,
-            )
+        location = self.publish(
+            context, report, source=self.table or ("SQL query" if self.sql else self.path)
+        )
         from reident_airflow.summary import assessment_summary
 
         self.log.info("%s", assessment_summary(report))
         if not result.passed:
-            act_on_breach(
-                on_breach=self.on_breach,
-                check="reidentification_risk",
+            self.gate(
+                context,
+                report,
                 message=self._breach_message(result),
-                breaches=report["breaches"],
-                report=report,
+                location=location,
                 quasi_identifiers=qis,
                 k=result.k,
-                logger=self.log,
-                context=context,
-                report_location=location,
             )
         return report
 

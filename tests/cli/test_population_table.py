@@ -96,7 +96,7 @@ def test_operator_with_a_register(database: str) -> None:
         record_threshold="0.3",
     )
     engine = sa.create_engine(database)
-    op.get_engine = lambda: engine  # type: ignore[method-assign]  # the test seam
+    op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
 
     class _TI:
         def xcom_push(self, key: str, value: Any) -> None:

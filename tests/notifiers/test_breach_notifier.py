@@ -26,7 +26,7 @@ from structlog.testing import capture_logs
 import reident_airflow.notifiers as notifiers
 from reident_airflow.notifiers import ReidentBreachNotifier, breach_email, breach_payload
 from reident_airflow.notifiers.breach import ALERT_SCHEMA, BREACH_EVENT, FAILURE_EVENT, webhook_url
-from reident_airflow.operators.errors import REPORT_XCOM_KEY, ReidentificationBreach
+from reident_airflow.outcomes import REPORT_XCOM_KEY, ReidentificationBreach
 from tests.notifiers.breach_alert_dag import (
     DAG_WEBHOOK_CONN_ID,
     RECIPIENTS,

@@ -21,8 +21,8 @@ import pytest
 from reident_airflow._compat import AirflowSkipException
 from reident_airflow.notifiers import ReidentBreachNotifier, breach_email
 from reident_airflow.notifiers.breach import BREACH_EVENT
-from reident_airflow.operators.errors import REPORT_XCOM_KEY, ReidentificationBreach
 from reident_airflow.operators.risk import ReidentificationRiskOperator
+from reident_airflow.outcomes import REPORT_XCOM_KEY, ReidentificationBreach
 from tests.notifiers.conftest import WebhookReceiver
 
 #: Record values of the staged table: no alert may carry them.

@@ -19,9 +19,9 @@ import pytest
 import sqlalchemy as sa
 
 from reident_airflow.cli import main
-from reident_airflow.operators._common import sqlalchemy_engine
-from reident_airflow.operators.errors import ReidentConfigurationError
+from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.risk import ReidentificationRiskOperator
+from reident_airflow.outcomes import ReidentConfigurationError
 from tests.conftest import IN_CI, require_server
 
 PASSWORD = "s3cret-pw-" + uuid.uuid4().hex[:6]
@@ -397,7 +397,7 @@ def test_tls_cluster_honours_sslmode(
 def test_provider_hook_builds_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the provider installed its hook builds the engine; for postgres, connections come
     from ``get_conn()`` (the only place the provider applies extras)."""
-    from reident_airflow.operators import _common
+    from reident_airflow.operators import connections
 
     url = require_server("postgresql")
     calls: list[dict[str, Any]] = []
@@ -414,7 +414,7 @@ def test_provider_hook_builds_the_engine(monkeypatch: pytest.MonkeyPatch) -> Non
             calls.append(dict(engine_kwargs or {}))
             return sa.create_engine(url, **(engine_kwargs or {}))
 
-    monkeypatch.setattr(_common, "_provider_hook", lambda conn: _Hook())
+    monkeypatch.setattr(connections, "_provider_hook", lambda conn: _Hook())
     _pg_conn(monkeypatch, "reident_pg_provider", sslmode="require", cursor="dictcursor")
     engine = sqlalchemy_engine("reident_pg_provider")
     assert calls and "creator" in calls[0]
@@ -427,13 +427,13 @@ def test_provider_hook_builds_the_engine(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_provider_hook_without_its_driver_is_a_configuration_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from reident_airflow.operators import _common
+    from reident_airflow.operators import connections
 
     class _Hook:
         def get_sqlalchemy_engine(self, engine_kwargs: dict[str, Any] | None = None) -> Any:
             raise ModuleNotFoundError("No module named 'MySQLdb'", name="MySQLdb")
 
-    monkeypatch.setattr(_common, "_provider_hook", lambda conn: _Hook())
+    monkeypatch.setattr(connections, "_provider_hook", lambda conn: _Hook())
     _set_conn(monkeypatch, "reident_my_provider", conn_type="mysql", host="h", password=PASSWORD)
     with pytest.raises(ReidentConfigurationError, match="MySQLdb") as info:
         sqlalchemy_engine("reident_my_provider")

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from reident_airflow._compat import AirflowFailException
 from reident_airflow.engine.hierarchies import interval_hierarchy
 from reident_airflow.operators.datafly import DataflyOperator, resolve_hierarchies
-from reident_airflow.operators.errors import ReidentConfigurationError, ReidentificationBreach
+from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from reident_airflow.sources import writers
 from tests.conftest import oracle_data, require_server
 

@@ -19,7 +19,7 @@ from reident_airflow._compat import AirflowFailException, AirflowSkipException
 from reident_airflow.cli import main
 from reident_airflow.engine.direct_match import DEFAULT_TARGET
 from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
-from reident_airflow.operators.errors import ReidentConfigurationError, ReidentificationBreach
+from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from tests.cli.test_direct_match_cli import BAD, adult_pair, to_database
 from tests.conftest import require_server
 from tests.operators._dags import server_conn

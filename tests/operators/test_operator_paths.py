@@ -20,8 +20,8 @@ import pytest
 
 from reident_airflow.operators.datafly import DataflyOperator
 from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
-from reident_airflow.operators.errors import ReidentConfigurationError, ReidentificationBreach
 from reident_airflow.operators.risk import ReidentificationRiskOperator
+from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 
 ROWS = "zip,sex,age\n10001,F,30\n10001,F,30\n10002,M,41\n10002,M,41\n10003,F,52\n"
 SEX_HIERARCHY = "F;*\nM;*\n"
@@ -70,7 +70,7 @@ def _datafly(files: dict[str, Path], **kwargs: Any) -> DataflyOperator:
 
 def test_risk_report_path_over_the_staged_file_is_refused(tmp_path: Path) -> None:
     files = _files(tmp_path)
-    with pytest.raises(ReidentConfigurationError, match="report_path .* is the source file"):
+    with pytest.raises(ReidentConfigurationError, match=r"report_path .* is the source file"):
         _risk(files, files["data"]).execute({"ti": _TI()})
     _unchanged(files)
 
@@ -115,10 +115,10 @@ def test_direct_match_report_path_over_an_input_is_refused(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("outputs", "message"),
     [
-        ({"report_path": "sex"}, "report_path .* is the hierarchy file of sex"),
-        ({"target_path": "sex"}, "target_path .* is the hierarchy file of sex"),
-        ({"report_path": "data"}, "report_path .* is the source file"),
-        ({"target_path": "data"}, "target_path .* is the source file"),
+        ({"report_path": "sex"}, r"report_path .* is the hierarchy file of sex"),
+        ({"target_path": "sex"}, r"target_path .* is the hierarchy file of sex"),
+        ({"report_path": "data"}, r"report_path .* is the source file"),
+        ({"target_path": "data"}, r"target_path .* is the source file"),
     ],
 )
 def test_datafly_outputs_over_inputs_are_refused(

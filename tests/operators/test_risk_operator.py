@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 from reident_airflow.cli import main
-from reident_airflow.operators.errors import ReidentConfigurationError, ReidentificationBreach
 from reident_airflow.operators.risk import ReidentificationRiskOperator
+from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from tests.conftest import ensure_airflow_db, oracle_data, require_server
 
 QIS = ["sex", "age", "race", "marital-status", "native-country"]
@@ -35,7 +35,7 @@ class _TI:
 
 def _operator(engine: sa.Engine, **kwargs: Any) -> ReidentificationRiskOperator:
     op = ReidentificationRiskOperator(task_id=f"t_{uuid.uuid4().hex[:6]}", conn_id="x", **kwargs)
-    op.get_engine = lambda: engine  # type: ignore[method-assign]  # the test seam
+    op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
     return op
 
 

@@ -476,7 +476,7 @@ class _TI:
 
 def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> None:
     ensure_airflow_db()
-    from reident_airflow.operators.errors import ReidentificationBreach
+    from reident_airflow.outcomes import ReidentificationBreach
     from reident_airflow.operators.risk import ReidentificationRiskOperator
 
     csv = tmp_path / "t.csv"

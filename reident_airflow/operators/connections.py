@@ -1,30 +1,17 @@
-"""What every reident operator shares: reading a staged table (connection or file), deciding
-retryable vs fail-now, and acting on a breach (fail / skip / warn)."""
+"""An Airflow connection as a SQLAlchemy engine, honouring every setting of the connection:
+the provider's hook when it is installed, else the documented extras mapped to the driver."""
 
 from __future__ import annotations
 
-import logging
-import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from reident_airflow._compat import AirflowSkipException, BaseHook, Context
-from reident_airflow.engine.errors import ReidentError
-from reident_airflow.operators.errors import (
-    REPORT_XCOM_KEY,
-    ReidentConfigurationError,
-    ReidentificationBreach,
-)
+from reident_airflow._compat import BaseHook
+from reident_airflow.outcomes import ReidentConfigurationError
 
-log = logging.getLogger(__name__)
-
-ON_BREACH_CHOICES = ("fail", "skip", "warn")
+__all__ = ["sqlalchemy_engine"]
 
 # Airflow connection types -> SQLAlchemy drivers installed with this package (the ``db`` extra).
 _DRIVERS = {
@@ -60,46 +47,6 @@ _MYSQL_EXTRAS = frozenset(
 _MYSQL_TLS_EXTRAS = frozenset({"ssl", "ssl_ca", "ssl_cert", "ssl_key"})
 # Extras reident itself reads: never passed to a driver.
 _OWN_EXTRAS = frozenset({"sqlalchemy_url"})
-
-
-def parse_columns(value: str | Sequence[str] | None, field: str) -> list[str]:
-    """A rendered column list: a list, or a comma-separated string."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        items = [v.strip() for v in value.split(",")]
-    elif isinstance(value, Sequence):
-        items = [str(v).strip() for v in value]
-    else:
-        raise ReidentConfigurationError(f"{field} must be a list of column names")
-    if not items or any(not i for i in items):
-        raise ReidentConfigurationError(f"{field} needs one or more column names")
-    return items
-
-
-def parse_number(value: Any, field: str, *, integer: bool = False) -> float | int | None:
-    """A rendered numeric parameter (templating turns numbers into strings)."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"}):
-        return None
-    if isinstance(value, bool):
-        raise ReidentConfigurationError(f"{field} must be a number, got a boolean")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ReidentConfigurationError(f"{field} must be a number, got {value!r}") from None
-    if integer:
-        if not number.is_integer():
-            raise ReidentConfigurationError(f"{field} must be a whole number, got {value!r}")
-        return int(number)
-    return number
-
-
-def check_choice(value: str, field: str, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise ReidentConfigurationError(
-            f"{field} must be one of {', '.join(map(repr, choices))}, got {value!r}"
-        )
-    return value
 
 
 def sqlalchemy_engine(conn_id: str) -> Engine:
@@ -260,112 +207,3 @@ def _mysql_engine(conn_id: str, url: sa.URL, extra: dict[str, Any]) -> Engine:
                 )
 
     return engine
-
-
-@contextmanager
-def local_file(path: str) -> Iterator[Path]:
-    """A local path for ``path``; object-storage URLs are streamed to a temporary file."""
-    if "://" not in path:
-        yield Path(path)
-        return
-    from reident_airflow._compat import ObjectStoragePath
-
-    remote = ObjectStoragePath(path)
-    suffix = "".join(Path(remote.name).suffixes)
-    with tempfile.TemporaryDirectory(prefix="reident-") as tmp:
-        target = Path(tmp) / f"staged{suffix}"
-        with remote.open("rb") as src, target.open("wb") as dst:  # type: ignore[no-untyped-call]
-            shutil.copyfileobj(src, dst, length=1 << 20)
-        yield target
-
-
-def push_report(context: Context, report: dict[str, Any]) -> None:
-    ti = context.get("ti")
-    if ti is not None:
-        ti.xcom_push(key=REPORT_XCOM_KEY, value=report)
-
-
-def act_on_breach(
-    *,
-    on_breach: str,
-    check: str,
-    message: str,
-    breaches: Sequence[dict[str, Any]],
-    report: dict[str, Any],
-    quasi_identifiers: Sequence[str] = (),
-    k: int | None = None,
-    logger: Any = log,
-    context: Context | None = None,
-    report_location: str | None = None,
-) -> None:
-    """Fail (no retries), skip (downstream does not run) or warn (task succeeds).
-
-    When the HTML report was written, the XCom report is pushed again with its
-    ``report_location`` (the report the operator returns is left as it is). The breach handed
-    to the alert names the ``outcome`` (in its report; none means a fail). A
-    skip or a warn leaves no failure for ``on_failure_callback``: the task's
-    :class:`~reident_airflow.notifiers.ReidentBreachNotifier` callbacks are called here (each
-    decides by its ``outcomes``). A fail is alerted by the failure callback itself, once.
-    """
-    if report_location:  # the returned report stays the one the CLI writes
-        report = dict(report, report_location=str(report_location))
-        if context is not None:
-            push_report(context, report)
-    breach = ReidentificationBreach(
-        message,
-        breaches=breaches,
-        report=report if on_breach == "fail" else dict(report, outcome=on_breach),
-        check=check,
-        quasi_identifiers=quasi_identifiers,
-        k=k,
-    )
-    if on_breach in ("skip", "warn") and context is not None:
-        _alert_from_task(context, breach, logger)
-    if on_breach == "warn":
-        logger.warning("%s (on_breach='warn': the task succeeds)", message)
-        return
-    if on_breach == "skip":
-        logger.warning("%s (on_breach='skip': downstream tasks are skipped)", message)
-        raise AirflowSkipException(message)
-    raise breach
-
-
-def _alert_from_task(context: Context, breach: ReidentificationBreach, logger: Any) -> None:
-    """Call the task's breach notifiers (wired as ``on_failure_callback``) for a skip/warn."""
-    from reident_airflow.notifiers.breach import ReidentBreachNotifier
-
-    callbacks = getattr(context.get("task"), "on_failure_callback", None)
-    if callbacks is None:
-        return
-    if callable(callbacks):
-        callbacks = [callbacks]
-    for callback in callbacks:
-        if not isinstance(callback, ReidentBreachNotifier):
-            continue
-        try:
-            callback({**context, "exception": breach})
-        except Exception as exc:  # an alert must not change the gate's outcome
-            logger.error("Breach alert NOT sent: %s", type(exc).__name__)
-
-
-def check_paths(
-    outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]
-) -> None:
-    """Before any work: no output path (``report_path``, ``target_path``) names an input or
-    another output, and each can be written (``report_path``'s directory may be missing: it
-    is created).
-
-    Object-storage URLs are not compared. A refusal is a configuration failure: nothing has
-    been read or written, and a retry cannot help.
-    """
-    from reident_airflow._atomic import check_outputs
-
-    try:
-        check_outputs(outputs, inputs, create_dirs=["report_path"])
-    except ReidentError as exc:
-        raise ReidentConfigurationError(str(exc)) from exc
-
-
-def as_configuration_error(exc: ReidentError) -> ReidentConfigurationError:
-    """Input errors (bad column, empty table, bad threshold) fail now: a retry cannot help."""
-    return ReidentConfigurationError(str(exc))

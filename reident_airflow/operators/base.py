@@ -1,0 +1,279 @@
+"""What every reident operator shares (:class:`ReidentOperator`): the engine of a connection,
+reading a staged table from a file or a database, failing now on unusable input while
+infrastructure errors keep Airflow's retries, the report (XCom and HTML) and the action on a
+breach (fail / skip / warn)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from sqlalchemy.engine import Engine
+
+from reident_airflow._compat import (
+    AirflowFailException,
+    AirflowSkipException,
+    BaseOperator,
+    Context,
+)
+from reident_airflow.engine.errors import ReidentError
+from reident_airflow.operators.connections import sqlalchemy_engine
+from reident_airflow.operators.params import ON_BREACH_CHOICES, check_choice
+from reident_airflow.outcomes import (
+    REPORT_XCOM_KEY,
+    ReidentConfigurationError,
+    ReidentificationBreach,
+    fail_now,
+)
+
+__all__ = [
+    "ReidentOperator",
+    "act_on_breach",
+    "check_paths",
+    "local_file",
+    "push_report",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class ReidentOperator(BaseOperator):
+    """The base of the reident operators.
+
+    A subclass names its ``check`` (the alert's and the breach's ``check``) and its
+    ``report_kind`` (the HTML report's layout), validates its rendered parameters, and builds
+    on these steps:
+
+    - :meth:`get_engine`: the engine of an Airflow connection (the seam tests replace);
+    - :meth:`read_staged`: a staged table from a file (local or object storage) or through a
+      connection, disposing of the engine afterwards;
+    - :meth:`input_errors`: a :class:`~reident_airflow.engine.errors.ReidentError` raised
+      inside becomes a :class:`~reident_airflow.outcomes.ReidentConfigurationError` (no
+      retries), unless it says a retry may help;
+    - :meth:`publish`: the report to XCom and, with ``report_path``, the HTML report;
+    - :meth:`gate`: nothing when the check passed, else the ``on_breach`` action.
+    """
+
+    check: ClassVar[str]
+    report_kind: ClassVar[str]
+
+    def __init__(
+        self, *, on_breach: str = "fail", report_path: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.on_breach = on_breach
+        self.report_path = report_path
+
+    # -- seams -----------------------------------------------------------------------------
+    def get_engine(self, conn_id: str) -> Engine:
+        """The SQLAlchemy engine of an Airflow connection (tests may replace this)."""
+        return sqlalchemy_engine(conn_id)
+
+    # -- steps -----------------------------------------------------------------------------
+    def check_on_breach(self) -> None:
+        check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
+
+    @staticmethod
+    def check_one_source(
+        path: str | None, conn_id: str | None, table: str | None, sql: str | None
+    ) -> None:
+        """A staged table is a file (``path``) or a table / query of a connection."""
+        if bool(conn_id) == bool(path):
+            raise ReidentConfigurationError("give either conn_id (with table or sql) or path")
+        if conn_id and bool(table) == bool(sql):
+            raise ReidentConfigurationError("with conn_id, give either table or sql")
+
+    @contextmanager
+    def connected(self, conn_id: str | None) -> Iterator[Engine]:
+        """The engine of ``conn_id``, disposed of when the block ends."""
+        if not conn_id:
+            raise ReidentConfigurationError("no conn_id given")
+        engine = self.get_engine(conn_id)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+
+    def read_staged(
+        self,
+        *,
+        path: str | None,
+        conn_id: str | None,
+        from_file: Callable[[Path], T],
+        from_engine: Callable[[Engine], T],
+    ) -> T:
+        """``from_file`` of the local copy of ``path`` when given, else ``from_engine`` of
+        the connection's engine."""
+        if path:
+            with local_file(path) as local:
+                return from_file(local)
+        with self.connected(conn_id) as engine:
+            return from_engine(engine)
+
+    @contextmanager
+    def input_errors(self) -> Iterator[None]:
+        """Input errors fail now: a bad column, an empty table or a bad threshold stay bad on
+        a retry. An error that says a retry may help (``deterministic = False``: a lost
+        connection during a write) is raised as it is, as are Airflow's own failures."""
+        try:
+            yield
+        except ReidentError as exc:
+            if isinstance(exc, AirflowFailException) or not getattr(exc, "deterministic", True):
+                raise
+            fail_now(exc)
+
+    def publish(
+        self, context: Context, report: dict[str, Any], *, source: str | None
+    ) -> str | None:
+        """Push ``report`` to XCom and write the HTML report when ``report_path`` is set;
+        returns the report's location, or None."""
+        push_report(context, report)
+        if self.report_path is None or not str(self.report_path).strip():
+            return None
+        from reident_airflow.report.runs import operator_report
+
+        return operator_report(
+            self.report_path,
+            report,
+            kind=self.report_kind,
+            context=context,
+            source=source,
+            logger=self.log,
+        )
+
+    def gate(
+        self,
+        context: Context,
+        report: dict[str, Any],
+        *,
+        message: str,
+        location: str | None,
+        quasi_identifiers: Sequence[str] = (),
+        k: int | None = None,
+        breaches: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        """Act on a breach of ``report`` as ``on_breach`` says; ``breaches`` default to the
+        report's own."""
+        act_on_breach(
+            on_breach=self.on_breach,
+            check=self.check,
+            message=message,
+            breaches=report["breaches"] if breaches is None else breaches,
+            report=report,
+            quasi_identifiers=quasi_identifiers,
+            k=k,
+            logger=self.log,
+            context=context,
+            report_location=location,
+        )
+
+
+@contextmanager
+def local_file(path: str) -> Iterator[Path]:
+    """A local path for ``path``; object-storage URLs are streamed to a temporary file."""
+    if "://" not in path:
+        yield Path(path)
+        return
+    from reident_airflow._compat import ObjectStoragePath
+
+    remote = ObjectStoragePath(path)
+    suffix = "".join(Path(remote.name).suffixes)
+    with tempfile.TemporaryDirectory(prefix="reident-") as tmp:
+        target = Path(tmp) / f"staged{suffix}"
+        with remote.open("rb") as src, target.open("wb") as dst:  # type: ignore[no-untyped-call]
+            shutil.copyfileobj(src, dst, length=1 << 20)
+        yield target
+
+
+def push_report(context: Context, report: dict[str, Any]) -> None:
+    ti = context.get("ti")
+    if ti is not None:
+        ti.xcom_push(key=REPORT_XCOM_KEY, value=report)
+
+
+def act_on_breach(
+    *,
+    on_breach: str,
+    check: str,
+    message: str,
+    breaches: Sequence[dict[str, Any]],
+    report: dict[str, Any],
+    quasi_identifiers: Sequence[str] = (),
+    k: int | None = None,
+    logger: Any = log,
+    context: Context | None = None,
+    report_location: str | None = None,
+) -> None:
+    """Fail (no retries), skip (downstream does not run) or warn (task succeeds).
+
+    When the HTML report was written, the XCom report is pushed again with its
+    ``report_location`` (the report the operator returns is left as it is). The breach handed
+    to the alert names the ``outcome`` (in its report; none means a fail). A
+    skip or a warn leaves no failure for ``on_failure_callback``: the task's
+    :class:`~reident_airflow.notifiers.ReidentBreachNotifier` callbacks are called here (each
+    decides by its ``outcomes``). A fail is alerted by the failure callback itself, once.
+    """
+    if report_location:  # the returned report stays the one the CLI writes
+        report = dict(report, report_location=str(report_location))
+        if context is not None:
+            push_report(context, report)
+    breach = ReidentificationBreach(
+        message,
+        breaches=breaches,
+        report=report if on_breach == "fail" else dict(report, outcome=on_breach),
+        check=check,
+        quasi_identifiers=quasi_identifiers,
+        k=k,
+    )
+    if on_breach in ("skip", "warn") and context is not None:
+        _alert_from_task(context, breach, logger)
+    if on_breach == "warn":
+        logger.warning("%s (on_breach='warn': the task succeeds)", message)
+        return
+    if on_breach == "skip":
+        logger.warning("%s (on_breach='skip': downstream tasks are skipped)", message)
+        raise AirflowSkipException(message)
+    raise breach
+
+
+def _alert_from_task(context: Context, breach: ReidentificationBreach, logger: Any) -> None:
+    """Call the task's breach notifiers (wired as ``on_failure_callback``) for a skip/warn."""
+    from reident_airflow.notifiers.breach import ReidentBreachNotifier
+
+    callbacks = getattr(context.get("task"), "on_failure_callback", None)
+    if callbacks is None:
+        return
+    if callable(callbacks):
+        callbacks = [callbacks]
+    for callback in callbacks:
+        if not isinstance(callback, ReidentBreachNotifier):
+            continue
+        try:
+            callback({**context, "exception": breach})
+        except Exception as exc:  # an alert must not change the gate's outcome
+            logger.error("Breach alert NOT sent: %s", type(exc).__name__)
+
+
+def check_paths(
+    outputs: Sequence[tuple[str, str | None]], inputs: Sequence[tuple[str, str | None]]
+) -> None:
+    """Before any work: no output path (``report_path``, ``target_path``) names an input or
+    another output, and each can be written (``report_path``'s directory may be missing: it
+    is created).
+
+    Object-storage URLs are not compared. A refusal is a configuration failure: nothing has
+    been read or written, and a retry cannot help.
+    """
+    from reident_airflow._atomic import check_outputs
+
+    try:
+        check_outputs(outputs, inputs, create_dirs=["report_path"])
+    except ReidentError as exc:
+        fail_now(exc)
