@@ -284,23 +284,7 @@ def direct_match_counts_sql(
         raise InvalidInputError(NO_KEY_MESSAGE)
     dialect = conn.dialect.name
     o, a = original.alias("reident_original"), avatar.alias("reident_avatar")
-    sides = (("original", original), ("avatar", avatar))
-    scanned = {name: _table_counts(conn, table, key) for name, table in sides}
-    for name, _ in sides:
-        if scanned[name][0] == 0:
-            raise EmptyDatasetError(f"the {name} table has no records")
-    n, n_avatar = scanned["original"][0], scanned["avatar"][0]
-    if n != n_avatar:
-        raise InvalidInputError(
-            f"the tables have different numbers of records: the original table has "
-            f"{n}, the avatar table has {n_avatar}"
-        )
-    for name, table in sides:
-        if key not in table.c:
-            raise InvalidInputError(f"key column {key!r} is missing from the {name} table")
-    for name, table in sides:
-        _raise_for_key(conn, table, key, name, scanned[name])
-
+    n = _check_tables(conn, original, avatar, key)
     original_columns = [c.name for c in original.columns]
     avatar_columns = [c.name for c in avatar.columns]
     joined = sa.join(o, a, _equal(dialect, o.c[key], a.c[key]))
@@ -334,6 +318,30 @@ def direct_match_counts_sql(
         only_in_original=tuple(c for c in original_columns if c not in in_avatar),
         only_in_avatar=tuple(c for c in avatar_columns if c not in in_original),
     )
+
+
+def _check_tables(
+    conn: Connection, original: sa.FromClause, avatar: sa.FromClause, key: str
+) -> int:
+    """The engine's checks of the two tables, in its order: both have records, as many of
+    them, the key column, no missing or repeated key. Returns the number of records."""
+    sides = (("original", original), ("avatar", avatar))
+    scanned = {name: _table_counts(conn, table, key) for name, table in sides}
+    for name, _ in sides:
+        if scanned[name][0] == 0:
+            raise EmptyDatasetError(f"the {name} table has no records")
+    n, n_avatar = scanned["original"][0], scanned["avatar"][0]
+    if n != n_avatar:
+        raise InvalidInputError(
+            f"the tables have different numbers of records: the original table has "
+            f"{n}, the avatar table has {n_avatar}"
+        )
+    for name, table in sides:
+        if key not in table.c:
+            raise InvalidInputError(f"key column {key!r} is missing from the {name} table")
+    for name, table in sides:
+        _raise_for_key(conn, table, key, name, scanned[name])
+    return n
 
 
 def _raise_unmatched(key: str, n: int, matched: int) -> None:

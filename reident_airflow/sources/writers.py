@@ -36,6 +36,7 @@ from sqlalchemy.engine import Engine
 from reident_airflow._atomic import interrupt_guard, same_path
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.db_errors import TableWriteError, database_error_code, guarded
+from reident_airflow.sources.file_source import PARQUET_SUFFIXES
 from reident_airflow.sources.publish import (
     NEW_SUFFIX,
     OLD_SUFFIX,
@@ -66,7 +67,6 @@ __all__ = [
 FILE_CHUNK_ROWS = 262_144
 SQL_CHUNK_ROWS = 10_000
 
-_PARQUET_SUFFIXES = {".parquet", ".pq"}
 _CSV_SUFFIXES = {".csv", ".txt", ".tsv"}
 
 
@@ -74,7 +74,7 @@ _CSV_SUFFIXES = {".csv", ".txt", ".tsv"}
 def file_format(path: str | Path) -> str:
     """``"parquet"`` or ``"csv"``, from the file name's extension."""
     suffix = Path(path).suffix.lower()
-    if suffix in _PARQUET_SUFFIXES:
+    if suffix in PARQUET_SUFFIXES:
         return "parquet"
     if suffix in _CSV_SUFFIXES:
         return "csv"

@@ -1,0 +1,246 @@
+"""What a file or DataFrame source is, before anything is read: its format and its columns.
+
+A CSV file (plain or gzip-compressed), a Parquet file, a directory or glob of Parquet files, a
+pandas DataFrame or an Arrow table is described as a :class:`Source`: the columns exactly as the
+source spells them, and what DuckDB is handed (:mod:`~reident_airflow.sources.files` reads it).
+Column names are resolved here (:func:`resolve_columns`): exactly first, then without
+surrounding spaces; an unknown name lists the columns and the closest match. Only the header
+(or the Parquet schema) is read; messages name the file and the columns, never a value.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import glob
+import gzip
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+
+__all__ = [
+    "PARQUET_SUFFIXES",
+    "Source",
+    "file_columns",
+    "is_parquet",
+    "open_file",
+    "open_frame",
+    "resolve_columns",
+]
+
+_PARQUET_MAGIC = b"PAR1"
+#: File name endings read (and written) as Parquet.
+PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
+
+
+# ------------------------------------------------------------------------------- names
+def resolve_columns(
+    requested: Sequence[str], available: Sequence[str], *, kind: str = "quasi-identifier"
+) -> tuple[int, ...]:
+    """Positions of the requested columns in ``available`` (a header, a table's columns).
+
+    A name is looked up exactly as given first; only when no column has that name are names
+    compared with their surrounding spaces removed (on both sides). A name that several
+    columns share, an unknown name (the error lists the columns and the closest match) and an
+    empty name are errors; so is a name requested twice.
+    """
+    avail = [str(a) for a in available]
+    positions: list[int] = []
+    seen: set[int] = set()
+    for raw in requested:
+        name = str(raw)
+        if not name.strip():
+            raise InvalidInputError(f"an empty {kind} name was given")
+        hits = [i for i, a in enumerate(avail) if a == name]
+        if not hits:  # then without surrounding spaces, on both sides
+            hits = [i for i, a in enumerate(avail) if a.strip() == name.strip()]
+        if not hits:
+            raise InvalidInputError(_unknown(name, avail, kind))
+        if len(hits) > 1:
+            where = ", ".join(str(i + 1) for i in hits)
+            raise InvalidInputError(
+                f"{kind} {name!r} names {len(hits)} columns (positions {where}): the header "
+                "repeats it, so it cannot be told which one is meant; rename the columns"
+            )
+        if hits[0] in seen:
+            raise InvalidInputError(f"{kind} {name!r} is listed twice")
+        seen.add(hits[0])
+        positions.append(hits[0])
+    if not positions:
+        raise InvalidInputError(f"no {kind} given: name at least one column")
+    return tuple(positions)
+
+
+def _unknown(name: str, avail: Sequence[str], kind: str) -> str:
+    text = f"unknown {kind} {name!r}"
+    close = difflib.get_close_matches(name.strip(), avail, n=1)
+    if close:
+        text += f" (did you mean {close[0]!r}?)"
+    shown = ", ".join(repr(a) for a in avail[:50])
+    more = f" and {len(avail) - 50} more" if len(avail) > 50 else ""
+    text += f"; available columns: {shown}{more}"
+    if len(avail) == 1:
+        for sep in (";", "\t", "|"):
+            if sep in avail[0]:
+                shown_sep = "\\t" if sep == "\t" else sep
+                text += f" (the header reads as one column: try --sep '{shown_sep}')"
+                break
+    return text
+
+
+# ------------------------------------------------------------------------------- sources
+def is_parquet(path: Path) -> bool:
+    """A file is read as Parquet if it is named ``*.parquet``/``*.pq`` or starts with PAR1."""
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        return True
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4) == _PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+def _check_readable(path: Path) -> None:
+    if not path.exists():
+        raise InvalidInputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InvalidInputError(f"{path}: is a directory, not a file")
+    try:
+        with path.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _is_csv_gz(path: Path) -> bool:
+    return path.suffix.lower() == ".gz"
+
+
+def _csv_header(path: Path, sep: str) -> list[str]:
+    """The header of a CSV file: its first record, read by Python's csv module (RFC 4180).
+
+    DuckDB trims the spaces around header names and renames repeated ones, so the names are
+    read here, exactly as written; DuckDB then reads the records by position.
+    """
+    opener: Any = gzip.open if _is_csv_gz(path) else open
+    limit = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)
+    try:
+        # undecodable bytes after the header are DuckDB's to report, with their line
+        with opener(path, "rt", encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
+            reader = csv.reader(fh, delimiter=sep, quotechar='"', doublequote=True, strict=True)
+            header = next(reader, None)
+    except csv.Error:
+        raise InvalidInputError(
+            f"{path}: the header (line 1) is not valid CSV (a quote that is never closed, or "
+            "text after a closing quote)"
+        ) from None
+    except (OSError, EOFError) as exc:
+        raise InvalidInputError(f"{path}: cannot be read ({type(exc).__name__})") from None
+    finally:
+        csv.field_size_limit(limit)
+    if not header:
+        raise EmptyDatasetError(f"{path}: the file is empty (no header, no records)")
+    for name in header:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                f"{path}: the header (line 1) is not UTF-8 text: convert the file to UTF-8"
+            ) from None
+    return header
+
+
+def _parquet_paths(spec: str) -> tuple[str, list[str]]:
+    """A Parquet file, a directory of Parquet files or a glob: (what DuckDB reads, files)."""
+    p = Path(spec)
+    if p.is_dir():
+        pattern = str(p / "**" / "*.parquet")
+        files = sorted(glob.glob(pattern, recursive=True))
+        if not files:
+            raise InvalidInputError(f"{p}: a directory without Parquet files (*.parquet)")
+        return pattern, files
+    if any(ch in spec for ch in "*?["):
+        files = sorted(glob.glob(spec, recursive=True))
+        if not files:
+            raise InvalidInputError(f"{spec}: no file matches this pattern")
+        return spec, files
+    _check_readable(p)
+    return spec, [spec]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A table DuckDB can read: a file (or files) on disk, or an in-memory Arrow table.
+
+    ``names`` are the columns exactly as the source spells them (repeats included);
+    DuckDB sees them as ``c0 .. c{n-1}``.
+    """
+
+    label: str
+    kind: str  # "csv" | "parquet" | "arrow"
+    names: tuple[str, ...]
+    target: Any  # the path / glob DuckDB reads, or the Arrow table
+    sep: str = ","
+    kinds: tuple[str, ...] = ()  # "text", "number" or "other" per column
+
+    def positions(
+        self, requested: Sequence[str], *, kind: str = "quasi-identifier"
+    ) -> tuple[int, ...]:
+        return resolve_columns(requested, self.names, kind=kind)
+
+
+def open_file(path: str | Path, *, sep: str = ",") -> Source:
+    """Describe a CSV or Parquet file (or a directory / glob of Parquet files) for reading."""
+    if len(sep) != 1 or sep in {'"', "\n", "\r"}:
+        raise InvalidInputError(f"--sep must be a single character other than a quote, got {sep!r}")
+    spec = str(path)
+    p = Path(spec)
+    if p.is_dir() or any(ch in spec for ch in "*?[") or (p.exists() and is_parquet(p)):
+        target, files = _parquet_paths(spec)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            schema = pq.read_schema(files[0])
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InvalidInputError(
+                f"{files[0]}: not a readable Parquet file ({type(exc).__name__})"
+            ) from None
+        return Source(spec, "parquet", tuple(schema.names), target, sep, _kinds(schema.types))
+    _check_readable(p)
+    names = tuple(_csv_header(p, sep))
+    return Source(spec, "csv", names, spec, sep, tuple("text" for _ in names))
+
+
+def file_columns(path: str | Path, *, sep: str = ",") -> list[str]:
+    """Column names of a CSV or Parquet file, exactly as written."""
+    return list(open_file(path, sep=sep).names)
+
+
+def open_frame(frame: Any, *, label: str = "the DataFrame") -> Source:
+    """Describe a pandas DataFrame or an Arrow table for reading (see ``docs/reading.md``)."""
+    from reident_airflow.sources._frames import frame_to_arrow
+
+    table = frame_to_arrow(frame, label)
+    names = tuple(str(n) for n in table.column_names)
+    renamed = table.rename_columns([f"c{i}" for i in range(len(names))])
+    return Source(label, "arrow", names, renamed, ",", _kinds(table.schema.types))
+
+
+def _kinds(types: Sequence[Any]) -> tuple[str, ...]:
+    """``"text"``, ``"number"`` or ``"other"`` for each Arrow column type."""
+    import pyarrow as pa
+
+    def kind(t: Any) -> str:
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return "text"
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            return "number"
+        return "other"
+
+    return tuple(kind(t) for t in types)
