@@ -11,9 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reident_airflow.report import _measures
 from reident_airflow.report._format import NA, count, number, percent, share_text
 from reident_airflow.report._html import cards, dl, na, note, table, text
+from reident_airflow.report._measures import (
+    attributes,
+    class_sizes,
+    individual_risk,
+    l_diversity,
+    population,
+    risk_distribution,
+    suda,
+)
 from reident_airflow.report._page import BREACHED, PASSED, UNGATED, UNKNOWN, GateRow, Part, plural
 from reident_airflow.report.view import (
     THRESHOLDS,
@@ -49,25 +57,25 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
     sections: list[tuple[str, str, Callable[[], str]]] = [
         ("At a glance", "glance", lambda: _glance(view)),
         ("Attacker models", "models", lambda: _attacker_models(view)),
-        ("Risk distribution", "distribution", lambda: _measures.risk_distribution(view)),
-        ("Class sizes", "classes", lambda: _measures.class_sizes(view)),
-        ("Which columns re-identify", "attributes", lambda: _measures.attributes(view, top)),
-        ("Population uniqueness", "population", lambda: _measures.population(view)),
+        ("Risk distribution", "distribution", lambda: risk_distribution(view)),
+        ("Class sizes", "classes", lambda: class_sizes(view)),
+        ("Which columns re-identify", "attributes", lambda: attributes(view, top)),
+        ("Population uniqueness", "population", lambda: population(view)),
     ]
     optional: list[tuple[object, str, str, Callable[[], str]]] = [
         (
             view.individual_risk,
             "Individual risk (sampling weights)",
             "individual-risk",
-            lambda: _measures.individual_risk(view),
+            lambda: individual_risk(view),
         ),
         (
             view.l_diversity,
             "Sensitive values (l-diversity)",
             "l-diversity",
-            lambda: _measures.l_diversity(view),
+            lambda: l_diversity(view),
         ),
-        (view.suda, "Special uniques (SUDA)", "suda", lambda: _measures.suda(view)),
+        (view.suda, "Special uniques (SUDA)", "suda", lambda: suda(view)),
     ]
     sections += [
         (title, anchor, build) for value, title, anchor, build in optional if value is not None
