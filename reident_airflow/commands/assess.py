@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from reident_airflow.commands.common import (
     EXIT_BREACHED,
     EXIT_PASSED,
+    add_table_arguments,
     columns_as_written,
     emit_outputs,
     memory_size,
     positive_int,
     positive_number,
-    separator,
     share,
 )
 from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C, REGIONS
@@ -86,9 +86,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="COL[,COL...]",
         help="quasi-identifier columns, exactly as in the header",
     )
-    a.add_argument("--sep", type=separator, default=",", help="CSV separator (default ',')")
-    a.add_argument("--table", help="table name when INPUT is a database URL")
-    a.add_argument("--schema", help="schema of --table (database input)")
+    add_table_arguments(a)
     _population_arguments(a)
     _gate_arguments(a)
     _measure_arguments(a)

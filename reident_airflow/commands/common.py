@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_BREACHED",
     "EXIT_PASSED",
     "EXIT_USAGE",
+    "add_table_arguments",
     "check_run_paths",
     "column_names",
     "columns_as_written",
@@ -112,6 +113,14 @@ def separator(text: str) -> str:
     if len(text) != 1:
         raise argparse.ArgumentTypeError(f"must be a single character, got {text!r}")
     return text
+
+
+def add_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--sep``, ``--table`` and ``--schema``: how a command reads its INPUT, a CSV or Parquet
+    file or a table of the database a SQLAlchemy URL names."""
+    parser.add_argument("--sep", type=separator, default=",", help="CSV separator (default ',')")
+    parser.add_argument("--table", help="table name when INPUT is a database URL")
+    parser.add_argument("--schema", help="schema of --table (database input)")
 
 
 # ----------------------------------------------------------------------------------- outputs

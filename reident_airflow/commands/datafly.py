@@ -37,6 +37,7 @@ from typing import Any, TextIO
 from reident_airflow.commands.common import (
     EXIT_BREACHED,
     EXIT_PASSED,
+    add_table_arguments,
     column_names,
     emit_outputs,
     separator,
@@ -125,9 +126,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="PATH",
         help="where to write the anonymized table: *.csv or *.parquet (atomically)",
     )
-    p.add_argument("--sep", type=separator, default=",", help="CSV separator (default ',')")
-    p.add_argument("--table", help="table name when INPUT is a database URL")
-    p.add_argument("--schema", help="schema of --table (database input)")
+    add_table_arguments(p)
     p.add_argument("--json", metavar="PATH", help="write the Datafly JSON here ('-' = stdout)")
     p.add_argument(
         "--report",
