@@ -1,4 +1,4 @@
-"""Column Direct Match Protection counted by the database (metrics.md §8): rows never travel.
+"""Column Direct Match Protection counted by the database (docs/metrics.md §8): rows never travel.
 
 When the original and the released ("avatar") tables live in the same database and share a
 key column, ``n``, ``m_c`` and ``u_c`` are counted where the data is, in four statements::
