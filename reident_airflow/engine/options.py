@@ -243,7 +243,8 @@ class AssessmentOptions:
             _check_region(self.region)
         for name in ("population_table", "weight"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value.strip()):
+            # a name of spaces is left to the source, which reports it as no column
+            if value is not None and (not isinstance(value, str) or not value):
                 raise InvalidInputError(f"{name} must be a name, got {value!r}")
         setattr_(self, "recursive_c", validate_recursive_c(self.recursive_c))
         for name in ("rank_attributes", "suda"):

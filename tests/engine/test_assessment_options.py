@@ -62,7 +62,7 @@ def test_rules_between_fields(kwargs: dict[str, Any], message: str) -> None:
         ({"recursive_c": -1}, "recursive c"),
         ({"max_subset_size": 1.5}, "max_subset_size must be a whole number"),
         ({"suda": "yes"}, "suda must be true or false"),
-        ({"weight": " "}, "weight must be a name"),
+        ({"weight": ""}, "weight must be a name"),
         ({"sensitive": ("s", "")}, "sensitive needs one or more column names"),
     ],
 )
