@@ -1,4 +1,4 @@
-"""``reident datafly``: k-anonymize a table with Datafly and write the result (metrics.md §9).
+"""``reident datafly``: k-anonymize a table with Datafly and write the result (docs/metrics.md §9).
 
 ::
 

@@ -1,4 +1,4 @@
-"""``reident direct-match``: Column Direct Match Protection of a released table (metrics.md §8).
+"""``reident direct-match``: Column Direct Match Protection of a release (docs/metrics.md §8).
 
 ::
 

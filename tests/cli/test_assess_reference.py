@@ -1,9 +1,9 @@
 """`reident assess` reproduces ARX 3.9.2 on every reference file (tests/data/arx).
 
 One test per reference file. Integer ratios are compared bit for bit, distinction and
-separation at rel 1e-12, Pitman and Zayatz at rel 1e-8 (metrics.md). Dankar's rule is
+separation at rel 1e-12, Pitman and Zayatz at rel 1e-8 (docs/metrics.md). Dankar's rule is
 compared where the sampling fraction is at most 0.1 and for the USA preset: above 0.1 our
-SNB is the published model, which ARX's is not (metrics.md §4).
+SNB is the published model, which ARX's is not (docs/metrics.md §4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`reident assess --weight / --sensitive / --suda`: JSON as contract.md, gates, bad input.
+"""`reident assess --weight / --sensitive / --suda`: JSON as docs/contract.md, gates, bad input.
 
 Reference values: sdcMicro 5.8.0 on its ``testdata`` (``tests/_sdcmicro.py``).
 """
@@ -53,7 +53,7 @@ def test_weights_sensitive_and_suda_in_the_json() -> None:
     assert suda["max_score"] == ref["suda2"]["max_suda_score"]
     for key, value in ref["suda2"]["attribute_contributions"].items():
         assert math.isclose(suda["attribute_contributions"][key], value, rel_tol=1e-12)
-    # without the flags the three keys stay null (contract.md)
+    # without the flags the three keys stay null (docs/contract.md)
     _, plain = assess_json(TESTDATA, "--qi", KEYS)
     assert plain["individual_risk"] is None and plain["l_diversity"] is None
     assert plain["suda"] is None and plain["journalist"]["basis"] == "sample"

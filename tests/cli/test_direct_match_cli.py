@@ -2,7 +2,7 @@
 pushdown) agreeing on Adult, bad input (exit 2, one line) and hostile identifiers.
 
 Expected protections are hand computations of ``P_c = 100 * (1 - m_c * u_c / n^2)``
-(metrics.md §8) with ``m_c`` and ``u_c`` counted in the comment next to them.
+(docs/metrics.md §8) with ``m_c`` and ``u_c`` counted in the comment next to them.
 """
 
 from __future__ import annotations
