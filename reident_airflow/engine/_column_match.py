@@ -1,7 +1,7 @@
 """Counting ``(m_c, u_c)`` of one column over two pandas tables, and aligning their rows.
 
 The internals of :func:`~reident_airflow.engine.direct_match.direct_match_protection`
-(metrics.md §8): :func:`column_counts` compares an original column with its released one
+(docs/metrics.md §8): :func:`column_counts` compares an original column with its released one
 value by value, :func:`alignment` lines the released rows up with the original ones by a key
 column, and :func:`label` names a column in messages.
 

@@ -1,7 +1,7 @@
 """Per-class aggregates beyond the class size, checked when they are built.
 
 The class table (:mod:`reident_airflow.engine.classes`) counts records per equivalence class.
-Individual risk (metrics.md §6) also needs each class's sum of sampling weights (``F_k``), and
+Individual risk (docs/metrics.md §6) also needs each class's sum of sampling weights (``F_k``), and
 l-diversity (§7) the value counts of each sensitive column within each class. A source
 computes them where the data is (DuckDB for files and DataFrames,
 :mod:`reident_airflow.sources.files`; the database's ``GROUP BY``,

@@ -1,8 +1,8 @@
-"""One assessment of a table: every measure of metrics.md §2-§7 and the release gate.
+"""One assessment of a table: every measure of docs/metrics.md §2-§7 and the release gate.
 
 :func:`assess` takes a :class:`~reident_airflow.engine.classes.ClassTable` (however it was
 counted: DataFrame, file, database) and returns an :class:`Assessment` whose ``to_dict()`` is
-the ``reident.assessment/v1`` JSON of contract.md. Nothing here touches rows: sampling weights
+the ``reident.assessment/v1`` JSON of docs/contract.md. Nothing here touches rows: sampling weights
 (§6) and sensitive columns (§7) arrive as per-class aggregates
 (:mod:`reident_airflow.engine.aggregates`).
 """
@@ -84,7 +84,7 @@ class JournalistRisk:
     when a population size was given, are in ``Assessment.population``.
     ``basis="population_table"``: measured on the register's class sizes (``register``).
     ``basis="sampling_weights"`` (no register, a weight column given): estimated from the
-    individual risk of each record (metrics.md §6, ``individual``).
+    individual risk of each record (docs/metrics.md §6, ``individual``).
     """
 
     measures: SampleRisk

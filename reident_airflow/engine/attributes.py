@@ -1,4 +1,4 @@
-"""Quasi-identifier risk: which columns re-identify (metrics.md §5; ARX's attribute risk).
+"""Quasi-identifier risk: which columns re-identify (docs/metrics.md §5; ARX's attribute risk).
 
 For a subset S of the QIs, with ``F_j`` the sizes of the classes formed on S alone:
 

@@ -1,6 +1,6 @@
 """Equivalence classes: the class table and the class-size histogram.
 
-Records are grouped by their exact tuple of quasi-identifier (QI) values (metrics.md §1). A
+Records are grouped by their exact tuple of quasi-identifier (QI) values (docs/metrics.md §1). A
 :class:`ClassTable` holds one row per class: its size and the integer code of each of its QI
 values; a :class:`ClassSizes` holds only how many classes have each size. Every risk measure
 is a function of one of the two, so a source (DuckDB for files and DataFrames, a database's

@@ -1,4 +1,4 @@
-"""Datafly k-anonymization (Sweeney 1997/98; metrics.md §9, seed 004).
+"""Datafly k-anonymization (Sweeney 1997/98; docs/metrics.md §9).
 
 The algorithm, exactly:
 
@@ -132,7 +132,7 @@ class DataflyResult:
     ``table`` is the generalized DataFrame: the input's rows minus the suppressed ones, in the
     input's order and with its index; non-QI columns untouched; each QI column holds the
     generalized labels as strings. ``to_dict()`` is the ``reident.datafly/v1`` JSON of
-    contract.md (aggregates only: the table is not in it). ``achieved_k`` is the smallest
+    docs/contract.md (aggregates only: the table is not in it). ``achieved_k`` is the smallest
     output class (``None`` when every record was suppressed, which only a suppression limit
     of at least ``n`` allows).
     """
@@ -285,7 +285,7 @@ def datafly(
     suppression_limit: int | float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> DataflyResult:
-    """k-anonymize ``frame`` on ``qis`` with Sweeney's Datafly (metrics.md §9).
+    """k-anonymize ``frame`` on ``qis`` with Sweeney's Datafly (docs/metrics.md §9).
 
     ``hierarchies[qi]`` is the generalization hierarchy of each QI (values matched as text,
     see :func:`~.hierarchies.value_text`); ``qis`` order breaks ties. ``suppression_limit`` is

@@ -1,4 +1,4 @@
-"""Column Direct Match Protection (metrics.md §8; seed 000).
+"""Column Direct Match Protection (docs/metrics.md §8).
 
 An original table ``X`` and its released ("avatar") table ``Y`` hold the same ``n``
 individuals, row-aligned by position or by a key column. For each column ``c``::
@@ -27,8 +27,8 @@ The arithmetic lives in :func:`column_protection` and the ranking in
 :func:`direct_match_from_counts`, so that a database pushdown path that only *counts*
 ``(m_c, u_c)`` gives the same result as :func:`direct_match_protection` over DataFrames.
 
-Source: Octopize, "Column Direct Match Protection" (avatar privacy metrics documentation),
-as transcribed in ``seeds/000``.
+Source: Octopize, "Column Direct Match Protection" (avatar privacy metrics documentation);
+see the references of docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class DirectMatchResult:
     key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``reident.direct_match/v1`` document (contract.md), JSON-serialisable.
+        """The ``reident.direct_match/v1`` document (docs/contract.md), JSON-serialisable.
 
         Extends the contract with ``key``, ``only_in_original`` and ``only_in_avatar``.
         """
@@ -261,7 +261,7 @@ def direct_match_protection(
     target: float = DEFAULT_TARGET,
     columns: Sequence[str] | None = None,
 ) -> DirectMatchResult:
-    """Column Direct Match Protection of ``avatar`` against ``original`` (metrics.md §8).
+    """Column Direct Match Protection of ``avatar`` against ``original`` (docs/metrics.md §8).
 
     Rows are aligned by position, or by ``key`` (a column of both tables, unique in each, and
     not scored). Every column present in both tables is scored, or only ``columns`` if given;

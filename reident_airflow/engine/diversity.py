@@ -1,9 +1,9 @@
-"""l-diversity of sensitive columns (metrics.md §7; Machanavajjhala et al. 2007).
+"""l-diversity of sensitive columns (docs/metrics.md §7; Machanavajjhala et al. 2007).
 
 Re-identification risk measures how hard it is to find a person's record; it says nothing
 about what a class discloses. If all 20 records of a class share one diagnosis, anyone known
-to be in the class has that diagnosis disclosed, whatever the class's size (seed 003,
-limitations). For each class and each sensitive column, with ``r_1 >= r_2 >= ... >= r_m`` the
+to be in the class has that diagnosis disclosed, whatever the class's size (docs/metrics.md
+§7). For each class and each sensitive column, with ``r_1 >= r_2 >= ... >= r_m`` the
 counts of the column's values in the class (a missing value counting as one value):
 
 - distinct l: ``m``, the number of distinct values;
@@ -103,7 +103,7 @@ class LDiversity:
         return self._per_class_arrays[1]
 
     def to_dict(self) -> dict[str, Any]:
-        """The entry of this column in the ``l_diversity`` object (contract.md)."""
+        """The entry of this column in the ``l_diversity`` object (docs/contract.md)."""
         return {
             "distinct": self.distinct,
             "entropy": self.entropy,

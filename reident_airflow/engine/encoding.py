@@ -1,6 +1,6 @@
 """Value codes: each quasi-identifier column's values as dense integer codes.
 
-Every grouping works on codes, never on values (metrics.md §1). A small-range integer column
+Every grouping works on codes, never on values (docs/metrics.md §1). A small-range integer column
 is coded by offset (``value - min``); anything else by hashing (Arrow dictionary encoding or
 :func:`pandas.factorize`). All missing values of a column share one code (a missing value is
 a value of its own, as in ARX), and the code of the suppression marker ``*`` is noted, so

@@ -1,4 +1,4 @@
-"""Generalization hierarchies for Datafly (metrics.md §9).
+"""Generalization hierarchies for Datafly (docs/metrics.md §9).
 
 A hierarchy maps every original value of a column to its generalization at each level:
 level 0 is the value itself, the top level is usually ``*`` (everything in one group).

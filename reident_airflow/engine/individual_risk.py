@@ -1,4 +1,4 @@
-"""Individual risk from sampling weights (metrics.md §6; sdcMicro-compatible).
+"""Individual risk from sampling weights (docs/metrics.md §6; sdcMicro-compatible).
 
 A survey sample or trial cohort stands for a wider population. Each record's class has
 ``f_k`` records in the sample and an estimated ``F_k`` members in the population: the sum of
@@ -124,7 +124,7 @@ class IndividualRisk:
     risk: FloatArray = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``individual_risk`` object of the assessment JSON (contract.md)."""
+        """The ``individual_risk`` object of the assessment JSON (docs/contract.md)."""
         return {
             "weight": self.weight,
             "global_risk": self.global_risk,
@@ -157,7 +157,7 @@ def individual_risk(
     *,
     record_threshold: float = DEFAULT_RECORD_THRESHOLD,
 ) -> IndividualRisk:
-    """Individual risk of every class and the table's global risk (metrics.md §6).
+    """Individual risk of every class and the table's global risk (docs/metrics.md §6).
 
     The sums are checked against ``sizes`` here (a finite ``F_k >= f_k`` per class): one
     comparison per class, whoever built them.

@@ -1,4 +1,4 @@
-"""Population uniqueness (metrics.md §4), estimated from the class-size histogram alone.
+"""Population uniqueness (docs/metrics.md §4), estimated from the class-size histogram alone.
 
 Every estimator here sees only the histogram ``s -> c_s`` of the sample (``sizes`` ascending,
 ``counts[i]`` classes of size ``sizes[i]``), the sample size ``n = sum(s * c_s)``, the number of
@@ -88,7 +88,7 @@ class PopulationUniqueness:
     dankar: DankarEstimate | None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``uniqueness.population`` object of the assessment JSON (contract.md)."""
+        """The ``uniqueness.population`` object of the assessment JSON (docs/contract.md)."""
         return {
             "population_size": self.population_size,
             "sampling_fraction": self.sampling_fraction,

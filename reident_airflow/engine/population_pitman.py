@@ -1,4 +1,4 @@
-"""Population uniques under the Pitman sampling formula (Hoshino 2001; metrics.md §4).
+"""Population uniques under the Pitman sampling formula (Hoshino 2001; docs/metrics.md §4).
 
 :func:`pitman` fits ``theta`` and ``alpha`` by maximum likelihood from the class-size
 histogram and the population size, the way ARX 3.9.2's ``ModelPitman`` does (the same start
@@ -55,7 +55,7 @@ def pitman(sizes: ArrayLike, counts: ArrayLike, population_size: int) -> Populat
     gammas as a Pochhammer symbol, see ``_log_gamma_ratio``).
     ``None`` (unavailable) when there is no admissible root (always the case for a sample of
     uniques only, where the second equation reads ``sum i/(theta + i*alpha) = 0``), including
-    when the likelihood peaks at ``alpha <= 0`` (metrics.md; ARX rejects only ``alpha == 0``),
+    when the likelihood peaks at ``alpha <= 0`` (docs/metrics.md; ARX rejects only ``alpha == 0``),
     or when the estimate is outside ``[0, N]``. 0 when the sample has no unique.
     """
     h = model_input(sizes, counts, population_size)

@@ -1,7 +1,7 @@
 """Population uniques under the slide negative binomial model (Chen & Keller-McNulty 1998).
 
 :func:`snb` fits the model by the method of moments from the class-size histogram and the
-population size (metrics.md §4); its docstring says where and why it departs from ARX.
+population size (docs/metrics.md §4); its docstring says where and why it departs from ARX.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def snb(sizes: ArrayLike, counts: ArrayLike, population_size: int) -> Population
     Differences from ARX 3.9.2 (``ModelSNB``):
 
     - ARX's equation (2) *multiplies* by ``(1-d)**(alpha+2)`` instead of dividing; with it ARX
-      finds no solution and reports SNB unavailable for every ``sf < 1`` (metrics.md §4). At
+      finds no solution and reports SNB unavailable for every ``sf < 1`` (docs/metrics.md §4). At
       ``f = 1`` (``d = 0``) the two forms agree.
     - ARX takes ``K`` from a separate Shlosser-type estimator of the number of population
       classes (it cites Haas 1998 and Shlosser; its code also subtracts the ``1`` of

@@ -1,4 +1,4 @@
-"""Population uniques under Zayatz's equivalence-class model (Zayatz 1991; metrics.md §4).
+"""Population uniques under Zayatz's equivalence-class model (Zayatz 1991; docs/metrics.md §4).
 
 :func:`zayatz` reproduces ARX 3.9.2's ``ModelZayatz`` from the class-size histogram and the
 population size, summing the hypergeometric ratios in log space.

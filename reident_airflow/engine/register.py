@@ -1,4 +1,4 @@
-"""Journalist and marketer risk against a population register (metrics.md §3).
+"""Journalist and marketer risk against a population register (docs/metrics.md §3).
 
 The register is a second table on the same QIs, covering the wider population the sample was
 drawn from. Each sample class ``j`` (size ``f_j``) is matched to the register class with the

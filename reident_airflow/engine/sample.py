@@ -1,4 +1,4 @@
-"""Sample-based re-identification risk (metrics.md §2-§3), from the class-size histogram.
+"""Sample-based re-identification risk (docs/metrics.md §2-§3), from the class-size histogram.
 
 Prosecutor model (El Emam & Dankar 2008; ARX's ``RiskModelSampleRisks``): a record in a class
 of size ``f`` is re-identified with probability ``1/f``. Every measure here is a function of
@@ -83,7 +83,7 @@ class SampleRisk:
         return risk_measures_dict(self)
 
 
-#: The keys of one attacker model's measures in the assessment JSON (contract.md).
+#: The keys of one attacker model's measures in the assessment JSON (docs/contract.md).
 RISK_MEASURE_KEYS = (
     "highest_risk",
     "lowest_risk",

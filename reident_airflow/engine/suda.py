@@ -1,4 +1,4 @@
-"""Special uniques: SUDA2 scores and attribute contributions (metrics.md §6, sdcMicro-compatible).
+"""Special uniques: SUDA2 scores and attribute contributions (docs/metrics.md §6).
 
 A record's *minimal sample uniques* (MSUs) are the smallest sets of its key values that no
 other record shares (Elliot et al. 2002, "SUDA: a program for detecting special uniques";
@@ -95,7 +95,7 @@ class SudaResult:
     contributions: FloatArray = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``suda`` object of the assessment JSON (contract.md)."""
+        """The ``suda`` object of the assessment JSON (docs/contract.md)."""
         return {
             "records_with_msu": self.records_with_msu,
             "max_score": self.max_score,
