@@ -26,8 +26,8 @@ __all__ = ["order_free_sum"]
 
 _FRACTION_BITS = 42  # the fraction of each scaled term, as an integer (|.| <= 2**42)
 _SCALE_BITS = 42  # every scaled term is below 2**42 in magnitude
-# Terms per block: a few temporaries that stay in the CPU cache (7 ms for 2M terms, 20 ms in
-# blocks of 2**20). The int64 sums cannot overflow below 2**20 terms of magnitude <= 2**42.
+# Terms per block: small enough that the block's temporaries stay in the CPU cache. The int64
+# sums cannot overflow below 2**20 terms of magnitude <= 2**42.
 _CHUNK = 1 << 15
 
 

@@ -196,8 +196,8 @@ def _solve_2x2(
     """``A x = b`` by Gaussian elimination with partial pivoting.
 
     What ``numpy.linalg.solve`` does through LAPACK, the same solution to rounding, without
-    its ~15 us per call (Newton takes up to 17 x 100 steps). ``None`` when a pivot is exactly
-    0, where ``numpy.linalg.solve`` raises ``LinAlgError``.
+    the overhead of a LAPACK call on a 2 x 2 system (Newton takes up to 17 x 100 steps).
+    ``None`` when a pivot is exactly 0, where ``numpy.linalg.solve`` raises ``LinAlgError``.
     """
     if abs(a10) > abs(a00):  # pivot on the larger entry of the first column
         a00, a01, a10, a11, b0, b1 = a10, a11, a00, a01, b1, b0
