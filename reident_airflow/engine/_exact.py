@@ -1,9 +1,8 @@
 """A sum of floats that does not depend on the order of its terms.
 
-A total that must not depend on the order of the classes (a file and a database list them
-differently) used to be taken over the values sorted. A sort of millions of floats is slow on
-some CPUs (numpy's AVX-512 sort on AMD Zen 4: ~55 ns per element, measured), and a float sum
-still rounds at every addition. Here every term is cut, at one power-of-two scale set by the
+A total must not depend on the order of the classes (a file and a database list them
+differently). Summing the values sorted would cost a sort of millions of floats, and a float
+sum still rounds at every addition. Here every term is cut, at one power-of-two scale set by the
 largest term, into an integer part and a fraction given to 42 bits; both are added as int64
 (integer addition is exact, so associative: any order gives the same total) and the two
 totals are combined in a Python integer and rounded once.

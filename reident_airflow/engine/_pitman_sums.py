@@ -99,8 +99,8 @@ def u_sums_closed_form(
     ARX's start values) makes every term ``1/theta`` times a power of ``i``: sums of powers.
     Otherwise it declines (``None``).
 
-    No longer on the solver's path: :func:`u_sums` is accurate everywhere, including where
-    this declines. Kept, with its tests, as an independent digamma-based check.
+    Not on the solver's path (:func:`u_sums` is accurate everywhere, including where this
+    declines): an independent digamma-based check of it in the tests.
     """
     if u < _CLOSED_FORM_MIN_CLASSES:
         return None
@@ -194,9 +194,9 @@ def u_sums(u: int, theta: float, alpha: float) -> USums:
     a term is sensitive to the rounding of ``theta/alpha`` here, of ``i*alpha`` there, by
     ``~1e-16 |theta| / |theta + i alpha|``. When the pole lies inside ``1..m`` the terms change
     sign and the sums are accurate relative to the sums of the terms' magnitudes (as any
-    summation is). The old digamma closed form (:func:`u_sums_closed_form`) lost
-    ``~eps x/u`` and had to fall back to the O(u) loop for large ``x``, small ``|alpha|`` and
-    poles; nothing here depends on ``u`` beyond O(1) work.
+    summation is). The digamma closed form (:func:`u_sums_closed_form`) loses ``~eps x/u``
+    and needs the O(u) loop for large ``x``, small ``|alpha|`` and poles; nothing here
+    depends on ``u`` beyond O(1) work.
     """
     m = u - 1
     if m <= 0:
