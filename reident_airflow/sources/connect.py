@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -20,6 +20,7 @@ from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.db_errors import connection_error, database_errors
 
 __all__ = [
+    "SqlWhere",
     "connect",
     "make_engine",
     "open_source",
@@ -28,6 +29,16 @@ __all__ = [
     "reflect_table",
     "source_label",
 ]
+
+
+class SqlWhere(TypedDict, total=False):
+    """Where a database source is, as the reading functions take it by keyword: a ``table``
+    (in ``schema``, else the connection's default one) or a ``sql`` query, not both."""
+
+    table: str | None
+    sql: str | None
+    schema: str | None
+
 
 # A bare scheme's default DB-API (SQLAlchemy 2.1: psycopg 3, mysqlclient) -> the driver the
 # ``db`` extra installs, used when the default is not importable.
@@ -123,7 +134,11 @@ def open_source(
 
 @contextmanager
 def reading(
-    url: str | Engine, *, table: str | None, sql: str | None, schema: str | None
+    url: str | Engine,
+    *,
+    table: str | None = None,
+    sql: str | None = None,
+    schema: str | None = None,
 ) -> Iterator[tuple[Connection, sa.Table | sa.Subquery, str]]:
     """An open connection, the table or query to read, and how messages name it.
 

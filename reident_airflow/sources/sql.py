@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Unpack
 
 import numpy as np
 import pandas as pd
@@ -45,7 +46,13 @@ from reident_airflow.engine.classes import (
     validate_quasi_identifiers,
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.connect import make_engine, query_source, reading, reflect_table
+from reident_airflow.sources.connect import (
+    SqlWhere,
+    make_engine,
+    query_source,
+    reading,
+    reflect_table,
+)
 from reident_airflow.sources.db_errors import DriverErrorWithheld, database_errors
 from reident_airflow.sources.publish import copy_table_atomic
 from reident_airflow.sources.sql_fetch import (
@@ -77,6 +84,7 @@ __all__ = [
     "COPY_BLOCK_BYTES",
     "COUNT_LABEL",
     "DriverErrorWithheld",
+    "SqlWhere",
     "aggregates_from_sql",
     "class_table_from_sql",
     "copy_table_atomic",
@@ -227,15 +235,13 @@ def grouped_value_counts(
 
 
 def class_table_from_sql(
-    url: str | Engine,
-    qis: Sequence[str],
-    *,
-    table: str | None = None,
-    sql: str | None = None,
-    schema: str | None = None,
+    url: str | Engine, qis: Sequence[str], **where: Unpack[SqlWhere]
 ) -> ClassTable:
-    """The class table of a database table (or of a ``SELECT``), computed by the database."""
-    with reading(url, table=table, sql=sql, schema=schema) as (conn, source, what):
+    """The class table of a database table (or of a ``SELECT``), computed by the database.
+
+    ``where`` names the source: ``table=`` (with ``schema=``) or ``sql=``
+    (:class:`~reident_airflow.sources.connect.SqlWhere`)."""
+    with reading(url, **where) as (conn, source, what):
         grouping = plan_grouping(conn, source, qis)
         rows = _counts(conn, grouping, source)
     kept, excluded = split_suppressed(rows)
@@ -272,16 +278,11 @@ def grouped_histogram(
 
 
 def histogram_from_sql(
-    url: str | Engine,
-    qis: Sequence[str],
-    *,
-    table: str | None = None,
-    sql: str | None = None,
-    schema: str | None = None,
+    url: str | Engine, qis: Sequence[str], **where: Unpack[SqlWhere]
 ) -> ClassSizes:
     """The class-size histogram of a database table (or of a ``SELECT``), counted by the
     database in one statement (:func:`grouped_histogram`)."""
-    with reading(url, table=table, sql=sql, schema=schema) as (conn, source, what):
+    with reading(url, **where) as (conn, source, what):
         return grouped_histogram(conn, source, qis, what=what)
 
 
@@ -289,11 +290,9 @@ def aggregates_from_sql(
     url: str | Engine,
     qis: Sequence[str],
     *,
-    table: str | None = None,
-    sql: str | None = None,
-    schema: str | None = None,
     weight: str | None = None,
     sensitive: Sequence[str] = (),
+    **where: Unpack[SqlWhere],
 ) -> ClassAggregates:
     """Class table, weight sums and sensitive value counts, all computed by the database.
 
@@ -301,7 +300,7 @@ def aggregates_from_sql(
     ``GROUP BY qis, column`` per sensitive column; one row per class (or per class and
     value) is fetched, never a record.
     """
-    with reading(url, table=table, sql=sql, schema=schema) as (conn, source, what):
+    with reading(url, **where) as (conn, source, what):
         available = [c.name for c in source.columns]
         names = validate_quasi_identifiers(qis, available)
         weight, extra = check_extra_columns(names, available, weight=weight, sensitive=sensitive)
