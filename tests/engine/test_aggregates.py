@@ -8,6 +8,7 @@ group-by of the same rows.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from reident_airflow.engine.aggregates import ClassAggregates, aggregate_grouped
+from reident_airflow.engine.aggregates import (
+    ClassAggregates,
+    ClassWeights,
+    ValueCounts,
+    aggregate_grouped,
+)
+from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources.files import aggregates_from_file, aggregates_from_frame
 from tests.engine._records import class_values
@@ -228,3 +235,28 @@ def test_assess_shares_the_measures_between_threads_without_changing_them(
                 assert got["l_diversity"] == (alone_ld if sensitive is not None else None)
                 if sensitive is not None:
                     assert list(got["l_diversity"]) == ["s", "t"]  # the columns' order
+
+
+def test_class_aggregates_check_what_they_hold_when_built() -> None:
+    """Holding a ClassAggregates proves its parts fit its table: counts given in any order
+    are kept ordered by class and carrying the table's sizes; counts or sums that do not fit
+    are refused when built; and the object is frozen (hand-made: classes of 3, 1 and 2)."""
+    sizes = np.array([3, 1, 2], dtype=np.int64)
+    table = ClassTable(
+        quasi_identifiers=("q",),
+        sizes=sizes,
+        codes=np.array([[0], [1], [2]], dtype=np.int64),
+        cardinalities=(3,),
+    )
+    shuffled = ValueCounts("s", np.array([2, 0, 1, 0]), np.array([2, 1, 1, 2]))
+    agg = ClassAggregates(table, ClassWeights("w", np.array([3.0, 1.5, 4.0])), {"s": shuffled})
+    held = agg.sensitive["s"]
+    np.testing.assert_array_equal(held.classes, [0, 0, 1, 2])
+    np.testing.assert_array_equal(held.counts, [1, 2, 1, 2])
+    assert held.sizes is not None and np.array_equal(held.sizes, sizes)
+    with pytest.raises(InvalidInputError, match="do not add up"):
+        ClassAggregates(table, sensitive={"s": ValueCounts("s", np.array([0, 1, 2]), sizes + 1)})
+    with pytest.raises(InvalidInputError, match="sum to less than"):
+        ClassAggregates(table, ClassWeights("w", np.array([3.0, 0.5, 4.0])))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        agg.weights = None  # type: ignore[misc]
