@@ -86,9 +86,10 @@ def _close_connections(spill: str) -> None:  # pragma: no cover - runs at interp
 def _duckdb(memory_limit: str | None = None) -> Iterator[Any]:
     """A cursor on this process's in-memory DuckDB for that memory limit.
 
-    One database per process and memory limit (opening one costs tens of milliseconds), each
-    spilling to a private temporary folder that is removed when the process ends; every
-    reading gets its own cursor, so threads do not share one.
+    One database per process and memory limit, opened on first use rather than per reading
+    (opening one costs more than grouping a small file), each spilling to a private temporary
+    folder that is removed when the process ends; every reading gets its own cursor, so
+    threads do not share one.
     """
     import duckdb
 
