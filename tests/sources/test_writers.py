@@ -140,6 +140,24 @@ def test_read_file_frame_errors(tmp_path: Path) -> None:
         read_file_frame(tmp_path / "nope.csv")
 
 
+@pytest.mark.parametrize("name", ["in.csv", "in.parquet"])
+def test_read_file_frame_for_direct_match(tmp_path: Path, name: str) -> None:
+    """The direct-match reading: Arrow-backed columns, the same values; an empty file is an
+    empty frame (the engine names the empty side)."""
+    source = tmp_path / name
+    write_file_atomic(release(1, rows=4).assign(zip=["01", "", "01", "02"]), source)
+    plain = read_file_frame(source)
+    arrow = read_file_frame(source, dtype_backend="pyarrow", allow_empty=True)
+    assert all(isinstance(t, pd.ArrowDtype) for t in arrow.dtypes)
+    assert list(arrow.columns) == list(plain.columns)
+    for column in plain.columns:
+        assert arrow[column].astype(str).tolist() == plain[column].astype(str).tolist()
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("a,b\n", encoding="utf-8")
+    empty = read_file_frame(header_only, dtype_backend="pyarrow", allow_empty=True)
+    assert list(empty.columns) == ["a", "b"] and len(empty) == 0
+
+
 # --------------------------------------------------------------------------------------- SQL
 @pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine]:
