@@ -183,14 +183,11 @@ def suda2(
     limit = _msu_limit(max_msu_size, m)
     big_m = max(m, 3)  # sdcMicro pads 1 or 2 keys with constant columns
     weight = [0.0] + [float(math.factorial(big_m - k)) for k in range(1, m + 1)]
-    sizes = table.sizes
-    codes = table.codes
     cards = [max(int(c), 1) for c in table.cardinalities]
-    u = int(sizes.shape[0])
-    unique_idx = np.flatnonzero(sizes == 1)
-    shared_rows = codes[sizes >= 2]
+    unique_idx = np.flatnonzero(table.sizes == 1)
+    shared_rows = table.codes[table.sizes >= 2]
     shared = [np.ascontiguousarray(shared_rows[:, i]) for i in range(m)]
-    uniq_codes = codes[unique_idx]
+    uniq_codes = table.codes[unique_idx]
     u1 = int(unique_idx.shape[0])
     miss = missing_codes(table) if missing is None else tuple(tuple(x) for x in missing)
     valid = _valid_values(miss, uniq_codes)
@@ -238,7 +235,7 @@ def suda2(
             current = {s: a[keep] for s, a in current.items()}
         previous = current
 
-    return _result(tuple(keys), u, unique_idx, score, raw, msus, limit)
+    return _result(tuple(keys), table.classes, unique_idx, score, raw, msus, limit)
 
 
 def _inherited(
