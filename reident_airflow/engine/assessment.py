@@ -193,34 +193,21 @@ def assess(
     Without ``options``, the keywords of :class:`MeasureKeywords` build them (the table's QIs,
     the weight and sensitive columns of ``weights`` and ``sensitive``); giving both is an error.
 
-    ``population_size`` / ``sampling_fraction`` / ``region`` (at most one) describe the
-    population the table was drawn from; without them no population model is reported.
-    ``population_table`` is a register of that population on the same QIs: the journalist
-    and marketer are then measured against it (``basis: "population_table"``), and, unless a
-    population size is given, its number of records is taken as ``N``.
-
-    ``table`` may be a :class:`ClassSizes` (the class-size histogram only) when no ranking,
-    register, weights, sensitive columns or SUDA2 are asked for: the verdict needs no more.
-
-    ``weights`` (the sums of a sampling-weight column per class, aligned with ``table``) add
-    the individual risk of docs/metrics.md §6; without a register they are also the
-    journalist's basis (``basis: "sampling_weights"``). ``sensitive`` (value counts per class
-    of each sensitive column) adds l-diversity (§7, recursive with ``recursive_c``); ``suda``
-    the SUDA2 special uniques (§6, MSUs up to ``suda_max_msu_size`` keys, default all).
+    ``population_table`` is a register of the population on the same QIs: the journalist and
+    marketer are then measured against it (``basis: "population_table"``) and, unless the
+    options describe the population, its number of records is ``N``. ``table`` may be a
+    :class:`ClassSizes` (the class-size histogram only) when no ranking, register, weights,
+    sensitive columns or SUDA2 are asked for: the verdict needs no more. ``weights`` (the sums
+    of the weight column per class, aligned with ``table``) add the individual risk of
+    docs/metrics.md §6, also the journalist's basis without a register
+    (``basis: "sampling_weights"``); ``sensitive`` (value counts per class of each sensitive
+    column) adds l-diversity (§7).
     """
     if options is None:
         options = _options_of_keywords(table, weights, sensitive, keywords)
     elif keywords:
         raise TypeError(f"assess() takes options or keywords, not both (got {sorted(keywords)})")
-    _check_inputs(options, weights=weights, sensitive=sensitive)
-    if isinstance(table, ClassSizes):
-        _refuse_beyond_the_histogram(
-            attributes=options.rank_attributes,
-            register=population_table is not None,
-            weights=weights is not None,
-            sensitive=bool(sensitive),
-            suda=options.suda,
-        )
+    _check_inputs(table, options, register=population_table, weights=weights, sensitive=sensitive)
     sizes, counts = table.histogram()
     prosecutor = sample_risk(sizes, counts, options.record_threshold)
     register, big_n = _register_and_population_size(
@@ -272,12 +259,15 @@ def _options_of_keywords(
 
 
 def _check_inputs(
+    table: ClassTable | ClassSizes,
     options: AssessmentOptions,
     *,
+    register: ClassTable | None,
     weights: ClassWeights | None,
     sensitive: Mapping[str, ValueCounts] | None,
 ) -> None:
-    """The counted inputs are those of the columns the options name."""
+    """The counted inputs are those of the columns the options name, and a histogram alone
+    is enough for what is asked."""
     if (options.weight is None) != (weights is None):
         raise InvalidInputError(
             f"the options name weight column {options.weight!r} but no weight sums were given"
@@ -292,6 +282,14 @@ def _check_inputs(
             if not sensitive
             else f"value counts of {list(sensitive)} were given but the options name no "
             "sensitive column"
+        )
+    if isinstance(table, ClassSizes):
+        _refuse_beyond_the_histogram(
+            attributes=options.rank_attributes,
+            register=register is not None,
+            weights=weights is not None,
+            sensitive=bool(sensitive),
+            suda=options.suda,
         )
 
 
