@@ -6,7 +6,7 @@ The content is built by two plain functions, :func:`breach_payload` and :func:`b
 A breach acted on with ``on_breach="skip"`` or ``"warn"`` fails nothing: the operator calls the
 notifiers of its ``on_failure_callback`` itself, so every outcome alerts (``outcomes`` opts out).
 
-What an alert carries (contract.md, "Privacy of the outputs themselves"): the DAG, task and
+What an alert carries (docs/contract.md §5, "Privacy of the outputs themselves"): the DAG, task and
 run ids, the check, each breached metric with its observed value and limit, the QI column
 names, ``k``, the number of records and a link to the task log. These fields are *copied one
 by one* from the :class:`~reident_airflow.outcomes.ReidentificationBreach` (or the

@@ -23,7 +23,8 @@ __all__ = ["HIERARCHY_BUILDERS", "DataflyOperator", "resolve_hierarchies"]
 
 
 class DataflyOperator(ReidentOperator):
-    """k-anonymize a staged table with Datafly (metrics.md §9) and publish the result atomically.
+    """k-anonymize a staged table with Datafly (docs/metrics.md §9) and publish the result
+    atomically.
 
     Generalizes the quasi-identifiers one level at a time (the QI with the most distinct values
     first) until every record shares its QI values with at least ``k - 1`` others, except at

@@ -18,7 +18,7 @@ __all__ = ["DirectMatchProtectionOperator"]
 
 class DirectMatchProtectionOperator(ReidentOperator):
     """Compare a released ("avatar") table with its original and fail the task when a column
-    was released too close to the original (Column Direct Match Protection, metrics.md §8).
+    was released too close to the original (Column Direct Match Protection, docs/metrics.md §8).
 
     For each column ``c``: ``P_c = 100 * (1 - m_c * u_c / n^2)`` with ``m_c`` the records whose
     released value equals the original one and ``u_c`` the distinct released values; the

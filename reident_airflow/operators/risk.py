@@ -10,11 +10,10 @@ from sqlalchemy.engine import Engine
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.aggregates import ClassAggregates
-from reident_airflow.engine.assessment import Assessment, Thresholds, assess
+from reident_airflow.engine.assessment import Assessment, assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable
+from reident_airflow.engine.options import AssessmentOptions
 from reident_airflow.operators.base import ReidentOperator, check_paths, local_file
-from reident_airflow.operators.params import parse_columns, parse_number
-from reident_airflow.outcomes import ReidentConfigurationError
 
 __all__ = ["ReidentificationRiskOperator"]
 
@@ -30,17 +29,20 @@ class ReidentificationRiskOperator(ReidentOperator):
     :param conn_id: Airflow connection of the staging database.
     :param table: staged table (with ``schema``), or ``sql``: a ``SELECT`` to assess.
     :param path: CSV or Parquet file instead of a database (``sep`` for CSV).
-    :param record_threshold: record risk above which a record counts as at risk (0.2).
+    :param record_threshold: record risk above which a record counts as at risk (default
+        :data:`~reident_airflow.engine.defaults.DEFAULT_RECORD_THRESHOLD`).
     :param population_size: / ``sampling_fraction`` / ``region``: the population the table was
         drawn from, for the population-uniqueness models (at most one).
     :param population_table: a register of that population on the same QIs (a table of the
         same connection, or a file when ``path`` is used).
     :param weight: a sampling-weight column: adds the individual risk (sdcMicro's
-        Benedetti–Franconi approximation, metrics.md §6), which is then also the journalist's
-        basis when no register is given. Weight sums are computed where the data is.
+        Benedetti–Franconi approximation, docs/metrics.md §6), which is then also the
+        journalist's basis when no register is given. Weight sums are computed where the data
+        is.
     :param sensitive: sensitive columns (list, or comma-separated): adds their distinct,
-        entropy and recursive (``recursive_c``, default 2) l-diversity (metrics.md §7); value
-        counts per class are computed where the data is.
+        entropy and recursive (``recursive_c``, default
+        :data:`~reident_airflow.engine.defaults.DEFAULT_RECURSIVE_C`) l-diversity
+        (docs/metrics.md §7); value counts per class are computed where the data is.
     :param suda: also compute SUDA2 special uniques (per-column contributions).
     :param max_highest_risk: / ``max_average_risk`` / ``max_records_at_risk`` / ``min_k``: the
         gate; each is optional. ``max_global_risk`` gates the expected share of
@@ -101,7 +103,7 @@ class ReidentificationRiskOperator(ReidentOperator):
         sql: str | None = None,
         path: str | None = None,
         sep: str = ",",
-        record_threshold: float | str = 0.2,
+        record_threshold: float | str | None = None,
         population_size: int | str | None = None,
         sampling_fraction: float | str | None = None,
         region: str | None = None,
@@ -112,7 +114,7 @@ class ReidentificationRiskOperator(ReidentOperator):
         min_k: int | str | None = None,
         weight: str | None = None,
         sensitive: str | Sequence[str] | None = None,
-        recursive_c: float | str = 2.0,
+        recursive_c: float | str | None = None,
         suda: bool = False,
         max_global_risk: float | str | None = None,
         min_l: int | str | None = None,
@@ -151,43 +153,38 @@ class ReidentificationRiskOperator(ReidentOperator):
         self.memory_limit = memory_limit
 
     # -- work ------------------------------------------------------------------------------
-    def _validated(self) -> dict[str, Any]:
-        qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
-        if not qis:
-            raise ReidentConfigurationError("quasi_identifiers needs one or more column names")
+    #: The operator's parameters that are fields of :class:`AssessmentOptions`.
+    OPTION_FIELDS = (
+        "quasi_identifiers",
+        "record_threshold",
+        "population_size",
+        "sampling_fraction",
+        "region",
+        "population_table",
+        "weight",
+        "sensitive",
+        "recursive_c",
+        "rank_attributes",
+        "max_subset_size",
+        "suda",
+        "max_highest_risk",
+        "max_average_risk",
+        "max_records_at_risk",
+        "min_k",
+        "max_global_risk",
+        "min_l",
+    )
+
+    def _options(self) -> AssessmentOptions:
+        """The rendered parameters as the assessment's options (checked: fail now if bad)."""
         self.check_on_breach()
         self.check_one_source(self.path, self.conn_id, self.table, self.sql)
-        record_threshold = parse_number(self.record_threshold, "record_threshold")
         with self.input_errors():
-            thresholds = Thresholds(
-                max_highest_risk=parse_number(self.max_highest_risk, "max_highest_risk"),
-                max_average_risk=parse_number(self.max_average_risk, "max_average_risk"),
-                max_records_at_risk=parse_number(self.max_records_at_risk, "max_records_at_risk"),
-                min_k=parse_number(self.min_k, "min_k", integer=True),  # type: ignore[arg-type]
-                max_global_risk=parse_number(self.max_global_risk, "max_global_risk"),
-                min_l=parse_number(self.min_l, "min_l", integer=True),  # type: ignore[arg-type]
+            options = AssessmentOptions.from_mapping(
+                {name: getattr(self, name) for name in self.OPTION_FIELDS}
             )
-        weight = self.weight.strip() if isinstance(self.weight, str) else self.weight
-        sensitive = parse_columns(self.sensitive or None, "sensitive")
-        if thresholds.max_global_risk is not None and not weight:
-            raise ReidentConfigurationError(
-                "max_global_risk gates the individual risk: give weight"
-            )
-        if thresholds.min_l is not None and not sensitive:
-            raise ReidentConfigurationError("min_l gates l-diversity: give sensitive columns")
-        recursive_c = parse_number(self.recursive_c, "recursive_c")
         check_paths([("report_path", self.report_path)], [("the source file", self.path)])
-        return {
-            "weight": weight or None,
-            "sensitive": sensitive,
-            "recursive_c": 2.0 if recursive_c is None else recursive_c,
-            "qis": qis,
-            "thresholds": thresholds,
-            "record_threshold": 0.2 if record_threshold is None else record_threshold,
-            "population_size": parse_number(self.population_size, "population_size", integer=True),
-            "sampling_fraction": parse_number(self.sampling_fraction, "sampling_fraction"),
-            "region": self.region or None,
-        }
+        return options
 
     def _class_tables(
         self, qis: list[str], weight: str | None = None, sensitive: Sequence[str] = ()
@@ -247,37 +244,20 @@ class ReidentificationRiskOperator(ReidentOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
-        params = self._validated()
-        qis = params["qis"]
-        ranking = bool(self.rank_attributes)
-        histogram_only = not (
-            ranking or params["weight"] or params["sensitive"] or self.suda or self.population_table
-        )
+        options = self._options()
+        qis = list(options.quasi_identifiers)
         with self.input_errors():
-            if histogram_only:
-                table: ClassTable | ClassSizes = self._histogram(qis)
-                weights, sensitive, register = None, None, None
-            else:
-                aggregates, register = self._class_tables(
-                    qis, params["weight"], params["sensitive"]
+            if options.needs_class_table:
+                aggregates, register = self._class_tables(qis, options.weight, options.sensitive)
+                result = assess(
+                    aggregates.table,
+                    options,
+                    population_table=register,
+                    weights=aggregates.weights,
+                    sensitive=aggregates.sensitive if options.sensitive else None,
                 )
-                table, weights = aggregates.table, aggregates.weights
-                sensitive = aggregates.sensitive if params["sensitive"] else None
-            result = assess(
-                table,
-                attributes=ranking,
-                record_threshold=params["record_threshold"],
-                population_size=params["population_size"],
-                sampling_fraction=params["sampling_fraction"],
-                region=params["region"],
-                thresholds=params["thresholds"],
-                max_subset_size=self.max_subset_size,
-                population_table=register,
-                weights=weights,
-                sensitive=sensitive,
-                recursive_c=params["recursive_c"],
-                suda=bool(self.suda),
-            )
+            else:
+                result = assess(self._histogram(qis), options)
         report = result.to_dict()
         location = self.publish(
             context, report, source=self.table or ("SQL query" if self.sql else self.path)
