@@ -17,7 +17,7 @@ holds no value of any record.
     the class table below, reduced to its histogram.
 
 ``reident.class_table`` (value key ``quasi_identifiers``)
-    The equivalence classes of the batch (metrics.md §1), a
+    The equivalence classes of the batch (``docs/metrics.md`` §1), a
     :class:`~reident_airflow.engine.classes.ClassTable` (``sizes``, ``codes``,
     ``cardinalities``: numpy arrays), for the QI ranking. pandas: DuckDB groups the DataFrame;
     SQLAlchemy: one ``GROUP BY`` in the database, one row per class fetched, never a record.
@@ -26,15 +26,20 @@ holds no value of any record.
     The class table as above, plus, for each sensitive column, how many records of each class
     hold each of its values: a :class:`~reident_airflow.engine.aggregates.ClassAggregates`
     (one ``GROUP BY qis, column`` per column in the database). Only the counts are returned,
-    never a value: l-diversity (metrics.md §7) needs nothing more.
+    never a value: l-diversity (``docs/metrics.md`` §7) needs nothing more.
 
 ``reident.direct_match_counts`` (value keys ``original_table``, ``original_schema``, ``key``,
 ``columns``, ``sep``)
     For each column, the number of rows whose released value equals the original one and the
-    number of distinct released values (``m_c``, ``u_c`` of metrics.md §8), as a small dict.
+    number of distinct released values (``m_c``, ``u_c`` of ``docs/metrics.md`` §8), as a
+    small dict.
     pandas reads the original table from a CSV or Parquet path and counts with the engine;
     SQLAlchemy joins the batch to the original table of the same database on ``key`` and counts
     in SQL.
+
+GE calls a metric through one method per execution engine, with a fixed signature; here each
+such method is made by :func:`_on_pandas` or :func:`_on_sql` around a function that only
+counts, so the plumbing (the batch, the column types, the error report) is written once.
 
 A problem the data reveals (an unknown column, an empty table, a DataFrame column holding values
 of different kinds) is returned as a :class:`MetricError` carrying the engine's message (names
@@ -49,10 +54,9 @@ engine gives the same numbers, bit for bit, as ``reident assess`` does.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 import sqlalchemy as sa
@@ -66,18 +70,19 @@ from great_expectations.expectations.metrics.metric_provider import metric_value
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 from great_expectations.validator.metric_configuration import MetricConfiguration
 
-from reident_airflow.engine.aggregates import (
+from reident_airflow.engine import (
     ClassAggregates,
-    aggregate_grouped,
-    check_extra_columns,
-)
-from reident_airflow.engine.classes import (
     ClassSizes,
     ClassTable,
+    EmptyDatasetError,
+    InvalidInputError,
+    aggregate_grouped,
+    check_extra_columns,
     class_table_from_grouped,
+    direct_match_protection,
     validate_quasi_identifiers,
 )
-from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.gx.parameters import check_columns
 from reident_airflow.sources.direct_match_sql import direct_match_counts_sql
 from reident_airflow.sources.files import (
     aggregates_from_frame,
@@ -105,6 +110,7 @@ __all__ = [
     "DirectMatchCountsMetric",
     "MetricError",
     "SensitiveValueCountsMetric",
+    "SqlBatch",
     "codes_only",
 ]
 
@@ -114,8 +120,6 @@ DIRECT_MATCH_METRIC = "reident.direct_match_counts"
 SENSITIVE_COUNTS_METRIC = "reident.sensitive_value_counts"
 
 _COLUMN_TYPES = "table.column_types"
-
-_T = TypeVar("_T")
 
 
 # ------------------------------------------------------------------------------ metric values
@@ -129,19 +133,6 @@ class MetricError:
     """
 
     message: str
-
-
-def _reported(fn: Callable[..., _T]) -> Callable[..., _T | MetricError]:
-    """Return an input error as a :class:`MetricError` instead of raising it."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> _T | MetricError:
-        try:
-            return fn(*args, **kwargs)
-        except InvalidInputError as exc:
-            return MetricError(str(exc))
-
-    return wrapper
 
 
 def codes_only(table: ClassTable) -> ClassTable:
@@ -161,38 +152,109 @@ def _aggregates_codes_only(aggregates: ClassAggregates) -> ClassAggregates:
     return dataclasses.replace(aggregates, table=codes_only(aggregates.table))
 
 
-def _qi_list(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise InvalidInputError("quasi_identifiers must be a list of column names")
-    return validate_quasi_identifiers([str(v) for v in value], [str(v) for v in value])
+def _qis(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``quasi_identifiers`` value key, checked as the expectations check it."""
+    return tuple(check_columns(kwargs.get("quasi_identifiers")))
 
 
-# ------------------------------------------------------------------------------- SQL helpers
-def _column_types(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """Column name -> SQLAlchemy type, from GE's ``table.column_types`` metric."""
-    out: dict[str, Any] = {}
-    for item in metrics.get(_COLUMN_TYPES) or []:
-        name = str(item["name"])
-        sql_type = item.get("type")
-        out[name] = sql_type if isinstance(sql_type, sa.types.TypeEngine) else None
-    return out
+def _sensitive(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``sensitive_columns`` value key: a non-empty list of names."""
+    value = kwargs.get("sensitive_columns")
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise InvalidInputError("sensitive_columns must be a list of column names")
+    return tuple(str(v) for v in value)
 
 
-def _batch_source(
-    execution_engine: SqlAlchemyExecutionEngine,
-    metric_domain_kwargs: dict[str, Any],
-    columns: Sequence[str],
-    types: Mapping[str, Any],
-    name: str,
-) -> sa.Subquery:
-    """The batch (table, query or filtered table) as a subquery whose columns are known."""
-    selectable, _, _ = execution_engine.get_compute_domain(
-        metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
-    )
-    if isinstance(selectable, sa.Select):
-        selectable = selectable.subquery()
-    cols = [sa.column(c, types.get(c)) for c in columns]
-    return sa.select(*cols).select_from(selectable).subquery(name)
+# --------------------------------------------------------------------------- the two engines
+@dataclasses.dataclass(frozen=True)
+class SqlBatch:
+    """A batch on a SQLAlchemy engine, with its column types as GE's metric reports them."""
+
+    execution_engine: SqlAlchemyExecutionEngine
+    domain: dict[str, Any]
+    types: Mapping[str, Any]
+
+    @classmethod
+    def of(
+        cls,
+        execution_engine: SqlAlchemyExecutionEngine,
+        domain: dict[str, Any],
+        metrics: Mapping[str, Any],
+    ) -> SqlBatch:
+        """The batch of a metric call; ``metrics`` holds GE's ``table.column_types``."""
+        types: dict[str, Any] = {}
+        for item in metrics.get(_COLUMN_TYPES) or []:
+            sql_type = item.get("type")
+            types[str(item["name"])] = (
+                sql_type if isinstance(sql_type, sa.types.TypeEngine) else None
+            )
+        return cls(execution_engine, domain, types)
+
+    @property
+    def columns(self) -> list[str]:
+        """The batch's column names."""
+        return list(self.types)
+
+    def select(self, columns: Sequence[str]) -> sa.Subquery:
+        """The batch (table, query or filtered table) as a subquery of ``columns``."""
+        selectable, _, _ = self.execution_engine.get_compute_domain(
+            self.domain, domain_type=MetricDomainTypes.TABLE
+        )
+        if isinstance(selectable, sa.Select):
+            selectable = selectable.subquery()
+        cols = [sa.column(c, self.types.get(c)) for c in columns]
+        return sa.select(*cols).select_from(selectable).subquery("reident_batch")
+
+    def connect(self) -> Any:
+        """A connection of the execution engine (a context manager)."""
+        return self.execution_engine.get_connection()
+
+
+def _implementation(
+    engine: type[ExecutionEngine[Any]],
+    batch_of: Callable[[Any, dict[str, Any], Mapping[str, Any]], Any],
+    count: Callable[[Any, Mapping[str, Any]], Any],
+) -> Any:
+    """One engine's implementation of a metric, in the signature GE calls it with.
+
+    ``batch_of(execution_engine, domain, metrics)`` is the batch as ``count`` reads it; an
+    input error ``count`` raises is returned as a :class:`MetricError` (GE would retry a raise).
+    """
+
+    def implementation(
+        cls: Any,
+        execution_engine: Any,
+        metric_domain_kwargs: dict[str, Any],
+        metric_value_kwargs: dict[str, Any],
+        metrics: dict[str, Any],
+        runtime_configuration: dict[str, Any],
+    ) -> Any:
+        try:
+            batch = batch_of(execution_engine, metric_domain_kwargs, metrics)
+            return count(batch, metric_value_kwargs)
+        except InvalidInputError as exc:
+            return MetricError(str(exc))
+
+    return metric_value(engine=engine)(implementation)
+
+
+def _pandas_frame(
+    execution_engine: PandasExecutionEngine, domain: dict[str, Any], metrics: Mapping[str, Any]
+) -> pd.DataFrame:
+    """The batch as a DataFrame."""
+    frame: pd.DataFrame
+    frame, _, _ = execution_engine.get_compute_domain(domain, domain_type=MetricDomainTypes.TABLE)
+    return frame
+
+
+def _on_pandas(count: Callable[[pd.DataFrame, Mapping[str, Any]], Any]) -> Any:
+    """The pandas implementation of a metric: ``count(batch frame, value keys)``."""
+    return _implementation(PandasExecutionEngine, _pandas_frame, count)
+
+
+def _on_sql(count: Callable[[SqlBatch, Mapping[str, Any]], Any]) -> Any:
+    """The SQLAlchemy implementation of a metric: ``count(batch, value keys)``."""
+    return _implementation(SqlAlchemyExecutionEngine, SqlBatch.of, count)
 
 
 class _ReidentTableMetric(TableMetricProvider):
@@ -225,17 +287,6 @@ class _ReidentTableMetric(TableMetricProvider):
         return dependencies
 
 
-def _pandas_frame(
-    execution_engine: PandasExecutionEngine, metric_domain_kwargs: dict[str, Any]
-) -> pd.DataFrame:
-    """The batch as a DataFrame."""
-    df, _, _ = execution_engine.get_compute_domain(
-        metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
-    )
-    frame: pd.DataFrame = df
-    return frame
-
-
 def _read_columns(
     frame: pd.DataFrame, qis: Sequence[str], sensitive: Sequence[str] = ()
 ) -> pd.DataFrame:
@@ -259,25 +310,18 @@ def _read_columns(
 
 
 def _sql_class_counts(
-    execution_engine: SqlAlchemyExecutionEngine,
-    metric_domain_kwargs: dict[str, Any],
-    metrics: Mapping[str, Any],
-    qis: Sequence[str],
-    sensitive: Sequence[str] = (),
+    batch: SqlBatch, qis: Sequence[str], sensitive: Sequence[str] = ()
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """One ``GROUP BY qis`` (and one ``GROUP BY qis, column`` per sensitive column) in SQL.
 
     The QIs and sensitive columns are checked against the batch's columns first; an empty
     batch is an :class:`EmptyDatasetError`.
     """
-    types = _column_types(metrics)
-    validate_quasi_identifiers(qis, list(types))
+    validate_quasi_identifiers(qis, batch.columns)
     if sensitive:
-        _, sensitive = check_extra_columns(qis, list(types), sensitive=sensitive)
-    source = _batch_source(
-        execution_engine, metric_domain_kwargs, [*qis, *sensitive], types, "reident_batch"
-    )
-    with execution_engine.get_connection() as conn:
+        _, sensitive = check_extra_columns(qis, batch.columns, sensitive=sensitive)
+    source = batch.select([*qis, *sensitive])
+    with batch.connect() as conn:
         grouped = grouped_counts(conn, source, qis)
         value_counts = {c: grouped_value_counts(conn, source, qis, c) for c in sensitive}
     if grouped.empty:
@@ -286,42 +330,41 @@ def _sql_class_counts(
 
 
 # --------------------------------------------------------------------------- class table metric
+def _class_table_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> ClassTable:
+    qis = _qis(kwargs)
+    return codes_only(class_table_from_frame(_read_columns(frame, qis), qis))
+
+
+def _class_table_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassTable:
+    qis = _qis(kwargs)
+    grouped, _ = _sql_class_counts(batch, qis)
+    return codes_only(class_table_from_grouped(grouped, qis, COUNT_LABEL))
+
+
 class ClassTableMetric(_ReidentTableMetric):
     """``reident.class_table``: the batch's equivalence classes on ``quasi_identifiers``."""
 
     metric_name = CLASS_TABLE_METRIC
     value_keys = ("quasi_identifiers",)
 
-    @metric_value(engine=PandasExecutionEngine)
-    @_reported
-    def _pandas(
-        cls,
-        execution_engine: PandasExecutionEngine,
-        metric_domain_kwargs: dict[str, Any],
-        metric_value_kwargs: dict[str, Any],
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any],
-    ) -> ClassTable:
-        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        df = _read_columns(_pandas_frame(execution_engine, metric_domain_kwargs), qis)
-        return codes_only(class_table_from_frame(df, qis))
-
-    @metric_value(engine=SqlAlchemyExecutionEngine)
-    @_reported
-    def _sqlalchemy(
-        cls,
-        execution_engine: SqlAlchemyExecutionEngine,
-        metric_domain_kwargs: dict[str, Any],
-        metric_value_kwargs: dict[str, Any],
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any],
-    ) -> ClassTable:
-        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        grouped, _ = _sql_class_counts(execution_engine, metric_domain_kwargs, metrics, qis)
-        return codes_only(class_table_from_grouped(grouped, qis, COUNT_LABEL))
+    _pandas = _on_pandas(_class_table_pandas)
+    _sqlalchemy = _on_sql(_class_table_sql)
 
 
 # ---------------------------------------------------------------------- class size histogram
+def _histogram_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> ClassSizes:
+    qis = _qis(kwargs)
+    return histogram_from_frame(_read_columns(frame, qis), qis)
+
+
+def _histogram_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassSizes:
+    qis = _qis(kwargs)
+    validate_quasi_identifiers(qis, batch.columns)
+    source = batch.select(qis)
+    with batch.connect() as conn:
+        return grouped_histogram(conn, source, qis, what="the batch")
+
+
 class ClassSizeHistogramMetric(_ReidentTableMetric):
     """``reident.class_size_histogram``: how many classes of each size, on ``quasi_identifiers``.
 
@@ -332,36 +375,8 @@ class ClassSizeHistogramMetric(_ReidentTableMetric):
     metric_name = HISTOGRAM_METRIC
     value_keys = ("quasi_identifiers",)
 
-    @metric_value(engine=PandasExecutionEngine)
-    @_reported
-    def _pandas(
-        cls,
-        execution_engine: PandasExecutionEngine,
-        metric_domain_kwargs: dict[str, Any],
-        metric_value_kwargs: dict[str, Any],
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any],
-    ) -> ClassSizes:
-        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        df = _read_columns(_pandas_frame(execution_engine, metric_domain_kwargs), qis)
-        return histogram_from_frame(df, qis)
-
-    @metric_value(engine=SqlAlchemyExecutionEngine)
-    @_reported
-    def _sqlalchemy(
-        cls,
-        execution_engine: SqlAlchemyExecutionEngine,
-        metric_domain_kwargs: dict[str, Any],
-        metric_value_kwargs: dict[str, Any],
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any],
-    ) -> ClassSizes:
-        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        types = _column_types(metrics)
-        validate_quasi_identifiers(qis, list(types))
-        source = _batch_source(execution_engine, metric_domain_kwargs, qis, types, "reident_batch")
-        with execution_engine.get_connection() as conn:
-            return grouped_histogram(conn, source, qis, what="the batch")
+    _pandas = _on_pandas(_histogram_pandas)
+    _sqlalchemy = _on_sql(_histogram_sql)
 
 
 # ------------------------------------------------------------------------ direct match metric
@@ -373,20 +388,61 @@ def _read_original(path: str, sep: str) -> pd.DataFrame:
     return frame
 
 
-def _counts_payload(
-    records: int,
-    counts: Mapping[str, tuple[int, int]],
-    key: str | None,
-    only_in_original: Sequence[str],
-    only_in_avatar: Sequence[str],
-) -> dict[str, Any]:
+def _original_table(kwargs: Mapping[str, Any]) -> str:
+    name = kwargs.get("original_table")
+    if not name:
+        raise InvalidInputError("original_table is required")
+    return str(name)
+
+
+def _counts_payload(counted: Any, key: str | None) -> dict[str, Any]:
+    """The metric's value: records, ``[column, m_c, u_c]`` rows and the unmatched columns."""
     return {
-        "records": int(records),
-        "counts": [[str(c), int(m), int(u)] for c, (m, u) in counts.items()],
+        "records": int(counted.records),
+        "counts": [[str(c), int(m), int(u)] for c, (m, u) in counted.counts.items()],
         "key": key,
-        "only_in_original": [str(c) for c in only_in_original],
-        "only_in_avatar": [str(c) for c in only_in_avatar],
+        "only_in_original": [str(c) for c in counted.only_in_original],
+        "only_in_avatar": [str(c) for c in counted.only_in_avatar],
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class _FrameCounts:
+    """The counts of a direct match computed on DataFrames, shaped as the SQL counts are."""
+
+    records: int
+    counts: dict[str, tuple[int, int]]
+    only_in_original: Sequence[str]
+    only_in_avatar: Sequence[str]
+
+
+def _direct_match_pandas(avatar: pd.DataFrame, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    original = _read_original(_original_table(kwargs), str(kwargs.get("sep") or ","))
+    key = kwargs.get("key")
+    columns = kwargs.get("columns")
+    result = direct_match_protection(original, avatar, key=key, target=0.0, columns=columns)
+    order = {c.column: c for c in result.columns}
+    scored = [str(c) for c in original.columns if str(c) in order]
+    counts = {c: (order[c].matches, order[c].distinct_avatar_values) for c in scored}
+    return _counts_payload(
+        _FrameCounts(result.records, counts, result.only_in_original, result.only_in_avatar), key
+    )
+
+
+def _direct_match_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    name = _original_table(kwargs)
+    key = kwargs.get("key")
+    if not key:
+        raise InvalidInputError(
+            "a database table has no row order: give key=COLUMN, a column of both tables "
+            "that identifies each record, to align the released rows with the original ones"
+        )
+    with batch.connect() as conn:
+        original = reflect_table(conn, name, kwargs.get("original_schema"))
+        counted = direct_match_counts_sql(
+            conn, original, batch.select(batch.columns), key=str(key), columns=kwargs.get("columns")
+        )
+    return _counts_payload(counted, key)
 
 
 class DirectMatchCountsMetric(_ReidentTableMetric):
@@ -395,75 +451,22 @@ class DirectMatchCountsMetric(_ReidentTableMetric):
     metric_name = DIRECT_MATCH_METRIC
     value_keys = ("original_table", "original_schema", "key", "columns", "sep")
 
-    @metric_value(engine=PandasExecutionEngine)
-    @_reported
-    def _pandas(
-        cls,
-        execution_engine: PandasExecutionEngine,
-        metric_domain_kwargs: dict[str, Any],
-        metric_value_kwargs: dict[str, Any],
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any],
-    ) -> dict[str, Any]:
-        from reident_airflow.engine.direct_match import direct_match_protection
-
-        avatar = _pandas_frame(execution_engine, metric_domain_kwargs)
-        path = metric_value_kwargs.get("original_table")
-        if not path:
-            raise InvalidInputError("original_table is required")
-        original = _read_original(str(path), str(metric_value_kwargs.get("sep") or ","))
-        key = metric_value_kwargs.get("key")
-        columns = metric_value_kwargs.get("columns")
-        result = direct_match_protection(original, avatar, key=key, target=0.0, columns=columns)
-        order = {c.column: c for c in result.columns}
-        scored = [str(c) for c in original.columns if str(c) in order]
-        counts = {c: (order[c].matches, order[c].distinct_avatar_values) for c in scored}
-        return _counts_payload(
-            result.records, counts, key, result.only_in_original, result.only_in_avatar
-        )
-
-    @metric_value(engine=SqlAlchemyExecutionEngine)
-    @_reported
-    def _sqlalchemy(
-        cls,
-        execution_engine: SqlAlchemyExecutionEngine,
-        metric_domain_kwargs: dict[str, Any],
-        metric_value_kwargs: dict[str, Any],
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any],
-    ) -> dict[str, Any]:
-        name = metric_value_kwargs.get("original_table")
-        if not name:
-            raise InvalidInputError("original_table is required")
-        key = metric_value_kwargs.get("key")
-        if not key:
-            raise InvalidInputError(
-                "a database table has no row order: give key=COLUMN, a column of both tables "
-                "that identifies each record, to align the released rows with the original ones"
-            )
-        types = _column_types(metrics)
-        with execution_engine.get_connection() as conn:
-            original = reflect_table(conn, str(name), metric_value_kwargs.get("original_schema"))
-            avatar = _batch_source(
-                execution_engine, metric_domain_kwargs, list(types), types, "reident_batch"
-            )
-            counted = direct_match_counts_sql(
-                conn, original, avatar, key=str(key), columns=metric_value_kwargs.get("columns")
-            )
-        return _counts_payload(
-            counted.records,
-            counted.counts,
-            key,
-            counted.only_in_original,
-            counted.only_in_avatar,
-        )
+    _pandas = _on_pandas(_direct_match_pandas)
+    _sqlalchemy = _on_sql(_direct_match_sql)
 
 
 # --------------------------------------------------------------- sensitive value counts metric
-def _column_list(value: Any, what: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
-        raise InvalidInputError(f"{what} must be a list of column names")
-    return tuple(str(v) for v in value)
+def _sensitive_counts_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> ClassAggregates:
+    qis, columns = _qis(kwargs), _sensitive(kwargs)
+    df = _read_columns(frame, qis, columns)
+    return _aggregates_codes_only(aggregates_from_frame(df, qis, sensitive=columns))
+
+
+def _sensitive_counts_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassAggregates:
+    qis, columns = _qis(kwargs), _sensitive(kwargs)
+    counts, value_counts = _sql_class_counts(batch, qis, sensitive=columns)
+    aggregates = aggregate_grouped(counts, qis, COUNT_LABEL, value_counts=value_counts)
+    return _aggregates_codes_only(aggregates)
 
 
 class SensitiveValueCountsMetric(_ReidentTableMetric):
@@ -472,35 +475,5 @@ class SensitiveValueCountsMetric(_ReidentTableMetric):
     metric_name = SENSITIVE_COUNTS_METRIC
     value_keys = ("quasi_identifiers", "sensitive_columns")
 
-    @metric_value(engine=PandasExecutionEngine)
-    @_reported
-    def _pandas(
-        cls,
-        execution_engine: PandasExecutionEngine,
-        metric_domain_kwargs: dict[str, Any],
-        metric_value_kwargs: dict[str, Any],
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any],
-    ) -> ClassAggregates:
-        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        columns = _column_list(metric_value_kwargs.get("sensitive_columns"), "sensitive_columns")
-        df = _read_columns(_pandas_frame(execution_engine, metric_domain_kwargs), qis, columns)
-        return _aggregates_codes_only(aggregates_from_frame(df, qis, sensitive=columns))
-
-    @metric_value(engine=SqlAlchemyExecutionEngine)
-    @_reported
-    def _sqlalchemy(
-        cls,
-        execution_engine: SqlAlchemyExecutionEngine,
-        metric_domain_kwargs: dict[str, Any],
-        metric_value_kwargs: dict[str, Any],
-        metrics: dict[str, Any],
-        runtime_configuration: dict[str, Any],
-    ) -> ClassAggregates:
-        qis = _qi_list(metric_value_kwargs.get("quasi_identifiers"))
-        columns = _column_list(metric_value_kwargs.get("sensitive_columns"), "sensitive_columns")
-        counts, value_counts = _sql_class_counts(
-            execution_engine, metric_domain_kwargs, metrics, qis, sensitive=columns
-        )
-        aggregates = aggregate_grouped(counts, qis, COUNT_LABEL, value_counts=value_counts)
-        return _aggregates_codes_only(aggregates)
+    _pandas = _on_pandas(_sensitive_counts_pandas)
+    _sqlalchemy = _on_sql(_sensitive_counts_sql)
