@@ -1,6 +1,9 @@
 """What the reident expectations share: parameter checking, the outcome, the renderers.
 
-:class:`ReidentExpectation` is abstract, so GE registers only its subclasses. A subclass
+:class:`ReidentExpectation` is abstract, so GE registers only its subclasses;
+:class:`QuasiIdentifierExpectation` adds the fields of an expectation over the classes of
+quasi-identifiers, and :class:`ClassSizeExpectation` the choice of the metric for a verdict
+that needs only the class sizes. A subclass
 declares its fields, which check of :mod:`reident_airflow.gx.parameters` applies to each
 (``field_checks``) and the rules over several fields (``cross_checks``); it writes its Data
 Docs sentence once (:meth:`ReidentExpectation._sentence`) and turns its metric's value into a
@@ -38,11 +41,20 @@ from great_expectations.render.renderer.renderer import renderer
 from great_expectations.render.renderer_configuration import RendererConfiguration
 
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.gx.metrics import MetricError
-from reident_airflow.gx.parameters import CrossCheck, FieldCheck
+from reident_airflow.gx.metrics import CLASS_TABLE_METRIC, HISTOGRAM_METRIC, MetricError
+from reident_airflow.gx.parameters import (
+    CrossCheck,
+    FieldCheck,
+    check_max_subset_size,
+    check_quasi_identifiers,
+    check_rank_attributes,
+    check_ranking,
+)
 
 __all__ = [
     "SUPPORTED_DATA_SOURCES",
+    "ClassSizeExpectation",
+    "QuasiIdentifierExpectation",
     "ReidentExpectation",
     "format_number",
     "is_number",
@@ -315,3 +327,43 @@ class ReidentExpectation(BatchExpectation, abc.ABC):
     ) -> str:
         """The same one-line summary, for the observed-value column of GE 1.24's HTML pages."""
         return _observed_summary(result)
+
+
+class QuasiIdentifierExpectation(ReidentExpectation):
+    """An expectation over the classes of ``quasi_identifiers``, ranking the QI subsets.
+
+    The ranking fills the ``attributes`` section of the assessment JSON, as ``reident assess``
+    does; ``rank_attributes=False`` skips it (``--no-ranking``), and then ``max_subset_size``,
+    which sizes it, is a mistake.
+    """
+
+    quasi_identifiers: list[str] = pydantic.Field(
+        description="The columns an attacker may know (quasi-identifiers), as in the header."
+    )
+    max_subset_size: int | None = pydantic.Field(
+        default=None, description="Largest QI subset ranked in the 'attributes' section."
+    )
+    rank_attributes: bool = pydantic.Field(
+        default=True,
+        description="Rank the QI subsets in the 'attributes' section (which columns re-identify).",
+    )
+
+    field_checks: ClassVar[Mapping[str, FieldCheck]] = {
+        "quasi_identifiers": check_quasi_identifiers,
+        "max_subset_size": check_max_subset_size,
+        "rank_attributes": check_rank_attributes,
+    }
+    cross_checks: ClassVar[tuple[CrossCheck, ...]] = (check_ranking,)
+
+
+class ClassSizeExpectation(QuasiIdentifierExpectation):
+    """An expectation whose verdict is a function of the class sizes alone.
+
+    It lists both the class-size histogram and the class table; it reads the histogram unless
+    the QI ranking, which needs the classes themselves, is asked for.
+    """
+
+    metric_dependencies = (HISTOGRAM_METRIC, CLASS_TABLE_METRIC)
+
+    def _metric(self) -> str:
+        return CLASS_TABLE_METRIC if self.rank_attributes else HISTOGRAM_METRIC

@@ -12,7 +12,7 @@ from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.diversity import DEFAULT_RECURSIVE_C, validate_recursive_c
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
-    ReidentExpectation,
+    QuasiIdentifierExpectation,
     format_number,
     qi_template,
     template_list,
@@ -29,7 +29,7 @@ _REQUIREMENT = {
 }
 
 
-class ExpectTableToBeLDiverse(ReidentExpectation):
+class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
     """Expect every class to be l-diverse in each sensitive column (``docs/metrics.md`` §7).
 
     A class whose records all share one diagnosis discloses it to anyone who knows a person is
@@ -44,9 +44,6 @@ class ExpectTableToBeLDiverse(ReidentExpectation):
     ``distinct``).
     """
 
-    quasi_identifiers: list[str] = pydantic.Field(
-        description="The columns an attacker may know (quasi-identifiers), as in the header."
-    )
     sensitive_columns: list[str] = pydantic.Field(
         description="The columns whose values a class must not disclose."
     )
@@ -58,13 +55,6 @@ class ExpectTableToBeLDiverse(ReidentExpectation):
     )
     c: float | p.SuiteParameter = pydantic.Field(
         default=DEFAULT_RECURSIVE_C, description="c of recursive (c, l)-diversity."
-    )
-    max_subset_size: int | None = pydantic.Field(
-        default=None, description="Largest QI subset ranked in the 'attributes' section."
-    )
-    rank_attributes: bool = pydantic.Field(
-        default=True,
-        description="Rank the QI subsets in the 'attributes' section (which columns re-identify).",
     )
 
     metric_dependencies = (SENSITIVE_COUNTS_METRIC,)
@@ -80,14 +70,15 @@ class ExpectTableToBeLDiverse(ReidentExpectation):
     args_keys = ("quasi_identifiers", "sensitive_columns", "l")
 
     field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
-        "quasi_identifiers": p.check_quasi_identifiers,
+        **QuasiIdentifierExpectation.field_checks,
         "sensitive_columns": p.check_sensitive_columns,
         "measure": p.check_l_measure,
         "c": p.check_recursive_c,
-        "max_subset_size": p.check_max_subset_size,
-        "rank_attributes": p.check_rank_attributes,
     }
-    cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (p.check_ranking, p.check_l_required)
+    cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (
+        *QuasiIdentifierExpectation.cross_checks,
+        p.check_l_required,
+    )
     short_description: ClassVar[str] = (
         "Expect every group to hold l values of each sensitive column."
     )

@@ -12,12 +12,11 @@ from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.sample import DEFAULT_RECORD_THRESHOLD, validate_threshold
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
-    ReidentExpectation,
+    ClassSizeExpectation,
     format_number,
     qi_template,
     verdict,
 )
-from reident_airflow.gx.metrics import CLASS_TABLE_METRIC, HISTOGRAM_METRIC
 
 __all__ = ["ExpectTableReidentificationRiskToBeBelow"]
 
@@ -38,7 +37,7 @@ def _lookup(document: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
     return float(node)
 
 
-class ExpectTableReidentificationRiskToBeBelow(ReidentExpectation):
+class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
     """Expect a re-identification risk measure of the table to be at most ``max_value``.
 
     The table's records are grouped on ``quasi_identifiers`` where the data is (a DataFrame, or
@@ -61,9 +60,6 @@ class ExpectTableReidentificationRiskToBeBelow(ReidentExpectation):
     ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is counted.
     """
 
-    quasi_identifiers: list[str] = pydantic.Field(
-        description="The columns an attacker may know (quasi-identifiers), as in the header."
-    )
     measure: str = pydantic.Field(
         default="prosecutor.highest_risk",
         description="The risk measure to gate: a dotted path into the assessment JSON.",
@@ -84,16 +80,7 @@ class ExpectTableReidentificationRiskToBeBelow(ReidentExpectation):
     region: str | None = pydantic.Field(
         default=None, description="A population preset (e.g. 'usa'), instead of the size."
     )
-    max_subset_size: int | None = pydantic.Field(
-        default=None, description="Largest QI subset ranked in the 'attributes' section."
-    )
-    rank_attributes: bool = pydantic.Field(
-        default=True,
-        description="Rank the QI subsets in the 'attributes' section (which columns re-identify)."
-        " With false the verdict needs only the class-size histogram.",
-    )
 
-    metric_dependencies = (HISTOGRAM_METRIC, CLASS_TABLE_METRIC)
     success_keys = (
         "quasi_identifiers",
         "measure",
@@ -108,17 +95,15 @@ class ExpectTableReidentificationRiskToBeBelow(ReidentExpectation):
     args_keys = ("quasi_identifiers", "measure", "max_value")
 
     field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
-        "quasi_identifiers": p.check_quasi_identifiers,
+        **ClassSizeExpectation.field_checks,
         "measure": p.check_measure,
         "max_value": p.check_max_value,
         "record_threshold": p.check_record_threshold,
         "population_size": p.check_population_size,
         "sampling_fraction": p.check_sampling_fraction,
-        "max_subset_size": p.check_max_subset_size,
-        "rank_attributes": p.check_rank_attributes,
     }
     cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (
-        p.check_ranking,
+        *ClassSizeExpectation.cross_checks,
         p.check_max_value_for_measure,
         p.check_population,
         p.check_needs_population,
@@ -150,10 +135,6 @@ class ExpectTableReidentificationRiskToBeBelow(ReidentExpectation):
                 params[key] = kwargs[key]
                 template += f", assuming {words}"
         return template + ".", params
-
-    def _metric(self) -> str:
-        # every measure is a function of the class sizes: only the ranking needs the classes
-        return CLASS_TABLE_METRIC if self.rank_attributes else HISTOGRAM_METRIC
 
     def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
         limit = p.check_limit(self.measure, self.max_value)
