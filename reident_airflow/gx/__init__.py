@@ -11,7 +11,7 @@ Importing this package registers, explicitly and once:
   and ``expect_table_to_be_l_diverse`` (:mod:`reident_airflow.gx.expectations`);
 - the checkpoint action type ``reident_alert`` (:mod:`reident_airflow.gx.actions`);
 - the suite-parameter function ``reident_expectations_loaded()`` of the guard expectation
-  (:func:`~reident_airflow.gx.checkpoint.guard_expectation`): a saved suite that carries the
+  (:func:`~reident_airflow.gx.guard.guard_expectation`): a saved suite that carries the
   guard raises in a process that did not import this package, instead of validating without
   the reident expectations GE dropped (GE has no hook to import this package by itself).
 
@@ -24,14 +24,7 @@ from __future__ import annotations
 
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.checkpoint import (
-    GUARD_FUNCTION,
     ReleaseCheckpointResult,
-    SuiteIncompleteError,
-    check_context,
-    check_result,
-    guard_expectation,
-    install_guard,
-    is_guard,
     load_checkpoint_config,
     load_suite,
     run_release_checkpoint,
@@ -45,6 +38,15 @@ from reident_airflow.gx.expectations import (
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
     ExpectTableToBeLDiverse,
+)
+from reident_airflow.gx.guard import (
+    GUARD_FUNCTION,
+    SuiteIncompleteError,
+    check_context,
+    check_result,
+    guard_expectation,
+    install_guard,
+    is_guard,
 )
 from reident_airflow.gx.metrics import (
     CLASS_TABLE_METRIC,

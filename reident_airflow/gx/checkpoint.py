@@ -11,19 +11,9 @@ The suite file is GE 1.x's suite JSON (``ExpectationSuite.to_json_dict()``); the
 file is GE 1.x's checkpoint JSON without ``validation_definitions`` (they are built here for
 the data given): ``{"name", "actions": [...], "result_format"}``.
 
-Fail closed. GE 1.24 drops, with a logged traceback, every expectation whose type is not
-registered when it loads a suite, and validates the rest: a saved suite of reident
-expectations loaded without ``import reident_airflow.gx`` validates nothing and succeeds. GE
-has no hook that imports a package for a suite (no entry points; ``plugins_directory`` is only
-put on ``sys.path``), so two guards stand in:
-
-- :func:`guard_expectation`, a core expectation that :func:`load_suite` puts first in every
-  suite holding a reident expectation (and that ``expectations/`` carries): its ``min_value`` is
-  the suite parameter ``reident_expectations_loaded()``, a function only
-  ``import reident_airflow.gx`` defines (:func:`install_guard`). Without it GE raises
-  ``SuiteParameterError`` while validating, so the checkpoint cannot report success.
-- :func:`run_release_checkpoint` (and :func:`check_result`) refuses a result that did not
-  evaluate every expectation of the suite JSON (:class:`SuiteIncompleteError`).
+Fail closed (:mod:`reident_airflow.gx.guard`): :func:`load_suite` puts the guard expectation
+first in every suite holding a reident expectation, and :func:`run_release_checkpoint` refuses
+a result that did not evaluate every expectation of the suite JSON.
 """
 
 from __future__ import annotations
@@ -45,79 +35,20 @@ from great_expectations.core.validation_definition import ValidationDefinition
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.exceptions.exceptions import GreatExpectationsError
 
-from reident_airflow.engine.errors import InvalidInputError, ReidentError, ThresholdBreached
+from reident_airflow.engine.errors import InvalidInputError, ThresholdBreached
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.expectations import EXPECTATION_TYPES
+from reident_airflow.gx.guard import (
+    SuiteIncompleteError,
+    check_result,
+    guard_expectation,
+    is_guard,
+)
 
 #: The suite-parameter function of the guard expectation; only this package defines it.
-GUARD_FUNCTION = "reident_expectations_loaded"
-_GUARD_TYPE = "expect_table_row_count_to_be_between"
-_GUARD_PARAMETER = {"$PARAMETER": f"{GUARD_FUNCTION}()"}
-
-
-class SuiteIncompleteError(ReidentError):
-    """A suite did not load or evaluate every expectation its JSON holds (fail closed)."""
-
-
-def guard_expectation() -> dict[str, Any]:
-    """The guard: a core expectation that cannot be evaluated unless reident is registered.
-
-    ``expect_table_row_count_to_be_between`` with ``min_value`` the suite parameter
-    ``reident_expectations_loaded()``: with ``reident_airflow.gx`` imported that function is 0
-    (every table passes); without it GE raises ``SuiteParameterError`` in the validation.
-    """
-    return {
-        "type": _GUARD_TYPE,
-        "kwargs": {"min_value": dict(_GUARD_PARAMETER)},
-        "meta": {
-            "reident_guard": "fails unless reident_airflow.gx is imported: "
-            "without it GE drops the reident expectations and would validate nothing"
-        },
-    }
-
-
-def is_guard(item: Any) -> bool:
-    """Whether a suite entry (JSON dict, configuration or expectation) is the guard."""
-    if isinstance(item, Mapping):
-        kind, kwargs = item.get("type"), item.get("kwargs") or {}
-    else:
-        config = item.configuration if hasattr(item, "configuration") else item
-        kind, kwargs = getattr(config, "type", None), getattr(config, "kwargs", {}) or {}
-    return bool(kind == _GUARD_TYPE and kwargs.get("min_value") == _GUARD_PARAMETER)
-
-
-def _guard_value() -> int:
-    """The guard's ``min_value``: 0 once every reident expectation is registered."""
-    from great_expectations.expectations import registry
-
-    missing = [t for t in EXPECTATION_TYPES if t not in registry._registered_expectations]
-    if missing:
-        raise RuntimeError(f"reident expectations not registered: {', '.join(missing)}")
-    return 0
-
-
-def install_guard() -> None:
-    """Define the guard's suite-parameter function in GE's parameter parser (idempotent).
-
-    GE 1.24's parser looks functions up in ``SuiteParameterParser.fn`` (a class-level dict
-    shared by every parser); an unknown name is a ``SuiteParameterError``.
-    """
-    from great_expectations.core.suite_parameters import EXPR, SuiteParameterParser
-
-    SuiteParameterParser.fn[GUARD_FUNCTION] = _guard_value
-    if EXPR.fn.get(GUARD_FUNCTION) is not _guard_value:
-        raise RuntimeError("Great Expectations' suite parameter parser changed: no guard")
-
 
 __all__ = [
-    "GUARD_FUNCTION",
     "ReleaseCheckpointResult",
-    "SuiteIncompleteError",
-    "check_context",
-    "check_result",
-    "guard_expectation",
-    "install_guard",
-    "is_guard",
     "load_checkpoint_config",
     "load_suite",
     "run_release_checkpoint",
@@ -131,11 +62,11 @@ def _read_json(source: str | Path | Mapping[str, Any], what: str) -> dict[str, A
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InvalidInputError(f"{what} {path}: cannot be read ({exc.strerror})") from None
+        raise InvalidInputError(f"{what} {path}: cannot be read ({exc.strerror})") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{what} {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        raise InvalidInputError(f"{what} {path}: not JSON ({exc.msg}, line {exc.lineno})") from exc
     if not isinstance(data, dict):
         raise InvalidInputError(f"{what} {path}: expected a JSON object")
     return data
@@ -173,7 +104,7 @@ def load_suite(source: str | Path | Mapping[str, Any]) -> ExpectationSuite:
         except (pydantic.ValidationError, GreatExpectationsError, TypeError, ValueError) as exc:
             raise InvalidInputError(
                 f"suite {name!r}, expectation {i} ({kind}): {_config_error(exc)}"
-            ) from None
+            ) from exc
     # a suite of reident expectations carries the guard first, so that saved to a file
     # context it fails in a process that does not know them (module docstring)
     reident = any(isinstance(e, dict) and e.get("type") in EXPECTATION_TYPES for e in expectations)
@@ -190,62 +121,6 @@ def load_suite(source: str | Path | Mapping[str, Any]) -> ExpectationSuite:
             f"{len(suite.expectations)} kept by Great Expectations"
         )
     return suite
-
-
-def check_context(context: Any) -> dict[str, int]:
-    """Check the saved suites of a GE context before its checkpoints run; their sizes by name.
-
-    For a context saved to files and run by your own code: each suite's saved JSON is compared
-    with the suite GE loads from it (every expectation must load), and a suite holding reident
-    expectations must carry the guard (:func:`guard_expectation`). Raises
-    :class:`SuiteIncompleteError` naming every suite at fault.
-    """
-    import reident_airflow.gx  # noqa: F401 - the expectations must be registered
-
-    store = context.expectations_store
-    counts: dict[str, int] = {}
-    problems: list[str] = []
-    for key in store.list_keys():
-        saved = store.get(key)
-        name = str(saved.get("name"))
-        entries = [
-            dict(e) if isinstance(e, Mapping) else e.to_json_dict()  # configurations, as saved
-            for e in saved.get("expectations") or []
-        ]
-        loaded = len(context.suites.get(name).expectations)
-        if loaded != len(entries):
-            kinds = sorted({str(e.get("type")) for e in entries})
-            problems.append(
-                f"suite {name!r}: {loaded} of {len(entries)} expectations load ({', '.join(kinds)})"
-            )
-        if any(e.get("type") in EXPECTATION_TYPES for e in entries) and not any(
-            is_guard(e) for e in entries
-        ):
-            problems.append(
-                f"suite {name!r}: reident expectations without the guard "
-                "(add reident_airflow.gx.guard_expectation() and save the suite)"
-            )
-        counts[name] = len(entries)
-    if problems:
-        raise SuiteIncompleteError("; ".join(problems))
-    return counts
-
-
-def check_result(result: CheckpointResult, expected: int) -> None:
-    """Raise :class:`SuiteIncompleteError` unless every validation evaluated ``expected``.
-
-    GE drops the expectations it does not know and validates the rest: a result with fewer
-    expectation results than the suite JSON holds must not count as success.
-    """
-    for identifier, suite_result in result.run_results.items():
-        got = len(suite_result.results)
-        if got != expected:
-            raise SuiteIncompleteError(
-                f"suite {suite_result.suite_name!r}: {got} of {expected} expectations "
-                f"evaluated ({identifier}); is reident_airflow.gx imported?"
-            )
-    if not result.run_results:
-        raise SuiteIncompleteError("the checkpoint validated nothing")
 
 
 def _expectation(item: Any) -> Any:
@@ -345,6 +220,45 @@ def _override_alerts(actions: list[Any], overrides: Mapping[str, Any]) -> list[A
     return out
 
 
+def _checkpoint(
+    context: Any,
+    suite: ExpectationSuite,
+    batch_definition: Any,
+    config: Mapping[str, Any],
+    actions: list[Any],
+) -> Checkpoint:
+    """The checkpoint of the configuration, validating ``suite`` on the batch, in ``context``."""
+    name = str(config.get("name") or f"{suite.name}_checkpoint")
+    definition = context.validation_definitions.add(
+        ValidationDefinition(
+            name=f"{name}_{uuid.uuid4().hex[:8]}", data=batch_definition, suite=suite
+        )
+    )
+    try:
+        checkpoint = Checkpoint(
+            name=name,
+            validation_definitions=[definition],
+            actions=actions,
+            result_format=config.get("result_format", "SUMMARY"),
+        )
+    except pydantic.ValidationError as exc:
+        raise InvalidInputError(f"checkpoint {name!r}: {_config_error(exc)}") from exc
+    added: Checkpoint = context.checkpoints.add(checkpoint)
+    return added
+
+
+def _breach(name: str, outcome: ReleaseCheckpointResult) -> ThresholdBreached:
+    """The error of a failed release: each failed expectation's summary, the alert as report."""
+    failed = outcome.failed_expectations()
+    lines = [f.get("summary") or f.get("error") or str(f.get("expectation")) for f in failed]
+    return ThresholdBreached(
+        f"release checkpoint {name!r} failed: {len(failed)} expectation(s) not met: "
+        + "; ".join(lines),
+        breaches=failed,
+        report=outcome.to_dict(),
+    )
+
+
 def run_release_checkpoint(
     *,
     suite: str | Path | Mapping[str, Any],
@@ -390,22 +304,9 @@ def run_release_checkpoint(
         context, dataframe=dataframe, csv=csv, sep=sep, url=url, table=table, schema=schema
     )
     expectation_suite = context.suites.add(expectation_suite)
-    name = str(config.get("name") or f"{expectation_suite.name}_checkpoint")
-    definition = context.validation_definitions.add(
-        ValidationDefinition(
-            name=f"{name}_{uuid.uuid4().hex[:8]}", data=batch_definition, suite=expectation_suite
-        )
+    gx_checkpoint = _checkpoint(
+        context, expectation_suite, batch_definition, config, [*configured, *actions]
     )
-    try:
-        gx_checkpoint = Checkpoint(
-            name=name,
-            validation_definitions=[definition],
-            actions=[*configured, *actions],
-            result_format=config.get("result_format", "SUMMARY"),
-        )
-    except pydantic.ValidationError as exc:
-        raise InvalidInputError(f"checkpoint {name!r}: {_config_error(exc)}") from None
-    gx_checkpoint = context.checkpoints.add(gx_checkpoint)
     if len(expectation_suite.expectations) != expected:
         raise SuiteIncompleteError(
             f"suite {expectation_suite.name!r}: {expected} expectations, "
@@ -417,18 +318,11 @@ def run_release_checkpoint(
             expectation_parameters=dict(expectation_parameters or {}),
         )
     except pydantic.ValidationError as exc:  # a suite parameter resolved to a bad value
-        raise InvalidInputError(f"suite {expectation_suite.name!r}: {_config_error(exc)}") from None
+        raise InvalidInputError(f"suite {expectation_suite.name!r}: {_config_error(exc)}") from exc
     check_result(result, expected)
     outcome = ReleaseCheckpointResult(
         success=bool(result.success), checkpoint_result=result, alert=alert_document(result)
     )
     if raise_on_failure and not outcome.success:
-        failed = outcome.failed_expectations()
-        lines = [f.get("summary") or f.get("error") or str(f.get("expectation")) for f in failed]
-        raise ThresholdBreached(
-            f"release checkpoint {name!r} failed: {len(failed)} expectation(s) not met: "
-            + "; ".join(lines),
-            breaches=failed,
-            report=outcome.to_dict(),
-        )
+        raise _breach(gx_checkpoint.name, outcome)
     return outcome
