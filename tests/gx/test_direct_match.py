@@ -2,7 +2,7 @@
 
 Original table: 300 records with a unique identifier ``ssn``, ``sex`` and ``age``. The safe
 release permutes ``ssn`` (hardly any value kept); the leaking one keeps it (``m = u = n``, so
-protection 0, seed 000).
+protection 0).
 """
 
 from __future__ import annotations

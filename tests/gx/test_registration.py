@@ -71,3 +71,28 @@ def test_exported_members_exist() -> None:
     for module in (rgx, rgx.metrics, rgx.expectations, rgx.actions, rgx.checkpoint):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"
+
+
+def test_only_the_concrete_expectations_are_registered() -> None:
+    """The shared bases are abstract: GE's registry holds the four expectations, no base."""
+    from great_expectations.expectations import registry
+
+    from reident_airflow.gx.expectations import base
+
+    bases = (base.ReidentExpectation, base.QuasiIdentifierExpectation, base.ClassSizeExpectation)
+    assert all(cls.is_abstract() for cls in bases)
+    ours = [
+        name
+        for name, cls in registry._registered_expectations.items()
+        if isinstance(cls, type) and issubclass(cls, base.ReidentExpectation)
+    ]
+    assert sorted(ours) == sorted(rgx.EXPECTATION_TYPES)
+
+
+def test_every_gx_module_exports_what_it_lists() -> None:
+    from reident_airflow.gx import guard, parameters
+    from reident_airflow.gx.expectations import base, direct_match, k_anonymity, l_diversity, risk
+
+    for module in (guard, parameters, base, direct_match, k_anonymity, l_diversity, risk):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"
