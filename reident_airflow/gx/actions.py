@@ -26,7 +26,7 @@ from great_expectations.checkpoint.actions import ActionContext, ValidationActio
 from great_expectations.checkpoint.checkpoint import CheckpointResult
 from great_expectations.compatibility import pydantic
 
-from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine import InvalidInputError
 
 __all__ = ["ALERT_SCHEMA", "ReidentAlertAction", "alert_document"]
 

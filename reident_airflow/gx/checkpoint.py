@@ -35,7 +35,7 @@ from great_expectations.core.validation_definition import ValidationDefinition
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.exceptions.exceptions import GreatExpectationsError
 
-from reident_airflow.engine.errors import InvalidInputError, ThresholdBreached
+from reident_airflow.engine import InvalidInputError, ThresholdBreached
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.expectations import EXPECTATION_TYPES
 from reident_airflow.gx.guard import (

@@ -22,12 +22,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reident_airflow.engine.assessment import Thresholds
-from reident_airflow.engine.classes import validate_quasi_identifiers
-from reident_airflow.engine.diversity import validate_recursive_c
-from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.population import REGIONS
-from reident_airflow.engine.sample import validate_threshold
+from reident_airflow.engine import (
+    REGIONS,
+    InvalidInputError,
+    Thresholds,
+    validate_quasi_identifiers,
+    validate_recursive_c,
+    validate_threshold,
+)
 
 __all__ = [
     "L_DIVERSITY_MEASURES",

@@ -40,7 +40,7 @@ from great_expectations.render.components import (
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.render.renderer_configuration import RendererConfiguration
 
-from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine import InvalidInputError
 from reident_airflow.gx.metrics import CLASS_TABLE_METRIC, HISTOGRAM_METRIC, MetricError
 from reident_airflow.gx.parameters import (
     CrossCheck,

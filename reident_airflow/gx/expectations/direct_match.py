@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from great_expectations.compatibility import pydantic
 
-from reident_airflow.engine.direct_match import direct_match_from_counts
+from reident_airflow.engine import DEFAULT_TARGET, direct_match_from_counts
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
     ReidentExpectation,
@@ -18,8 +18,6 @@ from reident_airflow.gx.expectations.base import (
 from reident_airflow.gx.metrics import DIRECT_MATCH_METRIC
 
 __all__ = ["ExpectTableDirectMatchProtectionToBeAbove"]
-
-_DEFAULT_TARGET = 50.0
 
 
 class ExpectTableDirectMatchProtectionToBeAbove(ReidentExpectation):
@@ -50,7 +48,7 @@ class ExpectTableDirectMatchProtectionToBeAbove(ReidentExpectation):
         default=None, description="Columns to score (default: every column of both tables)."
     )
     target: float | p.SuiteParameter = pydantic.Field(
-        default=_DEFAULT_TARGET,
+        default=DEFAULT_TARGET,
         description="The lowest acceptable protection, in percent (0-100).",
     )
     sep: str = pydantic.Field(default=",", description="CSV separator of original_table.")
@@ -76,7 +74,7 @@ class ExpectTableDirectMatchProtectionToBeAbove(ReidentExpectation):
     def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         params: dict[str, Any] = {
             "original_table": kwargs.get("original_table"),
-            "target": kwargs.get("target", _DEFAULT_TARGET),
+            "target": kwargs.get("target", DEFAULT_TARGET),
         }
         template = (
             "Column direct match protection against $original_table must be at least $target "

@@ -7,8 +7,7 @@ from typing import Any, ClassVar
 
 from great_expectations.compatibility import pydantic
 
-from reident_airflow.engine.assessment import Thresholds, assess
-from reident_airflow.engine.classes import ClassSizes, ClassTable
+from reident_airflow.engine import ClassSizes, ClassTable, Thresholds, assess
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import ClassSizeExpectation, qi_template, verdict
 

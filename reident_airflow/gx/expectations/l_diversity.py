@@ -7,9 +7,13 @@ from typing import Any, ClassVar
 
 from great_expectations.compatibility import pydantic
 
-from reident_airflow.engine.aggregates import ClassAggregates
-from reident_airflow.engine.assessment import Thresholds, assess
-from reident_airflow.engine.diversity import DEFAULT_RECURSIVE_C, validate_recursive_c
+from reident_airflow.engine import (
+    DEFAULT_RECURSIVE_C,
+    ClassAggregates,
+    Thresholds,
+    assess,
+    validate_recursive_c,
+)
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
     QuasiIdentifierExpectation,

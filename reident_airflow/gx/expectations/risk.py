@@ -7,9 +7,13 @@ from typing import Any, ClassVar
 
 from great_expectations.compatibility import pydantic
 
-from reident_airflow.engine.assessment import assess
-from reident_airflow.engine.classes import ClassSizes, ClassTable
-from reident_airflow.engine.sample import DEFAULT_RECORD_THRESHOLD, validate_threshold
+from reident_airflow.engine import (
+    DEFAULT_RECORD_THRESHOLD,
+    ClassSizes,
+    ClassTable,
+    assess,
+    validate_threshold,
+)
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
     ClassSizeExpectation,
