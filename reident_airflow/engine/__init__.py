@@ -30,11 +30,11 @@ _EXPORTS: dict[str, str] = {
         "ClassAggregates ClassWeights PairCounts ValueCounts aggregate_grouped build_aggregates "
         "check_extra_columns check_weight_counts"
     ),
-    "assessment": "Assessment Breach JournalistRisk Thresholds assess",
+    "assessment": "Assessment Breach JournalistRisk assess",
     "attributes": "AttributeRisk attribute_risks",
     "classes": "ClassSizes ClassTable class_table_from_grouped",
     "datafly": "DataflyAttempt DataflyResult DataflyStep",
-    "defaults": "DEFAULT_RECORD_THRESHOLD DEFAULT_RECURSIVE_C DEFAULT_TARGET",
+    "defaults": "DEFAULT_RECORD_THRESHOLD DEFAULT_RECURSIVE_C DEFAULT_TARGET REGIONS",
     "direct_match": (
         "ColumnProtection DirectMatchResult column_protection direct_match_from_counts "
         "direct_match_protection validate_target"
@@ -47,8 +47,9 @@ _EXPORTS: dict[str, str] = {
     ),
     "hierarchies": "Hierarchy date_hierarchy interval_hierarchy load_hierarchy masking_hierarchy",
     "individual_risk": "IndividualRisk",
+    "options": "AssessmentOptions OptionError Thresholds",
     "population": (
-        "REGIONS DankarEstimate PopulationEstimate PopulationUniqueness pitman "
+        "DankarEstimate PopulationEstimate PopulationUniqueness pitman "
         "population_uniqueness resolve_population_size snb zayatz"
     ),
     "register": "RegisterRisk match_register register_risk",
@@ -75,7 +76,6 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.assessment import Assessment as Assessment
     from reident_airflow.engine.assessment import Breach as Breach
     from reident_airflow.engine.assessment import JournalistRisk as JournalistRisk
-    from reident_airflow.engine.assessment import Thresholds as Thresholds
     from reident_airflow.engine.assessment import assess as assess
     from reident_airflow.engine.attributes import AttributeRisk as AttributeRisk
     from reident_airflow.engine.attributes import attribute_risks as attribute_risks
@@ -88,6 +88,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD as DEFAULT_RECORD_THRESHOLD
     from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C as DEFAULT_RECURSIVE_C
     from reident_airflow.engine.defaults import DEFAULT_TARGET as DEFAULT_TARGET
+    from reident_airflow.engine.defaults import REGIONS as REGIONS
     from reident_airflow.engine.direct_match import ColumnProtection as ColumnProtection
     from reident_airflow.engine.direct_match import DirectMatchResult as DirectMatchResult
     from reident_airflow.engine.direct_match import column_protection as column_protection
@@ -121,7 +122,9 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.hierarchies import load_hierarchy as load_hierarchy
     from reident_airflow.engine.hierarchies import masking_hierarchy as masking_hierarchy
     from reident_airflow.engine.individual_risk import IndividualRisk as IndividualRisk
-    from reident_airflow.engine.population import REGIONS as REGIONS
+    from reident_airflow.engine.options import AssessmentOptions as AssessmentOptions
+    from reident_airflow.engine.options import OptionError as OptionError
+    from reident_airflow.engine.options import Thresholds as Thresholds
     from reident_airflow.engine.population import DankarEstimate as DankarEstimate
     from reident_airflow.engine.population import PopulationEstimate as PopulationEstimate
     from reident_airflow.engine.population import PopulationUniqueness as PopulationUniqueness
