@@ -281,7 +281,7 @@ class AssessmentOptions:
             raise OptionError(
                 lambda n: (
                     "give at most one of "
-                    f"{n['population_size']}, {n['sampling_fraction']} and {n['region']}; got "
+                    f"{n['population_size']}, {n['sampling_fraction']}, {n['region']}; got "
                     + " and ".join(n[name] for name in given)
                 )
             )

@@ -44,7 +44,7 @@ def test_frozen_and_normalised() -> None:
          "ranking, which rank_attributes=False skips"),
         ({"suda_max_msu_size": 2}, "suda_max_msu_size applies to suda"),
         ({"population_size": 10, "region": "usa"}, "give at most one of population_size, "
-         "sampling_fraction and region; got population_size and region"),
+         "sampling_fraction, region; got population_size and region"),
     ],
 )  # fmt: skip
 def test_rules_between_fields(kwargs: dict[str, Any], message: str) -> None:
