@@ -23,16 +23,9 @@ turns these off.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
-import math
-import numbers
-import re
 import smtplib
-import ssl
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from email.message import EmailMessage
@@ -40,10 +33,26 @@ from email.utils import formatdate, make_msgid
 from typing import Any
 
 from jinja2 import TemplateSyntaxError
-from jinja2.sandbox import SandboxedEnvironment
 
 from reident_airflow._compat import BaseHook, BaseNotifier, Context
-from reident_airflow.outcomes import REPORT_XCOM_KEY, ReidentificationBreach
+from reident_airflow.notifiers.delivery import (
+    NoRedirect,
+    connection_extra,
+    flag,
+    parse_recipients,
+    ssl_context,
+    webhook_headers,
+    webhook_url,
+)
+from reident_airflow.notifiers.message import SUBJECT_TEMPLATES, breach_email
+from reident_airflow.notifiers.payload import (
+    ALERT_SCHEMA,
+    BREACH_EVENT,
+    FAILURE_EVENT,
+    OUTCOMES,
+    breach_payload,
+)
+from reident_airflow.outcomes import REPORT_XCOM_KEY
 
 __all__ = [
     "ALERT_SCHEMA",
@@ -53,430 +62,10 @@ __all__ = [
     "ReidentBreachNotifier",
     "breach_email",
     "breach_payload",
+    "webhook_url",
 ]
 
-#: ``schema`` of the webhook JSON (and of :func:`breach_payload`'s dict).
-ALERT_SCHEMA = "reident.alert/v1"
-#: ``event`` of an alert on a breached gate.
-BREACH_EVENT = "reidentification_breach"
-#: ``event`` of an alert on any other failure of the task.
-FAILURE_EVENT = "task_failed"
-
-#: The check named in an alert built from a report alone (no exception at hand).
-_CHECK_OF_SCHEMA = {
-    "reident.assessment/v1": "reidentification_risk",
-    "reident.direct_match/v1": "direct_match",
-}
-_MAX_NAME = 200
-_MAX_LOCATION = 2000
-#: The outcomes of a breach (the operators' ``on_breach``): each alerts unless opted out.
-OUTCOMES = ("fail", "skip", "warn")
-_OUTCOME_TEXT = {
-    "fail": "the task failed: the data were not published",
-    "skip": "the task was skipped (on_breach='skip'): downstream tasks did not run",
-    "warn": "the task succeeded with a warning (on_breach='warn'): the release went ahead",
-}
-_MAX_ITEMS = 100
 _DEFAULT_SMTP_CONN_ID = "smtp_default"
-_TEMPLATES = SandboxedEnvironment(autoescape=False)
-
-
-# --------------------------------------------------------------------------------------------
-# Content: pure functions
-# --------------------------------------------------------------------------------------------
-
-
-def _number(value: Any) -> int | float | None:
-    """A finite number as a plain ``int``/``float``; anything else (text, bool, NaN) is None."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _count(value: Any) -> int | None:
-    number = _number(value)
-    return int(number) if isinstance(number, int) else None
-
-
-def _name(value: Any) -> str | None:
-    """A column, metric or check name (a string, cut to a sane length); else None."""
-    if not isinstance(value, str) or not value:
-        return None
-    return value[:_MAX_NAME]
-
-
-def _names(values: Any) -> list[str]:
-    if isinstance(values, str) or not isinstance(values, Sequence):
-        return []
-    names = (_name(v) for v in list(values)[:_MAX_ITEMS])
-    return [n for n in names if n is not None]
-
-
-def _breaches(values: Any) -> list[dict[str, Any]]:
-    """``[{"metric", "observed", "limit"}]`` rebuilt field by field (nothing else is kept)."""
-    if isinstance(values, str) or not isinstance(values, Sequence):
-        return []
-    out: list[dict[str, Any]] = []
-    for item in list(values)[:_MAX_ITEMS]:
-        if not isinstance(item, Mapping):
-            continue
-        out.append(
-            {
-                "metric": _name(item.get("metric")) or "unknown",
-                "observed": _number(item.get("observed")),
-                "limit": _number(item.get("limit")),
-            }
-        )
-    return out
-
-
-def _fmt(value: int | float | None) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.6g}"
-
-
-def _attr(obj: Any, name: str) -> Any:
-    try:
-        return getattr(obj, name, None)
-    except Exception:  # a property that needs a running Airflow (e.g. ti.log_url)
-        return None
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[str, Any]:
-    """The alert for a failed task, as a JSON-safe dict (``"schema": "reident.alert/v1"``).
-
-    ``context`` is the Airflow context of a failure callback: ``context["exception"]`` (a
-    :class:`ReidentificationBreach` or any other error), ``context["ti"]`` (ids, try number,
-    ``log_url``), else ``context["dag"]`` / ``context["dag_run"]``. ``report`` is the report
-    the operator pushed to XCom, used when the context holds no exception object (a DAG-level
-    callback); it counts as a breach only if it says ``"passed": false`` and lists breaches.
-
-    Keys: ``schema``, ``event`` (:data:`BREACH_EVENT` or :data:`FAILURE_EVENT`), ``dag_id``,
-    ``task_id``, ``run_id``, ``try_number``, ``map_index`` (None unless mapped), ``log_url``,
-    ``exception_class``, ``check``, ``breaches`` (``[{"metric", "observed", "limit"}]``),
-    ``quasi_identifiers``, ``k`` (smallest equivalence class), ``records``, ``classes``,
-    ``columns_below_target`` (direct match), ``report_schema``, ``outcome`` (of a breach:
-    ``"fail"``, ``"skip"`` or ``"warn"``, the operator's ``on_breach``), ``report_location``
-    (where the operator wrote its HTML report, when it did) and ``text`` (a one-line summary,
-    the field Slack/Mattermost-style webhooks display). Values missing from the source are
-    None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
-    names stay strings, and nothing else of the report or the exception's message is included.
-    """
-    ti = context.get("ti") or context.get("task_instance")
-    exc = context.get("exception")
-    dag_run = context.get("dag_run")
-    map_index = _count(_attr(ti, "map_index"))
-    payload: dict[str, Any] = {
-        "schema": ALERT_SCHEMA,
-        "event": FAILURE_EVENT,
-        "dag_id": _text(_attr(ti, "dag_id") or _attr(context.get("dag"), "dag_id")),
-        "task_id": _text(_attr(ti, "task_id") or _attr(context.get("task"), "task_id")),
-        "run_id": _text(_attr(ti, "run_id") or context.get("run_id") or _attr(dag_run, "run_id")),
-        "try_number": _count(_attr(ti, "try_number")),
-        "map_index": map_index if map_index is not None and map_index >= 0 else None,
-        "log_url": _text(_attr(ti, "log_url")),
-        "exception_class": type(exc).__name__ if isinstance(exc, BaseException) else None,
-        "check": None,
-        "breaches": [],
-        "quasi_identifiers": [],
-        "k": None,
-        "records": None,
-        "classes": None,
-        "columns_below_target": [],
-        "report_schema": None,
-        "outcome": None,
-        "report_location": None,
-    }
-    source: Mapping[str, Any] | None = None
-    if isinstance(exc, ReidentificationBreach):
-        source = exc.report if isinstance(exc.report, Mapping) else {}
-        breaches = _breaches(exc.breaches) or _breaches(source.get("breaches"))
-        payload.update(
-            event=BREACH_EVENT,
-            check=_name(exc.check),
-            breaches=breaches,
-            quasi_identifiers=_names(exc.quasi_identifiers)
-            or _names(source.get("quasi_identifiers")),
-            k=_count(exc.k) if _count(exc.k) is not None else _count(source.get("k")),
-        )
-    elif (
-        not isinstance(exc, BaseException)
-        and isinstance(report, Mapping)
-        and report.get("passed") is False
-        and _breaches(report.get("breaches"))
-    ):
-        source = report
-        payload.update(
-            event=BREACH_EVENT,
-            check=_CHECK_OF_SCHEMA.get(str(report.get("schema"))),
-            breaches=_breaches(report.get("breaches")),
-            quasi_identifiers=_names(report.get("quasi_identifiers")),
-            k=_count(report.get("k")),
-        )
-    if source is not None:
-        outcome = source.get("outcome")
-        location = source.get("report_location")
-        payload.update(
-            outcome=outcome if outcome in OUTCOMES else "fail",
-            report_location=location[:_MAX_LOCATION] if isinstance(location, str) else None,
-            records=_count(source.get("records")),
-            classes=_count(source.get("classes")),
-            columns_below_target=_names(source.get("below_target")),
-            report_schema=_name(source.get("schema")),
-        )
-    payload["text"] = _summary(payload)
-    return payload
-
-
-def _where(payload: Mapping[str, Any]) -> str:
-    return f"{payload.get('dag_id')}.{payload.get('task_id')} (run {payload.get('run_id')})"
-
-
-def _failure_cause(payload: Mapping[str, Any]) -> str:
-    cls = payload.get("exception_class")
-    if cls:
-        return f"(not a re-identification breach): {cls}"
-    return "(cause not available to this callback; see the task log)"
-
-
-def _summary(payload: Mapping[str, Any]) -> str:
-    if payload.get("event") != BREACH_EVENT:
-        return f"Task {_where(payload)} failed {_failure_cause(payload)}"
-    breaches = payload.get("breaches") or []
-    parts = "; ".join(
-        f"{b['metric']} observed {_fmt(b['observed'])} (limit {_fmt(b['limit'])})" for b in breaches
-    )
-    text = (
-        f"Re-identification breach in {_where(payload)}: {payload.get('check') or 'check'} "
-        f"breached {len(breaches)} threshold(s): {parts}"
-    )
-    if payload.get("outcome") in ("skip", "warn"):
-        text += f"; {_OUTCOME_TEXT[payload['outcome']]}"
-    if payload.get("report_location"):
-        text += f"; report: {payload['report_location']}"
-    return text
-
-
-def _default_subject(payload: Mapping[str, Any]) -> str:
-    where = f"{payload.get('dag_id')}.{payload.get('task_id')}"
-    if payload.get("event") != BREACH_EVENT:
-        cls = payload.get("exception_class")
-        if cls:
-            return f"[reident] Task failed (not a re-identification breach): {where}: {cls}"
-        return f"[reident] Task failed: {where}"
-    n = len(payload.get("breaches") or [])
-    outcome = payload.get("outcome")
-    tail = f", {outcome}" if outcome in ("skip", "warn") else ""
-    return (
-        f"[reident] Re-identification breach: {where} ({payload.get('check')}, {n} metric(s){tail})"
-    )
-
-
-def breach_email(
-    payload: Mapping[str, Any], *, subject_template: str | None = None
-) -> tuple[str, str, str]:
-    """``(subject, text_body, html_body)`` of the e-mail for a :func:`breach_payload` dict.
-
-    ``subject_template`` is a Jinja template rendered (sandboxed) with the payload's keys plus
-    ``breach_count``, e.g. ``"{{ check }} breached on {{ dag_id }}.{{ task_id }}"`` — only the
-    alert's own fields are available, not the Airflow context, so a subject cannot pull in a
-    record value or an exception message. Every value in the HTML body is escaped.
-    """
-    if subject_template is None:
-        subject = _default_subject(payload)
-    else:
-        variables = dict(payload, breach_count=len(payload.get("breaches") or []))
-        subject = _TEMPLATES.from_string(subject_template).render(**variables)
-    subject = " ".join(subject.split())  # one header line, whatever the template did
-    rows = _rows(payload)
-    breaches = payload.get("breaches") or []
-    log_url = payload.get("log_url")
-    location = payload.get("report_location")
-
-    if payload.get("event") == BREACH_EVENT:
-        title = "Re-identification risk gate breached"
-        intro = "The release gate failed: the data were not published."
-        if payload.get("outcome") in ("skip", "warn"):
-            intro = f"The release gate was breached: {_OUTCOME_TEXT[payload['outcome']]}."
-    elif payload.get("exception_class"):
-        title = "Task failed (not a re-identification breach)"
-        intro = (
-            "The release-gate task failed for a reason other than a breached threshold; "
-            "see the task log."
-        )
-    else:
-        title = "Task failed"
-        intro = "The cause of the failure is not available to this callback; see the task log."
-
-    text = [title, "", intro, ""]
-    width = max(len(label) for label, _ in rows)
-    text += [f"{label.ljust(width)} : {value}" for label, value in rows]
-    if breaches:
-        text += ["", "Breached thresholds:"]
-        text += [
-            f"  - {b['metric']}: observed {_fmt(b['observed'])}, limit {_fmt(b['limit'])}"
-            for b in breaches
-        ]
-    if location:
-        text += ["", f"Report: {location}"]
-    if log_url:
-        text += ["", f"Task log: {log_url}"]
-    text += ["", "This alert carries aggregates only (no record values)."]
-    text_body = "\n".join(text) + "\n"
-
-    esc = html.escape
-    parts = [
-        "<html><body>",
-        f"<h2>{esc(title)}</h2>",
-        f"<p>{esc(intro)}</p>",
-        "<table>",
-        *(f"<tr><th align='left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows),
-        "</table>",
-    ]
-    if breaches:
-        parts += [
-            "<h3>Breached thresholds</h3>",
-            "<table border='1' cellpadding='4' cellspacing='0'>",
-            "<tr><th>Metric</th><th>Observed</th><th>Limit</th></tr>",
-            *(
-                f"<tr><td>{esc(b['metric'])}</td><td>{esc(_fmt(b['observed']))}</td>"
-                f"<td>{esc(_fmt(b['limit']))}</td></tr>"
-                for b in breaches
-            ),
-            "</table>",
-        ]
-    if location:
-        parts.append(f"<p>Report: {esc(location)}</p>")
-    if log_url:
-        parts.append(f'<p><a href="{esc(log_url)}">Task log</a></p>')
-    parts += ["<p><small>This alert carries aggregates only (no record values).</small></p>"]
-    parts.append("</body></html>")
-    return subject, text_body, "\n".join(parts) + "\n"
-
-
-def _rows(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
-    rows = [
-        ("DAG", str(payload.get("dag_id"))),
-        ("Task", str(payload.get("task_id"))),
-        ("Run", str(payload.get("run_id"))),
-    ]
-    if payload.get("map_index") is not None:
-        rows.append(("Map index", str(payload["map_index"])))
-    if payload.get("try_number") is not None:
-        rows.append(("Try", str(payload["try_number"])))
-    if payload.get("event") != BREACH_EVENT:
-        rows.append(("Error", str(payload.get("exception_class") or "not available")))
-        return rows
-    rows.append(("Check", str(payload.get("check"))))
-    if payload.get("outcome"):
-        rows.append(("Outcome", str(payload["outcome"])))
-    if payload.get("records") is not None:
-        rows.append(("Records", f"{payload['records']:,}"))
-    if payload.get("quasi_identifiers"):
-        rows.append(("Quasi-identifiers", ", ".join(payload["quasi_identifiers"])))
-    if payload.get("k") is not None:
-        rows.append(("k (smallest class)", str(payload["k"])))
-    if payload.get("columns_below_target"):
-        rows.append(("Columns below target", ", ".join(payload["columns_below_target"])))
-    return rows
-
-
-# --------------------------------------------------------------------------------------------
-# Delivery
-# --------------------------------------------------------------------------------------------
-
-
-def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
-    return bool(value)
-
-
-def _extra(conn: Any) -> dict[str, Any]:
-    extra = conn.extra_dejson
-    return extra if isinstance(extra, dict) else {}
-
-
-def webhook_url(conn: Any) -> str:
-    """The URL an HTTP connection points at (the rules of Airflow's ``HttpHook``).
-
-    ``host`` may be a full URL (``https://hooks.example.org/services``); otherwise the URL is
-    ``<schema or conn_type or "http">://host[:port]``. ``extra["endpoint"]`` is appended as the
-    path. A port is added to a full-URL host only if that URL names none.
-    """
-    host = (conn.host or "").strip()
-    if not host:
-        raise ValueError(f"connection {conn.conn_id!r} has no host")
-    if "://" in host:
-        parts = urllib.parse.urlsplit(host)
-        if conn.port and parts.port is None:
-            parts = parts._replace(netloc=f"{parts.netloc}:{conn.port}")
-        base = urllib.parse.urlunsplit(parts)
-    else:
-        schema = (conn.schema or "").strip().lower()
-        conn_type = (conn.conn_type or "").strip().lower()
-        if schema in ("http", "https"):
-            scheme = schema
-        else:
-            scheme = "https" if conn_type == "https" else "http"
-        base = f"{scheme}://{host}:{conn.port}" if conn.port else f"{scheme}://{host}"
-    endpoint = str(_extra(conn).get("endpoint") or "").strip()
-    if endpoint:
-        base = f"{base.rstrip('/')}/{endpoint.lstrip('/')}"
-    return base
-
-
-def _headers(conn: Any) -> dict[str, str]:
-    headers = {"Content-Type": "application/json", "User-Agent": "reident-airflow"}
-    extra_headers = _extra(conn).get("headers") or {}
-    if isinstance(extra_headers, str):
-        extra_headers = json.loads(extra_headers)
-    if not isinstance(extra_headers, Mapping):
-        raise ValueError("extra['headers'] must be a JSON object")
-    headers.update({str(k): str(v) for k, v in extra_headers.items()})
-    if conn.login and not any(k.lower() == "authorization" for k in headers):
-        token = base64.b64encode(f"{conn.login}:{conn.password or ''}".encode()).decode("ascii")
-        headers["Authorization"] = f"Basic {token}"
-    return headers
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirected POST would be re-sent as a body-less GET: report the 3xx instead."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-def _recipients(to: str | Sequence[str] | None) -> list[str]:
-    if to is None:
-        return []
-    items = [to] if isinstance(to, str) else list(to)
-    out: list[str] = []
-    for item in items:
-        out += [a for a in (p.strip() for p in re.split(r"[,;]", str(item))) if a]
-    return out
-
-
-def _ssl_context(extra: Mapping[str, Any]) -> ssl.SSLContext:
-    """``extra["ssl_context"]``: ``"default"`` (verify, the default) or ``"none"``."""
-    mode = extra.get("ssl_context") or "default"
-    if mode not in ("default", "none"):
-        raise ValueError(f"extra['ssl_context'] must be 'default' or 'none', not {mode!r}")
-    context = ssl.create_default_context()
-    if mode == "none":
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
 
 
 #: Where an exception remembers the destinations already alerted about it.
@@ -573,7 +162,7 @@ class ReidentBreachNotifier(BaseNotifier):
             raise ValueError(f"ReidentBreachNotifier: timeout must be > 0, not {timeout!r}")
         if subject_template is not None:
             try:
-                _TEMPLATES.parse(subject_template)
+                SUBJECT_TEMPLATES.parse(subject_template)
             except TemplateSyntaxError as exc:
                 raise ValueError(f"ReidentBreachNotifier: bad subject_template: {exc}") from exc
         self.webhook_conn_id = webhook_conn_id
@@ -618,7 +207,7 @@ class ReidentBreachNotifier(BaseNotifier):
                 self.outcomes,
             )
             return
-        destination = (self.webhook_conn_id, self.smtp_conn_id, tuple(_recipients(self.to)))
+        destination = (self.webhook_conn_id, self.smtp_conn_id, tuple(parse_recipients(self.to)))
         if not _first_alert(context.get("exception"), destination):
             self.log.info(
                 "Alert already sent to the same destination for this failure; not sent "
@@ -628,7 +217,7 @@ class ReidentBreachNotifier(BaseNotifier):
         if self.webhook_conn_id:
             self.send_webhook(payload)
         if self.smtp_conn_id:
-            if _recipients(self.to):
+            if parse_recipients(self.to):
                 self.send_email(payload)
             else:
                 self.log.error("Breach alert NOT e-mailed: `to` rendered to no recipient")
@@ -657,8 +246,10 @@ class ReidentBreachNotifier(BaseNotifier):
             url = webhook_url(conn)
             host = urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
             body = json.dumps(payload, allow_nan=False).encode("utf-8")
-            request = urllib.request.Request(url, data=body, headers=_headers(conn), method="POST")
-            opener = urllib.request.build_opener(_NoRedirect)
+            request = urllib.request.Request(
+                url, data=body, headers=webhook_headers(conn), method="POST"
+            )
+            opener = urllib.request.build_opener(NoRedirect)
             with opener.open(request, timeout=self.timeout) as response:
                 status = response.status
         except urllib.error.HTTPError as exc:
@@ -687,10 +278,10 @@ class ReidentBreachNotifier(BaseNotifier):
     def send_email(self, payload: Mapping[str, Any]) -> bool:
         """Send the e-mail of ``payload``; True when the server accepted it. Logs errors."""
         conn_id = self.smtp_conn_id
-        recipients = _recipients(self.to)
+        recipients = parse_recipients(self.to)
         try:
             conn = self.get_connection(str(conn_id))
-            extra = _extra(conn)
+            extra = connection_extra(conn)
             sender = self.from_email or extra.get("from_email")
             if not sender:
                 raise ValueError("no sender: give from_email or extra['from_email']")
@@ -708,18 +299,18 @@ class ReidentBreachNotifier(BaseNotifier):
             message.set_content(text_body)
             message.add_alternative(html_body, subtype="html")
 
-            use_ssl = not _flag(extra.get("disable_ssl"))
-            starttls = not use_ssl and not _flag(extra.get("disable_tls"))
+            use_ssl = not flag(extra.get("disable_ssl"))
+            starttls = not use_ssl and not flag(extra.get("disable_tls"))
             client: smtplib.SMTP
             if use_ssl:
                 client = smtplib.SMTP_SSL(
-                    conn.host, conn.port or 0, timeout=self.timeout, context=_ssl_context(extra)
+                    conn.host, conn.port or 0, timeout=self.timeout, context=ssl_context(extra)
                 )
             else:
                 client = smtplib.SMTP(conn.host, conn.port or 0, timeout=self.timeout)
             with client:
                 if starttls:
-                    client.starttls(context=_ssl_context(extra))
+                    client.starttls(context=ssl_context(extra))
                     client.ehlo()
                 if conn.login and conn.password:
                     client.login(conn.login, conn.password)

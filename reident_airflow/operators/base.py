@@ -25,6 +25,7 @@ from reident_airflow.engine.errors import ReidentError
 from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.params import ON_BREACH_CHOICES, check_choice
 from reident_airflow.outcomes import (
+    REPORT_PATH_XCOM_KEY,
     REPORT_XCOM_KEY,
     ReidentConfigurationError,
     ReidentificationBreach,
@@ -137,16 +138,41 @@ class ReidentOperator(BaseOperator):
         push_report(context, report)
         if self.report_path is None or not str(self.report_path).strip():
             return None
-        from reident_airflow.report.runs import operator_report
+        return self._write_report(context, report, source=source)
 
-        return operator_report(
-            self.report_path,
-            report,
-            kind=self.report_kind,
-            context=context,
-            source=source,
-            logger=self.log,
-        )
+    def _write_report(self, context: Context, report: dict[str, Any], *, source: str | None) -> str:
+        """Render the HTML report to ``report_path`` (a local path or an object-storage URL)
+        and push its location to XCom under :data:`REPORT_PATH_XCOM_KEY`.
+
+        A report that cannot be drawn (matplotlib missing, a path naming a directory) fails
+        the task now; storage errors are raised as they are, so retries apply.
+        """
+        from reident_airflow.engine.errors import InvalidInputError
+        from reident_airflow.report import render_report, write_report
+        from reident_airflow.report.runs import source_text
+
+        ti = context.get("ti")
+        extra: dict[str, Any] = {"source": source_text(source)}
+        for attr in ("dag_id", "task_id", "run_id", "try_number"):
+            value = getattr(ti, attr, None)
+            if isinstance(value, str | int) and not isinstance(value, bool):
+                extra[attr] = value
+        logical = context.get("logical_date")
+        if logical is not None:
+            extra["logical_date"] = str(logical)
+        try:
+            html = render_report(
+                report,
+                kind=self.report_kind,
+                extra={k: v for k, v in extra.items() if v is not None},
+            )
+            location = write_report(str(self.report_path), html)
+        except InvalidInputError as exc:  # ChartUnavailableError too
+            raise ReidentConfigurationError(f"report_path: {exc}") from None
+        if ti is not None:
+            ti.xcom_push(key=REPORT_PATH_XCOM_KEY, value=location)
+        self.log.info("risk report written to %s", location)
+        return location
 
     def gate(
         self,

@@ -20,13 +20,11 @@ report. The report reads each result through its typed view (:mod:`.view`:
 from __future__ import annotations
 
 from reident_airflow.report.render import KINDS, infer_kind, render_release_report, render_report
-from reident_airflow.report.runs import REPORT_PATH_XCOM_KEY
 from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView
 from reident_airflow.report.writer import write_report
 
 __all__ = [
     "KINDS",
-    "REPORT_PATH_XCOM_KEY",
     "AssessmentView",
     "DataflyView",
     "DirectMatchView",

@@ -6,6 +6,8 @@ charts' palette (:mod:`reident_airflow.report.charts`).
 
 from __future__ import annotations
 
+__all__ = ["CSS"]
+
 CSS = """
 :root {
   --ink: #1f2933; --muted: #616e7c; --line: #e4e7eb; --bg: #f5f7fa; --card: #ffffff;

@@ -1,26 +1,19 @@
-"""Writing a run's report from the command line (``--report``) and from the operators
-(``report_path``): what the run says about itself, and where the report goes."""
+"""Writing a command's report (``--report``): what the run says about itself, and where the
+report goes. The operators' ``report_path`` is written by their base class."""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.report.charts import ChartUnavailableError
 from reident_airflow.report.render import render_report
 from reident_airflow.report.writer import write_report
 
-__all__ = ["REPORT_PATH_XCOM_KEY", "cli_report", "operator_report", "source_text"]
-
-log = logging.getLogger(__name__)
-
-#: XCom key under which the operators push where they wrote the HTML report.
-REPORT_PATH_XCOM_KEY = "reident_report_path"
+__all__ = ["cli_report", "source_text"]
 
 
 def source_text(value: Any) -> str | None:
@@ -69,45 +62,3 @@ def cli_report(args: argparse.Namespace, payload: Mapping[str, Any], *, kind: st
     }
     html = render_report(payload, kind=kind, extra={k: v for k, v in context.items() if v})
     write_report(dest, html)
-
-
-def operator_report(
-    report_path: str | None,
-    payload: Mapping[str, Any],
-    *,
-    kind: str,
-    context: Mapping[str, Any],
-    source: str | None = None,
-    logger: Any = log,
-) -> str | None:
-    """Render and write an operator's report to ``report_path`` (templated: a local path or an
-    object-storage URL) and push its location to XCom under :data:`REPORT_PATH_XCOM_KEY`.
-
-    Returns the location, or ``None`` without a ``report_path``. A report that cannot be drawn
-    (matplotlib missing, a path naming a directory) fails the task now
-    (``ReidentConfigurationError``); storage errors are raised as they are, so retries apply.
-    """
-    if report_path is None or not str(report_path).strip():
-        return None
-    ti = context.get("ti")
-    extra: dict[str, Any] = {"source": source_text(source)}
-    for attr in ("dag_id", "task_id", "run_id", "try_number"):
-        value = getattr(ti, attr, None)
-        if isinstance(value, str | int) and not isinstance(value, bool):
-            extra[attr] = value
-    logical = context.get("logical_date")
-    if logical is not None:
-        extra["logical_date"] = str(logical)
-    try:
-        html = render_report(
-            payload, kind=kind, extra={k: v for k, v in extra.items() if v is not None}
-        )
-        location = write_report(str(report_path), html)
-    except (ChartUnavailableError, InvalidInputError) as exc:
-        from reident_airflow.outcomes import ReidentConfigurationError
-
-        raise ReidentConfigurationError(f"report_path: {exc}") from None
-    if ti is not None:
-        ti.xcom_push(key=REPORT_PATH_XCOM_KEY, value=location)
-    logger.info("risk report written to %s", location)
-    return location

@@ -18,8 +18,8 @@ import pytest
 from reident_airflow import __version__
 from reident_airflow.cli import main
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.outcomes import REPORT_PATH_XCOM_KEY
 from reident_airflow.report import (
-    REPORT_PATH_XCOM_KEY,
     infer_kind,
     render_release_report,
     render_report,
@@ -476,8 +476,8 @@ class _TI:
 
 def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> None:
     ensure_airflow_db()
-    from reident_airflow.outcomes import ReidentificationBreach
     from reident_airflow.operators.risk import ReidentificationRiskOperator
+    from reident_airflow.outcomes import ReidentificationBreach
 
     csv = tmp_path / "t.csv"
     csv.write_text("a,b\n1,x\n1,x\n2,y\n", encoding="utf-8")

@@ -1,0 +1,140 @@
+"""The alert as an e-mail: subject, plain text and HTML, from a :func:`breach_payload` dict."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from jinja2.sandbox import SandboxedEnvironment
+
+from reident_airflow.notifiers.payload import BREACH_EVENT, OUTCOME_TEXT, as_text
+
+__all__ = ["SUBJECT_TEMPLATES", "breach_email"]
+
+#: Subjects are rendered sandboxed, over the alert's own fields only.
+SUBJECT_TEMPLATES = SandboxedEnvironment(autoescape=False)
+
+
+def _default_subject(payload: Mapping[str, Any]) -> str:
+    where = f"{payload.get('dag_id')}.{payload.get('task_id')}"
+    if payload.get("event") != BREACH_EVENT:
+        cls = payload.get("exception_class")
+        if cls:
+            return f"[reident] Task failed (not a re-identification breach): {where}: {cls}"
+        return f"[reident] Task failed: {where}"
+    n = len(payload.get("breaches") or [])
+    outcome = payload.get("outcome")
+    tail = f", {outcome}" if outcome in ("skip", "warn") else ""
+    return (
+        f"[reident] Re-identification breach: {where} ({payload.get('check')}, {n} metric(s){tail})"
+    )
+
+
+def breach_email(
+    payload: Mapping[str, Any], *, subject_template: str | None = None
+) -> tuple[str, str, str]:
+    """``(subject, text_body, html_body)`` of the e-mail for a :func:`breach_payload` dict.
+
+    ``subject_template`` is a Jinja template rendered (sandboxed) with the payload's keys plus
+    ``breach_count``, e.g. ``"{{ check }} breached on {{ dag_id }}.{{ task_id }}"`` — only the
+    alert's own fields are available, not the Airflow context, so a subject cannot pull in a
+    record value or an exception message. Every value in the HTML body is escaped.
+    """
+    if subject_template is None:
+        subject = _default_subject(payload)
+    else:
+        variables = dict(payload, breach_count=len(payload.get("breaches") or []))
+        subject = SUBJECT_TEMPLATES.from_string(subject_template).render(**variables)
+    subject = " ".join(subject.split())  # one header line, whatever the template did
+    rows = _rows(payload)
+    breaches = payload.get("breaches") or []
+    log_url = payload.get("log_url")
+    location = payload.get("report_location")
+
+    if payload.get("event") == BREACH_EVENT:
+        title = "Re-identification risk gate breached"
+        intro = "The release gate failed: the data were not published."
+        if payload.get("outcome") in ("skip", "warn"):
+            intro = f"The release gate was breached: {OUTCOME_TEXT[payload['outcome']]}."
+    elif payload.get("exception_class"):
+        title = "Task failed (not a re-identification breach)"
+        intro = (
+            "The release-gate task failed for a reason other than a breached threshold; "
+            "see the task log."
+        )
+    else:
+        title = "Task failed"
+        intro = "The cause of the failure is not available to this callback; see the task log."
+
+    text = [title, "", intro, ""]
+    width = max(len(label) for label, _ in rows)
+    text += [f"{label.ljust(width)} : {value}" for label, value in rows]
+    if breaches:
+        text += ["", "Breached thresholds:"]
+        text += [
+            f"  - {b['metric']}: observed {as_text(b['observed'])}, limit {as_text(b['limit'])}"
+            for b in breaches
+        ]
+    if location:
+        text += ["", f"Report: {location}"]
+    if log_url:
+        text += ["", f"Task log: {log_url}"]
+    text += ["", "This alert carries aggregates only (no record values)."]
+    text_body = "\n".join(text) + "\n"
+
+    esc = html.escape
+    parts = [
+        "<html><body>",
+        f"<h2>{esc(title)}</h2>",
+        f"<p>{esc(intro)}</p>",
+        "<table>",
+        *(f"<tr><th align='left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows),
+        "</table>",
+    ]
+    if breaches:
+        parts += [
+            "<h3>Breached thresholds</h3>",
+            "<table border='1' cellpadding='4' cellspacing='0'>",
+            "<tr><th>Metric</th><th>Observed</th><th>Limit</th></tr>",
+            *(
+                f"<tr><td>{esc(b['metric'])}</td><td>{esc(as_text(b['observed']))}</td>"
+                f"<td>{esc(as_text(b['limit']))}</td></tr>"
+                for b in breaches
+            ),
+            "</table>",
+        ]
+    if location:
+        parts.append(f"<p>Report: {esc(location)}</p>")
+    if log_url:
+        parts.append(f'<p><a href="{esc(log_url)}">Task log</a></p>')
+    parts += ["<p><small>This alert carries aggregates only (no record values).</small></p>"]
+    parts.append("</body></html>")
+    return subject, text_body, "\n".join(parts) + "\n"
+
+
+def _rows(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
+    rows = [
+        ("DAG", str(payload.get("dag_id"))),
+        ("Task", str(payload.get("task_id"))),
+        ("Run", str(payload.get("run_id"))),
+    ]
+    if payload.get("map_index") is not None:
+        rows.append(("Map index", str(payload["map_index"])))
+    if payload.get("try_number") is not None:
+        rows.append(("Try", str(payload["try_number"])))
+    if payload.get("event") != BREACH_EVENT:
+        rows.append(("Error", str(payload.get("exception_class") or "not available")))
+        return rows
+    rows.append(("Check", str(payload.get("check"))))
+    if payload.get("outcome"):
+        rows.append(("Outcome", str(payload["outcome"])))
+    if payload.get("records") is not None:
+        rows.append(("Records", f"{payload['records']:,}"))
+    if payload.get("quasi_identifiers"):
+        rows.append(("Quasi-identifiers", ", ".join(payload["quasi_identifiers"])))
+    if payload.get("k") is not None:
+        rows.append(("k (smallest class)", str(payload["k"])))
+    if payload.get("columns_below_target"):
+        rows.append(("Columns below target", ", ".join(payload["columns_below_target"])))
+    return rows

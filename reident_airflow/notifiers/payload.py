@@ -1,0 +1,226 @@
+"""The alert's content: a JSON-safe dict built field by field from a breach (or the report
+the operator pushed to XCom), never the report or the exception's message wholesale."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reident_airflow.outcomes import ReidentificationBreach
+
+__all__ = [
+    "ALERT_SCHEMA",
+    "BREACH_EVENT",
+    "FAILURE_EVENT",
+    "OUTCOMES",
+    "OUTCOME_TEXT",
+    "as_text",
+    "breach_payload",
+]
+
+#: ``schema`` of the webhook JSON (and of :func:`breach_payload`'s dict).
+ALERT_SCHEMA = "reident.alert/v1"
+#: ``event`` of an alert on a breached gate.
+BREACH_EVENT = "reidentification_breach"
+#: ``event`` of an alert on any other failure of the task.
+FAILURE_EVENT = "task_failed"
+
+#: The check named in an alert built from a report alone (no exception at hand).
+_CHECK_OF_SCHEMA = {
+    "reident.assessment/v1": "reidentification_risk",
+    "reident.direct_match/v1": "direct_match",
+}
+_MAX_NAME = 200
+_MAX_LOCATION = 2000
+#: The outcomes of a breach (the operators' ``on_breach``): each alerts unless opted out.
+OUTCOMES = ("fail", "skip", "warn")
+OUTCOME_TEXT = {
+    "fail": "the task failed: the data were not published",
+    "skip": "the task was skipped (on_breach='skip'): downstream tasks did not run",
+    "warn": "the task succeeded with a warning (on_breach='warn'): the release went ahead",
+}
+_MAX_ITEMS = 100
+
+
+def _number(value: Any) -> int | float | None:
+    """A finite number as a plain ``int``/``float``; anything else (text, bool, NaN) is None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if isinstance(number, int) else None
+
+
+def _name(value: Any) -> str | None:
+    """A column, metric or check name (a string, cut to a sane length); else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value[:_MAX_NAME]
+
+
+def _names(values: Any) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        return []
+    names = (_name(v) for v in list(values)[:_MAX_ITEMS])
+    return [n for n in names if n is not None]
+
+
+def _breaches(values: Any) -> list[dict[str, Any]]:
+    """``[{"metric", "observed", "limit"}]`` rebuilt field by field (nothing else is kept)."""
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        return []
+    out: list[dict[str, Any]] = []
+    for item in list(values)[:_MAX_ITEMS]:
+        if not isinstance(item, Mapping):
+            continue
+        out.append(
+            {
+                "metric": _name(item.get("metric")) or "unknown",
+                "observed": _number(item.get("observed")),
+                "limit": _number(item.get("limit")),
+            }
+        )
+    return out
+
+
+def as_text(value: int | float | None) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.6g}"
+
+
+def _attr(obj: Any, name: str) -> Any:
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # a property that needs a running Airflow (e.g. ti.log_url)
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[str, Any]:
+    """The alert for a failed task, as a JSON-safe dict (``"schema": "reident.alert/v1"``).
+
+    ``context`` is the Airflow context of a failure callback: ``context["exception"]`` (a
+    :class:`ReidentificationBreach` or any other error), ``context["ti"]`` (ids, try number,
+    ``log_url``), else ``context["dag"]`` / ``context["dag_run"]``. ``report`` is the report
+    the operator pushed to XCom, used when the context holds no exception object (a DAG-level
+    callback); it counts as a breach only if it says ``"passed": false`` and lists breaches.
+
+    Keys: ``schema``, ``event`` (:data:`BREACH_EVENT` or :data:`FAILURE_EVENT`), ``dag_id``,
+    ``task_id``, ``run_id``, ``try_number``, ``map_index`` (None unless mapped), ``log_url``,
+    ``exception_class``, ``check``, ``breaches`` (``[{"metric", "observed", "limit"}]``),
+    ``quasi_identifiers``, ``k`` (smallest equivalence class), ``records``, ``classes``,
+    ``columns_below_target`` (direct match), ``report_schema``, ``outcome`` (of a breach:
+    ``"fail"``, ``"skip"`` or ``"warn"``, the operator's ``on_breach``), ``report_location``
+    (where the operator wrote its HTML report, when it did) and ``text`` (a one-line summary,
+    the field Slack/Mattermost-style webhooks display). Values missing from the source are
+    None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
+    names stay strings, and nothing else of the report or the exception's message is included.
+    """
+    ti = context.get("ti") or context.get("task_instance")
+    exc = context.get("exception")
+    dag_run = context.get("dag_run")
+    map_index = _count(_attr(ti, "map_index"))
+    payload: dict[str, Any] = {
+        "schema": ALERT_SCHEMA,
+        "event": FAILURE_EVENT,
+        "dag_id": _text(_attr(ti, "dag_id") or _attr(context.get("dag"), "dag_id")),
+        "task_id": _text(_attr(ti, "task_id") or _attr(context.get("task"), "task_id")),
+        "run_id": _text(_attr(ti, "run_id") or context.get("run_id") or _attr(dag_run, "run_id")),
+        "try_number": _count(_attr(ti, "try_number")),
+        "map_index": map_index if map_index is not None and map_index >= 0 else None,
+        "log_url": _text(_attr(ti, "log_url")),
+        "exception_class": type(exc).__name__ if isinstance(exc, BaseException) else None,
+        "check": None,
+        "breaches": [],
+        "quasi_identifiers": [],
+        "k": None,
+        "records": None,
+        "classes": None,
+        "columns_below_target": [],
+        "report_schema": None,
+        "outcome": None,
+        "report_location": None,
+    }
+    source: Mapping[str, Any] | None = None
+    if isinstance(exc, ReidentificationBreach):
+        source = exc.report if isinstance(exc.report, Mapping) else {}
+        breaches = _breaches(exc.breaches) or _breaches(source.get("breaches"))
+        payload.update(
+            event=BREACH_EVENT,
+            check=_name(exc.check),
+            breaches=breaches,
+            quasi_identifiers=_names(exc.quasi_identifiers)
+            or _names(source.get("quasi_identifiers")),
+            k=_count(exc.k) if _count(exc.k) is not None else _count(source.get("k")),
+        )
+    elif (
+        not isinstance(exc, BaseException)
+        and isinstance(report, Mapping)
+        and report.get("passed") is False
+        and _breaches(report.get("breaches"))
+    ):
+        source = report
+        payload.update(
+            event=BREACH_EVENT,
+            check=_CHECK_OF_SCHEMA.get(str(report.get("schema"))),
+            breaches=_breaches(report.get("breaches")),
+            quasi_identifiers=_names(report.get("quasi_identifiers")),
+            k=_count(report.get("k")),
+        )
+    if source is not None:
+        outcome = source.get("outcome")
+        location = source.get("report_location")
+        payload.update(
+            outcome=outcome if outcome in OUTCOMES else "fail",
+            report_location=location[:_MAX_LOCATION] if isinstance(location, str) else None,
+            records=_count(source.get("records")),
+            classes=_count(source.get("classes")),
+            columns_below_target=_names(source.get("below_target")),
+            report_schema=_name(source.get("schema")),
+        )
+    payload["text"] = _summary(payload)
+    return payload
+
+
+def _where(payload: Mapping[str, Any]) -> str:
+    return f"{payload.get('dag_id')}.{payload.get('task_id')} (run {payload.get('run_id')})"
+
+
+def _failure_cause(payload: Mapping[str, Any]) -> str:
+    cls = payload.get("exception_class")
+    if cls:
+        return f"(not a re-identification breach): {cls}"
+    return "(cause not available to this callback; see the task log)"
+
+
+def _summary(payload: Mapping[str, Any]) -> str:
+    if payload.get("event") != BREACH_EVENT:
+        return f"Task {_where(payload)} failed {_failure_cause(payload)}"
+    breaches = payload.get("breaches") or []
+    parts = "; ".join(
+        f"{b['metric']} observed {as_text(b['observed'])} (limit {as_text(b['limit'])})"
+        for b in breaches
+    )
+    text = (
+        f"Re-identification breach in {_where(payload)}: {payload.get('check') or 'check'} "
+        f"breached {len(breaches)} threshold(s): {parts}"
+    )
+    if payload.get("outcome") in ("skip", "warn"):
+        text += f"; {OUTCOME_TEXT[payload['outcome']]}"
+    if payload.get("report_location"):
+        text += f"; report: {payload['report_location']}"
+    return text
