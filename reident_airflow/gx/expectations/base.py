@@ -348,6 +348,11 @@ class QuasiIdentifierExpectation(ReidentExpectation):
         description="Rank the QI subsets in the 'attributes' section (which columns re-identify).",
     )
 
+    success_keys: ClassVar[tuple[str, ...]] = (
+        "quasi_identifiers",
+        "max_subset_size",
+        "rank_attributes",
+    )
     field_checks: ClassVar[Mapping[str, FieldCheck]] = {
         "quasi_identifiers": check_quasi_identifiers,
         "max_subset_size": check_max_subset_size,

@@ -29,7 +29,7 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
         description="The smallest acceptable number of records sharing a QI combination."
     )
 
-    success_keys = ("quasi_identifiers", "k", "max_subset_size", "rank_attributes")
+    success_keys = (*ClassSizeExpectation.success_keys, "k")
     args_keys = ("quasi_identifiers", "k")
 
     field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {

@@ -63,13 +63,11 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
 
     metric_dependencies = (SENSITIVE_COUNTS_METRIC,)
     success_keys = (
-        "quasi_identifiers",
+        *QuasiIdentifierExpectation.success_keys,
         "sensitive_columns",
         "l",
         "measure",
         "c",
-        "max_subset_size",
-        "rank_attributes",
     )
     args_keys = ("quasi_identifiers", "sensitive_columns", "l")
 

@@ -86,15 +86,11 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
     )
 
     success_keys = (
-        "quasi_identifiers",
+        *ClassSizeExpectation.success_keys,
         "measure",
         "max_value",
         "record_threshold",
-        "population_size",
-        "sampling_fraction",
-        "region",
-        "max_subset_size",
-        "rank_attributes",
+        *p.POPULATION_KEYS,
     )
     args_keys = ("quasi_identifiers", "measure", "max_value")
 
