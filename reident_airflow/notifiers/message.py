@@ -15,6 +15,8 @@ __all__ = ["SUBJECT_TEMPLATES", "breach_email"]
 #: Subjects are rendered sandboxed, over the alert's own fields only.
 SUBJECT_TEMPLATES = SandboxedEnvironment(autoescape=False)
 
+_AGGREGATES_ONLY = "This alert carries aggregates only (no record values)."
+
 
 def _default_subject(payload: Mapping[str, Any]) -> str:
     where = f"{payload.get('dag_id')}.{payload.get('task_id')}"
@@ -47,51 +49,63 @@ def breach_email(
         variables = dict(payload, breach_count=len(payload.get("breaches") or []))
         subject = SUBJECT_TEMPLATES.from_string(subject_template).render(**variables)
     subject = " ".join(subject.split())  # one header line, whatever the template did
-    rows = _rows(payload)
-    breaches = payload.get("breaches") or []
-    log_url = payload.get("log_url")
-    location = payload.get("report_location")
+    title, intro = _headline(payload)
+    return subject, _text_body(payload, title, intro), _html_body(payload, title, intro)
 
+
+def _headline(payload: Mapping[str, Any]) -> tuple[str, str]:
+    """The e-mail's title and first sentence."""
     if payload.get("event") == BREACH_EVENT:
-        title = "Re-identification risk gate breached"
-        intro = "The release gate failed: the data were not published."
         if payload.get("outcome") in ("skip", "warn"):
             intro = f"The release gate was breached: {OUTCOME_TEXT[payload['outcome']]}."
-    elif payload.get("exception_class"):
-        title = "Task failed (not a re-identification breach)"
-        intro = (
-            "The release-gate task failed for a reason other than a breached threshold; "
-            "see the task log."
+            return "Re-identification risk gate breached", intro
+        return (
+            "Re-identification risk gate breached",
+            "The release gate failed: the data were not published.",
         )
-    else:
-        title = "Task failed"
-        intro = "The cause of the failure is not available to this callback; see the task log."
+    if payload.get("exception_class"):
+        return (
+            "Task failed (not a re-identification breach)",
+            "The release-gate task failed for a reason other than a breached threshold; "
+            "see the task log.",
+        )
+    return (
+        "Task failed",
+        "The cause of the failure is not available to this callback; see the task log.",
+    )
 
+
+def _text_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
+    rows = _rows(payload)
     text = [title, "", intro, ""]
     width = max(len(label) for label, _ in rows)
     text += [f"{label.ljust(width)} : {value}" for label, value in rows]
+    breaches = payload.get("breaches") or []
     if breaches:
         text += ["", "Breached thresholds:"]
         text += [
             f"  - {b['metric']}: observed {as_text(b['observed'])}, limit {as_text(b['limit'])}"
             for b in breaches
         ]
-    if location:
-        text += ["", f"Report: {location}"]
-    if log_url:
-        text += ["", f"Task log: {log_url}"]
-    text += ["", "This alert carries aggregates only (no record values)."]
-    text_body = "\n".join(text) + "\n"
+    if payload.get("report_location"):
+        text += ["", f"Report: {payload['report_location']}"]
+    if payload.get("log_url"):
+        text += ["", f"Task log: {payload['log_url']}"]
+    text += ["", _AGGREGATES_ONLY]
+    return "\n".join(text) + "\n"
 
+
+def _html_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
     esc = html.escape
     parts = [
         "<html><body>",
         f"<h2>{esc(title)}</h2>",
         f"<p>{esc(intro)}</p>",
         "<table>",
-        *(f"<tr><th align='left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows),
+        *(f"<tr><th align='left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _rows(payload)),
         "</table>",
     ]
+    breaches = payload.get("breaches") or []
     if breaches:
         parts += [
             "<h3>Breached thresholds</h3>",
@@ -104,13 +118,12 @@ def breach_email(
             ),
             "</table>",
         ]
-    if location:
-        parts.append(f"<p>Report: {esc(location)}</p>")
-    if log_url:
-        parts.append(f'<p><a href="{esc(log_url)}">Task log</a></p>')
-    parts += ["<p><small>This alert carries aggregates only (no record values).</small></p>"]
-    parts.append("</body></html>")
-    return subject, text_body, "\n".join(parts) + "\n"
+    if payload.get("report_location"):
+        parts.append(f"<p>Report: {esc(payload['report_location'])}</p>")
+    if payload.get("log_url"):
+        parts.append(f'<p><a href="{esc(payload["log_url"])}">Task log</a></p>')
+    parts += [f"<p><small>{_AGGREGATES_ONLY}</small></p>", "</body></html>"]
+    return "\n".join(parts) + "\n"
 
 
 def _rows(payload: Mapping[str, Any]) -> list[tuple[str, str]]:

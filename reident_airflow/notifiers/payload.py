@@ -130,19 +130,11 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
     None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
     names stay strings, and nothing else of the report or the exception's message is included.
     """
-    ti = context.get("ti") or context.get("task_instance")
     exc = context.get("exception")
-    dag_run = context.get("dag_run")
-    map_index = _count(_attr(ti, "map_index"))
     payload: dict[str, Any] = {
         "schema": ALERT_SCHEMA,
         "event": FAILURE_EVENT,
-        "dag_id": _text(_attr(ti, "dag_id") or _attr(context.get("dag"), "dag_id")),
-        "task_id": _text(_attr(ti, "task_id") or _attr(context.get("task"), "task_id")),
-        "run_id": _text(_attr(ti, "run_id") or context.get("run_id") or _attr(dag_run, "run_id")),
-        "try_number": _count(_attr(ti, "try_number")),
-        "map_index": map_index if map_index is not None and map_index >= 0 else None,
-        "log_url": _text(_attr(ti, "log_url")),
+        **_task_ids(context),
         "exception_class": type(exc).__name__ if isinstance(exc, BaseException) else None,
         "check": None,
         "breaches": [],
@@ -155,32 +147,7 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
         "outcome": None,
         "report_location": None,
     }
-    source: Mapping[str, Any] | None = None
-    if isinstance(exc, ReidentificationBreach):
-        source = exc.report if isinstance(exc.report, Mapping) else {}
-        breaches = _breaches(exc.breaches) or _breaches(source.get("breaches"))
-        payload.update(
-            event=BREACH_EVENT,
-            check=_name(exc.check),
-            breaches=breaches,
-            quasi_identifiers=_names(exc.quasi_identifiers)
-            or _names(source.get("quasi_identifiers")),
-            k=_count(exc.k) if _count(exc.k) is not None else _count(source.get("k")),
-        )
-    elif (
-        not isinstance(exc, BaseException)
-        and isinstance(report, Mapping)
-        and report.get("passed") is False
-        and _breaches(report.get("breaches"))
-    ):
-        source = report
-        payload.update(
-            event=BREACH_EVENT,
-            check=_CHECK_OF_SCHEMA.get(str(report.get("schema"))),
-            breaches=_breaches(report.get("breaches")),
-            quasi_identifiers=_names(report.get("quasi_identifiers")),
-            k=_count(report.get("k")),
-        )
+    source = _breach_fields(payload, exc, report)
     if source is not None:
         outcome = source.get("outcome")
         location = source.get("report_location")
@@ -194,6 +161,52 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
         )
     payload["text"] = _summary(payload)
     return payload
+
+
+def _task_ids(context: Mapping[str, Any]) -> dict[str, Any]:
+    """Which task try failed: from the task instance, else the DAG, task and run."""
+    ti = context.get("ti") or context.get("task_instance")
+    dag_run = context.get("dag_run")
+    map_index = _count(_attr(ti, "map_index"))
+    return {
+        "dag_id": _text(_attr(ti, "dag_id") or _attr(context.get("dag"), "dag_id")),
+        "task_id": _text(_attr(ti, "task_id") or _attr(context.get("task"), "task_id")),
+        "run_id": _text(_attr(ti, "run_id") or context.get("run_id") or _attr(dag_run, "run_id")),
+        "try_number": _count(_attr(ti, "try_number")),
+        "map_index": map_index if map_index is not None and map_index >= 0 else None,
+        "log_url": _text(_attr(ti, "log_url")),
+    }
+
+
+def _breach_fields(payload: dict[str, Any], exc: Any, report: Any) -> Mapping[str, Any] | None:
+    """Fill the breach's fields of ``payload`` from the exception (or, without one, from the
+    XCom report); returns the report they came from, or None when it was no breach."""
+    if isinstance(exc, ReidentificationBreach):
+        source: Mapping[str, Any] = exc.report if isinstance(exc.report, Mapping) else {}
+        payload.update(
+            event=BREACH_EVENT,
+            check=_name(exc.check),
+            breaches=_breaches(exc.breaches) or _breaches(source.get("breaches")),
+            quasi_identifiers=_names(exc.quasi_identifiers)
+            or _names(source.get("quasi_identifiers")),
+            k=_count(exc.k) if _count(exc.k) is not None else _count(source.get("k")),
+        )
+        return source
+    if (
+        isinstance(exc, BaseException)
+        or not isinstance(report, Mapping)
+        or report.get("passed") is not False
+        or not _breaches(report.get("breaches"))
+    ):
+        return None
+    payload.update(
+        event=BREACH_EVENT,
+        check=_CHECK_OF_SCHEMA.get(str(report.get("schema"))),
+        breaches=_breaches(report.get("breaches")),
+        quasi_identifiers=_names(report.get("quasi_identifiers")),
+        k=_count(report.get("k")),
+    )
+    return report
 
 
 def _where(payload: Mapping[str, Any]) -> str:

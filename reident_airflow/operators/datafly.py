@@ -138,33 +138,50 @@ class DataflyOperator(ReidentOperator):
         k = parse_number(self.k, "k", integer=True)
         if k is None:
             raise ReidentConfigurationError("k is required")
-        limit: int | float | None
-        if isinstance(self.suppression_limit, str):
-            text = self.suppression_limit.strip()
-            if text.lower() in {"", "none"}:
-                limit = None
-            else:
-                import argparse
-
-                from reident_airflow.commands.datafly import parse_suppression_limit
-
-                try:
-                    limit = parse_suppression_limit(text)
-                except argparse.ArgumentTypeError as exc:
-                    raise ReidentConfigurationError(f"suppression_limit {exc}") from None
-        elif self.suppression_limit is None or isinstance(self.suppression_limit, int | float):
-            limit = self.suppression_limit
-        else:
-            raise ReidentConfigurationError("suppression_limit must be a number or None")
         hierarchies = parse_mapping(self.hierarchies, "hierarchies")
-        for name, value in (("sep", self.sep), ("hierarchy_sep", self.hierarchy_sep)):
+        target_sep = self.target_sep or self.sep
+        for name, value in (
+            ("sep", self.sep),
+            ("hierarchy_sep", self.hierarchy_sep),
+            ("target_sep", target_sep),
+        ):
             if not isinstance(value, str) or len(value) != 1:
                 raise ReidentConfigurationError(f"{name} must be a single character")
-        target_sep = self.target_sep or self.sep
-        if not isinstance(target_sep, str) or len(target_sep) != 1:
-            raise ReidentConfigurationError("target_sep must be a single character")
-
         self.check_one_source(self.path, self.conn_id, self.table, self.sql)
+        target_conn = self._checked_target()
+        check_paths(
+            [("target_path", self.target_path), ("report_path", self.report_path)],
+            [("the source file", self.path), *hierarchy_files(hierarchies)],
+        )
+        return {
+            "qis": qis,
+            "k": int(k),
+            "limit": self._suppression_limit(),
+            "hierarchies": hierarchies,
+            "target_conn": target_conn,
+            "target_sep": target_sep,
+        }
+
+    def _suppression_limit(self) -> int | float | None:
+        """``suppression_limit`` as a count or a fraction (``None``: k records)."""
+        value = self.suppression_limit
+        if isinstance(value, str):
+            if value.strip().lower() in {"", "none"}:
+                return None
+            import argparse
+
+            from reident_airflow.commands.datafly import parse_suppression_limit
+
+            try:
+                return parse_suppression_limit(value)
+            except argparse.ArgumentTypeError as exc:
+                raise ReidentConfigurationError(f"suppression_limit {exc}") from None
+        if value is None or isinstance(value, int | float):
+            return value
+        raise ReidentConfigurationError("suppression_limit must be a number or None")
+
+    def _checked_target(self) -> str | None:
+        """Where the release goes: one target, never the source; its connection, if any."""
         if bool(self.target_table) == bool(self.target_path):
             raise ReidentConfigurationError("give either target_table or target_path")
         target_conn = self.target_conn_id or self.conn_id or None
@@ -181,28 +198,17 @@ class DataflyOperator(ReidentOperator):
                     f"target_table {self.target_table!r} is the source table: Datafly never "
                     "overwrites its input"
                 )
-        if self.target_path:
+        elif "://" in str(self.target_path):
+            raise ReidentConfigurationError(
+                "target_path must be a local file: an object-storage upload cannot be "
+                "made atomic here; write to a table or a local path"
+            )
+        else:
             from reident_airflow.sources.writers import file_format
 
-            if "://" in self.target_path:
-                raise ReidentConfigurationError(
-                    "target_path must be a local file: an object-storage upload cannot be "
-                    "made atomic here; write to a table or a local path"
-                )
             with self.input_errors():
-                file_format(self.target_path)
-        check_paths(
-            [("target_path", self.target_path), ("report_path", self.report_path)],
-            [("the source file", self.path), *hierarchy_files(hierarchies)],
-        )
-        return {
-            "qis": qis,
-            "k": int(k),
-            "limit": limit,
-            "hierarchies": hierarchies,
-            "target_conn": target_conn,
-            "target_sep": target_sep,
-        }
+                file_format(str(self.target_path))
+        return target_conn
 
     # -- work ------------------------------------------------------------------------------
     def _read(self, qis: Sequence[str]) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -73,13 +73,6 @@ def resolve_hierarchies(
     QIs are ignored (one mapping can serve runs on different QIs); a QI without a spec is an
     error of :func:`~reident_airflow.engine.datafly.datafly`, which also catches a typo.
     """
-    from reident_airflow.engine.hierarchies import (
-        date_hierarchy,
-        interval_hierarchy,
-        load_hierarchy,
-        masking_hierarchy,
-    )
-
     out: dict[str, Hierarchy] = {}
     for column, spec in specs.items():
         if column not in qis:
@@ -87,47 +80,61 @@ def resolve_hierarchies(
         if isinstance(spec, Hierarchy):
             out[column] = spec
             continue
-        if isinstance(spec, str):
-            spec = {"type": "arx", "path": spec}
-        if not isinstance(spec, Mapping):
-            raise InvalidInputError(
-                f"the hierarchy of {column!r} must be a path or a builder spec (a dict)"
-            )
-        kind = spec.get("type")
-        if kind not in HIERARCHY_BUILDERS:
-            raise InvalidInputError(
-                f"the hierarchy of {column!r} has type {kind!r}; use one of "
-                f"{', '.join(map(repr, HIERARCHY_BUILDERS))}"
-            )
-        extra = sorted(set(spec) - {"type", *HIERARCHY_BUILDERS[kind]})
-        if extra:
-            raise InvalidInputError(
-                f"the {kind} hierarchy of {column!r} does not take {', '.join(extra)}"
-            )
-        if kind == "arx":
-            path = spec.get("path")
-            if not isinstance(path, str) or not path:
-                raise InvalidInputError(f"the arx hierarchy of {column!r} needs a path")
-            with local_file(path) as local:
-                out[column] = load_hierarchy(local, sep=spec.get("sep", sep), column=column)
-            continue
-        if column not in frame.columns:
-            continue  # reported by Datafly as an unknown quasi-identifier
-        values = frame[column].unique()
-        if kind == "interval":
-            out[column] = interval_hierarchy(
-                values,
-                widths=spec.get("widths", (5, 10, 20)),
-                top=spec.get("top", "*"),
-                column=column,
-            )
-        elif kind == "masking":
-            out[column] = masking_hierarchy(
-                values,
-                mask_char=spec.get("mask_char", "*"),
-                steps=spec.get("steps"),
-                column=column,
-            )
-        else:
-            out[column] = date_hierarchy(values, top=spec.get("top", "*"), column=column)
+        checked = _checked_spec(column, spec)
+        if checked["type"] == "arx":
+            out[column] = _arx_hierarchy(column, checked, sep)
+        elif column in frame.columns:  # an unknown QI is reported by Datafly
+            out[column] = _built_hierarchy(column, checked, frame[column].unique())
     return out
+
+
+def _checked_spec(column: str, spec: Any) -> Mapping[str, Any]:
+    """``spec`` as a builder spec whose type and keys are known (a path is an ARX file)."""
+    if isinstance(spec, str):
+        spec = {"type": "arx", "path": spec}
+    if not isinstance(spec, Mapping):
+        raise InvalidInputError(
+            f"the hierarchy of {column!r} must be a path or a builder spec (a dict)"
+        )
+    kind = spec.get("type")
+    if kind not in HIERARCHY_BUILDERS:
+        raise InvalidInputError(
+            f"the hierarchy of {column!r} has type {kind!r}; use one of "
+            f"{', '.join(map(repr, HIERARCHY_BUILDERS))}"
+        )
+    extra = sorted(set(spec) - {"type", *HIERARCHY_BUILDERS[kind]})
+    if extra:
+        raise InvalidInputError(
+            f"the {kind} hierarchy of {column!r} does not take {', '.join(extra)}"
+        )
+    return spec
+
+
+def _arx_hierarchy(column: str, spec: Mapping[str, Any], sep: str) -> Hierarchy:
+    from reident_airflow.engine.hierarchies import load_hierarchy
+
+    path = spec.get("path")
+    if not isinstance(path, str) or not path:
+        raise InvalidInputError(f"the arx hierarchy of {column!r} needs a path")
+    with local_file(path) as local:
+        return load_hierarchy(local, sep=spec.get("sep", sep), column=column)
+
+
+def _built_hierarchy(column: str, spec: Mapping[str, Any], values: Any) -> Hierarchy:
+    """A hierarchy built from the column's own values."""
+    from reident_airflow.engine.hierarchies import (
+        date_hierarchy,
+        interval_hierarchy,
+        masking_hierarchy,
+    )
+
+    kind = spec["type"]
+    if kind == "interval":
+        return interval_hierarchy(
+            values, widths=spec.get("widths", (5, 10, 20)), top=spec.get("top", "*"), column=column
+        )
+    if kind == "masking":
+        return masking_hierarchy(
+            values, mask_char=spec.get("mask_char", "*"), steps=spec.get("steps"), column=column
+        )
+    return date_hierarchy(values, top=spec.get("top", "*"), column=column)
