@@ -192,10 +192,17 @@ def check_whole(value: Any, name: str, minimum: int) -> int:
     return int(value)
 
 
-def check_columns(value: Any, what: str = "quasi_identifiers") -> list[str]:
-    """A list of column names: not empty, none blank, none twice."""
+def check_columns(
+    value: Any, what: str = "quasi_identifiers", *, error: type[ValueError] = InvalidInputError
+) -> list[str]:
+    """A list of column names: not empty, none blank, none twice.
+
+    ``error`` is raised for a value that is not a list: an :class:`InvalidInputError` where a
+    metric reports it, a plain ``ValueError`` where pydantic does (its error type stays
+    ``value_error``).
+    """
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise InvalidInputError(f"{what} must be a list of column names")
+        raise error(f"{what} must be a list of column names")
     names = [str(v) for v in value]
     validate_quasi_identifiers(names, names)  # non-empty, no blanks, no duplicates
     return names
@@ -203,12 +210,12 @@ def check_columns(value: Any, what: str = "quasi_identifiers") -> list[str]:
 
 def check_quasi_identifiers(value: Any, values: Mapping[str, Any]) -> list[str]:
     """``quasi_identifiers``: the columns an attacker may know."""
-    return check_columns(value)
+    return check_columns(value, error=ValueError)
 
 
 def check_direct_match_columns(value: Any, values: Mapping[str, Any]) -> list[str] | None:
     """``columns`` of direct match protection: ``None`` scores every shared column."""
-    return None if value is None else check_columns(value)
+    return None if value is None else check_columns(value, error=ValueError)
 
 
 def check_max_subset_size(value: Any, values: Mapping[str, Any]) -> int | None:
