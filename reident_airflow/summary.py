@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reident_airflow.report.view import AssessmentView, Number
+from reident_airflow.report.view import AssessmentView, DirectMatchView, Number
 
-__all__ = ["assessment_summary"]
+__all__ = ["assessment_summary", "direct_match_summary"]
 
 
 def _pct(x: Number | None) -> str:
@@ -145,3 +145,33 @@ def _gate(view: AssessmentView) -> list[str]:
         limits = ", ".join(f"{k}={_num(view.limit(k))}" for k, _ in view.thresholds)
         lines.append(f"  all thresholds met ({limits})")
     return lines
+
+
+def direct_match_summary(result: Mapping[str, Any] | DirectMatchView, *, top: int = 10) -> str:
+    """A readable report of a ``reident.direct_match/v1`` dict (or of its view)."""
+    view = result if isinstance(result, DirectMatchView) else DirectMatchView.from_dict(result)
+    aligned = f"aligned by key {view.key!r}" if view.key else "aligned by position"
+    columns = view.columns or ()
+    target = "n/a" if view.target is None else f"{view.target:g}"
+    lines = [
+        f"Column direct match protection: {'PASSED' if view.passed else 'BELOW TARGET'}",
+        f"  records    : {_count(view.records)} ({aligned})",
+        f"  protection : {_p(view.protection)} (target {target})",
+        f"Columns, least protected first ({min(top, len(columns))} of {len(columns)}):",
+        f"  {'protection':>10}  {'matches':>12}  {'distinct':>12}  column",
+    ]
+    for c in columns[:top]:
+        lines.append(
+            f"  {_p(c.protection):>10}  {_count(c.matches):>12}  "
+            f"{_count(c.distinct_avatar_values):>12}  {c.column}"
+        )
+    below = view.below_target
+    lines.append(f"Below target ({len(below)}): {', '.join(below) if below else 'none'}")
+    for side, only in (("original", view.only_in_original), ("avatar", view.only_in_avatar)):
+        if only:
+            lines.append(f"Only in the {side} table, not compared: {', '.join(only)}")
+    return "\n".join(lines) + "\n"
+
+
+def _p(value: Number | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"

@@ -62,6 +62,8 @@ __all__ = [
     "DataflyStep",
     "InformationLoss",
     "datafly",
+    "infeasible_report",
+    "parse_suppression_limit",
     "resolve_suppression_limit",
 ]
 
@@ -193,6 +195,47 @@ def resolve_suppression_limit(limit: int | float | None, k: int, records: int) -
         # round() first so that 0.29 * 100 = 28.999999999999996 counts as 29 records
         return math.floor(round(f * records, 9))
     raise InvalidInputError("suppression_limit must be a number of records or a fraction")
+
+
+def parse_suppression_limit(text: str) -> int | float:
+    """A suppression limit as a person writes it: ``N`` (a count of records), ``F`` with a
+    decimal point (a fraction of the records) or ``P%`` (a percentage)."""
+    raw = text.strip().replace("_", "")
+    try:
+        if raw.endswith("%"):
+            return float(raw[:-1]) / 100.0
+        if raw.lstrip("+-").isdigit():
+            return int(raw)
+        return float(raw)
+    except ValueError:
+        raise InvalidInputError(
+            f"must be a number of records (5) or a fraction of them (0.01, 1%), got {text!r}"
+        ) from None
+
+
+def infeasible_report(error: AnonymizationInfeasibleError, records: int, k: int) -> dict[str, Any]:
+    """The ``reident.datafly/v1`` JSON of a run that could not reach k (aggregates only).
+
+    The contract's keys that only a finished run has are ``null``; ``levels`` and ``steps`` are
+    those of the best attempt (fewest records below k), also given whole in ``best_attempt``.
+    """
+    best = error.best_attempt if isinstance(error.best_attempt, DataflyAttempt) else None
+    attempt = best.to_dict() if best is not None else None
+    return {
+        "schema": SCHEMA,
+        "records": records,
+        "k": k,
+        "achieved_k": None,
+        "suppression_limit": best.suppression_limit if best is not None else None,
+        "suppressed_records": None,
+        "levels": dict(best.levels) if best is not None else None,
+        "steps": attempt["steps"] if attempt is not None else None,
+        "information_loss": None,
+        "passed": False,
+        "below_k": best.below_k if best is not None else None,
+        "best_attempt": attempt,
+        "message": str(error),
+    }
 
 
 def _validate_k(k: Any, records: int) -> int:

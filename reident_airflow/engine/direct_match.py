@@ -47,6 +47,7 @@ from reident_airflow.engine.defaults import DEFAULT_TARGET
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
+    "BREACH_METRIC",
     "DEFAULT_TARGET",
     "SCHEMA",
     "ColumnProtection",
@@ -54,10 +55,14 @@ __all__ = [
     "column_protection",
     "direct_match_from_counts",
     "direct_match_protection",
+    "direct_match_report",
     "validate_target",
 ]
 
 SCHEMA: Final = "reident.direct_match/v1"
+
+#: The metric a breach names when the protection is below the target.
+BREACH_METRIC: Final = "direct_match.protection"
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class DirectMatchResult:
         """The ``reident.direct_match/v1`` document (docs/contract.md), JSON-serialisable.
 
         Extends the contract with ``key``, ``only_in_original`` and ``only_in_avatar``.
+        :func:`direct_match_report` adds the breaches.
         """
         return {
             "schema": SCHEMA,
@@ -302,3 +308,14 @@ def direct_match_protection(
         only_in_original=only_in_original,
         only_in_avatar=only_in_avatar,
     )
+
+
+def direct_match_report(result: DirectMatchResult) -> dict[str, Any]:
+    """The ``reident.direct_match/v1`` JSON the command line writes and the operator pushes:
+    :meth:`DirectMatchResult.to_dict` with ``breaches``
+    (``[{"metric": BREACH_METRIC, "observed": P, "limit": target}]`` below the target, else
+    ``[]``), the shape every reident gate reports and breach alerts read."""
+    report = result.to_dict()
+    below = {"metric": BREACH_METRIC, "observed": report["protection"], "limit": report["target"]}
+    report["breaches"] = [] if result.passed else [below]
+    return report

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 import pandas as pd
 
 from reident_airflow._compat import Context
-from reident_airflow.engine.errors import AnonymizationInfeasibleError
+from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
 from reident_airflow.operators.base import ReidentOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
@@ -168,13 +168,11 @@ class DataflyOperator(ReidentOperator):
         if isinstance(value, str):
             if value.strip().lower() in {"", "none"}:
                 return None
-            import argparse
-
-            from reident_airflow.commands.datafly import parse_suppression_limit
+            from reident_airflow.engine.datafly import parse_suppression_limit
 
             try:
                 return parse_suppression_limit(value)
-            except argparse.ArgumentTypeError as exc:
+            except InvalidInputError as exc:
                 raise ReidentConfigurationError(f"suppression_limit {exc}") from None
         if value is None or isinstance(value, int | float):
             return value
@@ -249,8 +247,7 @@ class DataflyOperator(ReidentOperator):
         }
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from reident_airflow.commands.datafly import infeasible_report
-        from reident_airflow.engine.datafly import datafly
+        from reident_airflow.engine.datafly import datafly, infeasible_report
 
         params = self._validated()
         qis, k = params["qis"], params["k"]

@@ -205,7 +205,8 @@ class DirectMatchProtectionOperator(ReidentOperator):
         params = self._validated()
         with self.input_errors():
             result = self._compute(params)
-        from reident_airflow.commands.direct_match import direct_match_report, direct_match_summary
+        from reident_airflow.engine.direct_match import direct_match_report
+        from reident_airflow.summary import direct_match_summary
 
         report = direct_match_report(result)
         # the HTML report is written before acting on a breach: the evidence of the run
