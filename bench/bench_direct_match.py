@@ -37,8 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import sqlalchemy as sa
 
-from reident_airflow.commands.direct_match import direct_match_report
-from reident_airflow.engine.direct_match import direct_match_protection
+from reident_airflow.engine.direct_match import direct_match_protection, direct_match_report
 from reident_airflow.sources.direct_match_sql import direct_match_in_database, read_table_frame
 
 URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"

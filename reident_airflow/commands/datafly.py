@@ -44,7 +44,7 @@ from reident_airflow.commands.common import (
 )
 from reident_airflow.engine.errors import InvalidInputError
 
-__all__ = ["parse_suppression_limit", "register"]
+__all__ = ["register"]
 
 
 def _whole_number(text: str) -> int:
@@ -54,20 +54,15 @@ def _whole_number(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
 
 
-def parse_suppression_limit(text: str) -> int | float:
-    """``N`` (a count of records), ``F`` with a decimal point (a fraction of the records, in
-    ``[0, 1)``) or ``P%`` (a percentage)."""
-    raw = text.strip().replace("_", "")
+def _suppression_limit(text: str) -> int | float:
+    """The argument type of ``--suppression-limit``
+    (:func:`~reident_airflow.engine.datafly.parse_suppression_limit`)."""
+    from reident_airflow.engine.datafly import parse_suppression_limit
+
     try:
-        if raw.endswith("%"):
-            return float(raw[:-1]) / 100.0
-        if raw.lstrip("+-").isdigit():
-            return int(raw)
-        return float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a number of records (5) or a fraction of them (0.01, 1%), got {text!r}"
-        ) from None
+        return parse_suppression_limit(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _hierarchy_arg(text: str) -> tuple[str, str]:
@@ -100,7 +95,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     p.add_argument("--k", required=True, type=_whole_number, metavar="K", help="the k to reach")
     p.add_argument(
         "--suppression-limit",
-        type=parse_suppression_limit,
+        type=_suppression_limit,
         metavar="N|FRACTION",
         help="most records that may be removed: a count (5), a fraction (0.01) or a "
         "percentage (1%%); default k records (Sweeney)",
@@ -209,33 +204,6 @@ def _check_output(args: argparse.Namespace) -> Path:
     return output
 
 
-def infeasible_report(exc: Any, records: int, k: int) -> dict[str, Any]:
-    """The ``reident.datafly/v1`` JSON of a run that could not reach k (aggregates only).
-
-    The contract's keys that only a finished run has are ``null``; ``levels`` and ``steps`` are
-    those of the best attempt (fewest records below k), also given whole in ``best_attempt``.
-    """
-    from reident_airflow.engine.datafly import SCHEMA
-
-    best = exc.best_attempt
-    attempt = best.to_dict() if best is not None else None
-    return {
-        "schema": SCHEMA,
-        "records": records,
-        "k": k,
-        "achieved_k": None,
-        "suppression_limit": best.suppression_limit if best is not None else None,
-        "suppressed_records": None,
-        "levels": dict(best.levels) if best is not None else None,
-        "steps": attempt["steps"] if attempt is not None else None,
-        "information_loss": None,
-        "passed": False,
-        "below_k": best.below_k if best is not None else None,
-        "best_attempt": attempt,
-        "message": str(exc),
-    }
-
-
 def _summary(report: dict[str, Any], output: Path) -> str:
     levels = ", ".join(f"{q}={lv}" for q, lv in report["levels"].items())
     loss = report["information_loss"]
@@ -252,7 +220,7 @@ def _summary(report: dict[str, Any], output: Path) -> str:
 
 
 def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
-    from reident_airflow.engine.datafly import datafly
+    from reident_airflow.engine.datafly import datafly, infeasible_report
     from reident_airflow.engine.errors import AnonymizationInfeasibleError
     from reident_airflow.sources.writers import file_format, write_file_atomic
 

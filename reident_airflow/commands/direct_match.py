@@ -47,66 +47,7 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.direct_match import DirectMatchResult
 
-__all__ = [
-    "BREACH_METRIC",
-    "direct_match_report",
-    "direct_match_summary",
-    "read_file_frame",
-    "register",
-]
-
-#: The metric named in ``breaches`` (and in alerts) when the protection is below the target.
-BREACH_METRIC = "direct_match.protection"
-
-
-# ---------------------------------------------------------------------------------- results
-def direct_match_report(result: DirectMatchResult) -> dict[str, Any]:
-    """The ``reident.direct_match/v1`` JSON of the CLI and the operator.
-
-    The engine's :meth:`~DirectMatchResult.to_dict` extended with ``breaches``
-    (``[{"metric": "direct_match.protection", "observed": P, "limit": target}]`` when below the
-    target, else ``[]``), the shape every reident gate reports and breach alerts read.
-    """
-    report = result.to_dict()
-    report["breaches"] = (
-        []
-        if result.passed
-        else [
-            {"metric": BREACH_METRIC, "observed": report["protection"], "limit": report["target"]}
-        ]
-    )
-    return report
-
-
-def _p(value: float) -> str:
-    return f"{value:.4f}"
-
-
-def direct_match_summary(report: dict[str, Any], *, top: int = 10) -> str:
-    """A readable summary of a ``reident.direct_match/v1`` dict (aggregates only)."""
-    verdict = "PASSED" if report["passed"] else "BELOW TARGET"
-    key = report.get("key")
-    aligned = f"aligned by key {key!r}" if key else "aligned by position"
-    columns = report["columns"]
-    lines = [
-        f"Column direct match protection: {verdict}",
-        f"  records    : {report['records']:,} ({aligned})",
-        f"  protection : {_p(report['protection'])} (target {report['target']:g})",
-        f"Columns, least protected first ({min(top, len(columns))} of {len(columns)}):",
-        f"  {'protection':>10}  {'matches':>12}  {'distinct':>12}  column",
-    ]
-    for c in columns[:top]:
-        lines.append(
-            f"  {_p(c['protection']):>10}  {c['matches']:>12,}  "
-            f"{c['distinct_avatar_values']:>12,}  {c['column']}"
-        )
-    below = report["below_target"]
-    lines.append(f"Below target ({len(below)}): {', '.join(below) if below else 'none'}")
-    for side in ("original", "avatar"):
-        only = report.get(f"only_in_{side}") or []
-        if only:
-            lines.append(f"Only in the {side} table, not compared: {', '.join(only)}")
-    return "\n".join(lines) + "\n"
+__all__ = ["read_file_frame", "register"]
 
 
 # ----------------------------------------------------------------------------------- inputs
@@ -197,6 +138,9 @@ def compute(args: argparse.Namespace) -> DirectMatchResult:
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
+    from reident_airflow.engine.direct_match import direct_match_report
+    from reident_airflow.summary import direct_match_summary
+
     result = compute(args)
     report = direct_match_report(result)
     emit_outputs(

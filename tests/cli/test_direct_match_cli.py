@@ -21,8 +21,8 @@ import pytest
 import sqlalchemy as sa
 
 from reident_airflow.cli import main
-from reident_airflow.commands.direct_match import direct_match_report, direct_match_summary
-from reident_airflow.engine.direct_match import direct_match_protection
+from reident_airflow.engine.direct_match import direct_match_protection, direct_match_report
+from reident_airflow.summary import direct_match_summary
 from tests.cli._cli import one_line_error
 from tests.conftest import oracle_data, require_server
 
