@@ -31,6 +31,7 @@ from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = [
     "TEMP_MARK",
+    "InterruptGuard",
     "atomic_file",
     "check_outputs",
     "interrupt_guard",
@@ -57,47 +58,76 @@ class _Interrupted(BaseException):
         self.signum = signum
 
 
+class InterruptGuard:
+    """The state of one :func:`interrupt_guard`: the signals received, and the critical
+    sections (:meth:`critical`) during which the first one waits."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._depth = 0
+        self._deferred: int | None = None
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        """A section that a signal does not cut in two: a database driver's or SQLAlchemy's
+        own bookkeeping (a transaction's commit, a connection's return to its pool) interrupted
+        halfway can leave a connection holding a lock that the cleanup then waits for. A signal
+        that arrives here is raised when the outermost section ends."""
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+        if self._depth == 0 and self._deferred is not None:
+            signum, self._deferred = self._deferred, None
+            raise _Interrupted(signum)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)
+        if len(self.received) == 1:
+            if self._depth:
+                self._deferred = signum
+            else:
+                raise _Interrupted(signum)
+
+
 @contextlib.contextmanager
-def interrupt_guard() -> Iterator[None]:
+def interrupt_guard() -> Iterator[InterruptGuard]:
     """Turn SIGTERM and SIGINT into an exception for the duration of the block.
 
     The block's own cleanup (``except``/``finally``) then runs; a second signal during that
-    cleanup is held back. On leaving, the previous handlers are restored and a signal that
-    arrived is delivered to them (the default SIGTERM action still ends the process; Python's
-    SIGINT handler still raises ``KeyboardInterrupt``). Outside the main thread, where handlers
-    cannot be installed, the block runs unguarded.
+    cleanup is held back, and a signal during a :meth:`InterruptGuard.critical` section is
+    raised when the section ends. On leaving, the previous handlers are restored and a signal
+    that arrived is delivered to them (the default SIGTERM action still ends the process;
+    Python's SIGINT handler still raises ``KeyboardInterrupt``). Outside the main thread,
+    where handlers cannot be installed, the block runs unguarded.
     """
+    guard = InterruptGuard()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield guard
         return
-    received: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-        if len(received) == 1:
-            raise _Interrupted(signum)
-
     previous: dict[int, Any] = {}
     try:
         for s in _SIGNALS:
             if signal.getsignal(s) is not signal.SIG_IGN:  # an ignored signal stays ignored
-                previous[s] = signal.signal(s, handler)
+                previous[s] = signal.signal(s, guard._handle)
     except ValueError:  # pragma: no cover - not the main interpreter
         for s, h in previous.items():
             signal.signal(s, h)
-        yield
+        yield guard
         return
     try:
-        yield
+        yield guard
     except _Interrupted:
         pass
     finally:
         for s, h in previous.items():
             signal.signal(s, h if h is not None else signal.SIG_DFL)
-    if received:
-        signal.raise_signal(received[0])
+    if guard.received:
+        signum = guard.received[0]
+        signal.raise_signal(signum)
         # a previous handler that returned: the block did not complete
-        raise KeyboardInterrupt if received[0] == signal.SIGINT else SystemExit(128 + received[0])
+        raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
 
 
 def temp_name(target: Path) -> Path:

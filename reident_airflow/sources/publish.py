@@ -150,17 +150,20 @@ def copy_table_atomic(
     with engine.connect() as conn:
         src = reflect_table(conn, source, schema)
     staging = staging_table(target, [sa.Column(c.name, c.type) for c in src.columns], schema)
-    with interrupt_guard():
+    # a signal waits for the statement under way (interrupt_guard's critical sections)
+    with interrupt_guard() as guard:
         try:
-            create_staging(engine, staging)
-            with engine.begin() as conn:
+            with guard.critical():
+                create_staging(engine, staging)
+            with guard.critical(), engine.begin() as conn:
                 names = [c.name for c in src.columns]
                 conn.execute(sa.insert(staging).from_select(names, sa.select(*src.columns)))
                 count = conn.execute(sa.select(sa.func.count()).select_from(staging))
                 copied = int(count.scalar_one())
             if checkpoint is not None:
                 checkpoint("chunk", copied)
-            swap_in(engine, staging, target, schema, checkpoint)
+            with guard.critical():
+                swap_in(engine, staging, target, schema, checkpoint)
         except BaseException:
             drop_quietly(engine, staging)
             raise

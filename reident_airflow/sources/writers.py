@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from reident_airflow._atomic import interrupt_guard, same_path
+from reident_airflow._atomic import InterruptGuard, interrupt_guard, same_path
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.db_errors import TableWriteError, database_error_code, guarded
 from reident_airflow.sources.file_source import PARQUET_SUFFIXES
@@ -267,21 +267,28 @@ def write_table_atomic(
         schema,
     )
     n = len(frame)
-    # SIGTERM/SIGINT during the write raise here, so the staging table is dropped first
-    with interrupt_guard():
+    # SIGTERM/SIGINT during the write raise here (between two statements, never inside one),
+    # so the staging table is dropped first
+    with interrupt_guard() as guard:
         try:
-            guarded(
-                lambda: create_staging(engine, staging), "creating the staging table", target, 0, n
-            )
-            written = _insert_chunks(engine, staging, frame, target, chunk_rows, checkpoint)
-            guarded(
-                lambda: swap_in(engine, staging, target, schema, checkpoint),
-                "swapping the tables",
-                target,
-                written,
-                n,
-                catch=sa.exc.SQLAlchemyError,
-            )
+            with guard.critical():
+                guarded(
+                    lambda: create_staging(engine, staging),
+                    "creating the staging table",
+                    target,
+                    0,
+                    n,
+                )
+            written = _insert_chunks(engine, staging, frame, target, chunk_rows, checkpoint, guard)
+            with guard.critical():
+                guarded(
+                    lambda: swap_in(engine, staging, target, schema, checkpoint),
+                    "swapping the tables",
+                    target,
+                    written,
+                    n,
+                    catch=sa.exc.SQLAlchemyError,
+                )
         except BaseException:
             drop_quietly(engine, staging)
             raise
@@ -295,9 +302,10 @@ def _insert_chunks(
     target: str,
     chunk_rows: int,
     checkpoint: Checkpoint | None,
+    guard: InterruptGuard,
 ) -> int:
-    """Insert the rows of ``frame`` into ``staging``, one transaction per ``chunk_rows``;
-    returns the rows inserted."""
+    """Insert the rows of ``frame`` into ``staging``, one transaction per ``chunk_rows``, each
+    a critical section of ``guard``; returns the rows inserted."""
     names = [c.name for c in staging.columns]
     n = len(frame)
     written = 0
@@ -307,7 +315,7 @@ def _insert_chunks(
         def insert(part: pd.DataFrame = part) -> int:
             columns = [_column_values(part.iloc[:, i]) for i in range(len(names))]
             rows = [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
-            with engine.begin() as conn:
+            with guard.critical(), engine.begin() as conn:
                 conn.execute(sa.insert(staging), rows)
             return len(rows)
 
