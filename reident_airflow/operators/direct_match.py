@@ -156,13 +156,13 @@ class DirectMatchProtectionOperator(ReidentOperator):
     def _frame(
         self, table: str | None, path: str | None, conn_id: str | None, schema: Any
     ) -> pd.DataFrame:
-        from reident_airflow.commands.direct_match import read_file_frame
         from reident_airflow.sources.direct_match_sql import read_table_frame
+        from reident_airflow.sources.tables import read_compared_frame
 
         frame: pd.DataFrame = self.read_staged(
             path=path,
             conn_id=conn_id,
-            from_file=lambda local: read_file_frame(local, sep=self.sep),
+            from_file=lambda local: read_compared_frame(local, sep=self.sep),
             from_engine=lambda engine: read_table_frame(engine, table or "", schema or None),
         )
         return frame

@@ -24,7 +24,7 @@ from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources.connect import make_engine, open_source, source_label
 from reident_airflow.sources.files import file_columns, read_columns
 
-__all__ = ["portable_types", "read_file_frame", "read_sql_frame"]
+__all__ = ["portable_types", "read_compared_frame", "read_file_frame", "read_sql_frame"]
 
 
 def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
@@ -41,6 +41,12 @@ def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
         return None
     codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
     return pd.Categorical.from_codes(codes, categories=categories)
+
+
+def read_compared_frame(path: str | Path, *, sep: str = ",") -> pd.DataFrame:
+    """A file as Column Direct Match Protection compares it: every column Arrow-backed, and a
+    file without records an empty frame (the engine names the empty side)."""
+    return read_file_frame(path, sep=sep, dtype_backend="pyarrow", allow_empty=True)
 
 
 def read_file_frame(
