@@ -33,6 +33,7 @@ from reident_airflow.outcomes import (
 )
 
 __all__ = [
+    "STAGED_FIELDS",
     "ReidentOperator",
     "act_on_breach",
     "check_paths",
@@ -43,6 +44,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: The parameters that say where a staged table is (templated by every operator reading one).
+STAGED_FIELDS = ("conn_id", "table", "schema", "sql", "path", "sep")
 
 
 class ReidentOperator(BaseOperator):

@@ -9,7 +9,7 @@ import pandas as pd
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
-from reident_airflow.operators.base import ReidentOperator, check_paths
+from reident_airflow.operators.base import STAGED_FIELDS, ReidentOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
     hierarchy_files,
@@ -67,12 +67,7 @@ class DataflyOperator(ReidentOperator):
     """
 
     template_fields: Sequence[str] = (
-        "conn_id",
-        "table",
-        "schema",
-        "sql",
-        "path",
-        "sep",
+        *STAGED_FIELDS,
         "quasi_identifiers",
         "k",
         "suppression_limit",

@@ -13,7 +13,7 @@ from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Assessment, assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.options import AssessmentOptions
-from reident_airflow.operators.base import ReidentOperator, check_paths, local_file
+from reident_airflow.operators.base import STAGED_FIELDS, ReidentOperator, check_paths, local_file
 
 __all__ = ["ReidentificationRiskOperator"]
 
@@ -63,13 +63,8 @@ class ReidentificationRiskOperator(ReidentOperator):
     are raised as they are, so Airflow's retries apply; bad parameters and breaches fail now.
     """
 
-    template_fields: Sequence[str] = (
-        "conn_id",
-        "table",
-        "schema",
-        "sql",
-        "path",
-        "sep",
+    #: The operator's parameters that are fields of :class:`AssessmentOptions`.
+    OPTION_FIELDS = (
         "quasi_identifiers",
         "record_threshold",
         "population_size",
@@ -79,12 +74,20 @@ class ReidentificationRiskOperator(ReidentOperator):
         "weight",
         "sensitive",
         "recursive_c",
+        "rank_attributes",
+        "max_subset_size",
+        "suda",
         "max_highest_risk",
         "max_average_risk",
         "max_records_at_risk",
         "min_k",
         "max_global_risk",
         "min_l",
+    )
+
+    template_fields: Sequence[str] = (
+        *STAGED_FIELDS,
+        *OPTION_FIELDS,
         "on_breach",
         "report_path",
         "memory_limit",
@@ -153,28 +156,6 @@ class ReidentificationRiskOperator(ReidentOperator):
         self.memory_limit = memory_limit
 
     # -- work ------------------------------------------------------------------------------
-    #: The operator's parameters that are fields of :class:`AssessmentOptions`.
-    OPTION_FIELDS = (
-        "quasi_identifiers",
-        "record_threshold",
-        "population_size",
-        "sampling_fraction",
-        "region",
-        "population_table",
-        "weight",
-        "sensitive",
-        "recursive_c",
-        "rank_attributes",
-        "max_subset_size",
-        "suda",
-        "max_highest_risk",
-        "max_average_risk",
-        "max_records_at_risk",
-        "min_k",
-        "max_global_risk",
-        "min_l",
-    )
-
     def _options(self) -> AssessmentOptions:
         """The rendered parameters as the assessment's options (checked: fail now if bad)."""
         self.check_on_breach()
