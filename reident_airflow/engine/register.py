@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.sample import risk_measures_dict, validate_threshold
+from reident_airflow.engine.sample import RiskMeasures, validate_threshold
 
 __all__ = ["RegisterRisk", "class_values", "match_register", "register_risk"]
 
@@ -91,23 +91,17 @@ def match_register(sample: ClassTable, register: ClassTable) -> IntArray:
     return big_f_int
 
 
-@dataclass(frozen=True)
-class RegisterRisk:
+@dataclass(frozen=True, kw_only=True)
+class RegisterRisk(RiskMeasures):
     """Journalist measures on the register, and the marketer's risk."""
 
-    record_threshold: float
-    highest_risk: float
-    lowest_risk: float
-    average_risk: float
-    records_at_risk: float
-    records_affected_by_highest_risk: float
     success_rate: float
     marketer_risk: float
     matched_population_records: int
 
     def journalist_dict(self) -> dict[str, Any]:
         return {
-            **risk_measures_dict(self),
+            **self.measures_dict(),
             "success_rate": self.success_rate,
             "basis": "population_table",
         }

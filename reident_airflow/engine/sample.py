@@ -23,6 +23,7 @@ __all__ = [
     "RISK_BANDS",
     "RISK_MEASURE_KEYS",
     "RiskBand",
+    "RiskMeasures",
     "SampleRisk",
     "records_at_risk",
     "risk_distribution",
@@ -65,22 +66,36 @@ class RiskBand:
         return {"upper": self.upper, "records": self.records}
 
 
-@dataclass(frozen=True)
-class SampleRisk:
-    """Prosecutor-model measures of one table (all shares of ``records``)."""
+@dataclass(frozen=True, kw_only=True)
+class RiskMeasures:
+    """The six measures every attacker model reports (its keys are :data:`RISK_MEASURE_KEYS`).
 
-    records: int
-    classes: int
+    The prosecutor on the sample and the journalist on a register answer the same questions
+    over different class sizes, so they share these fields and their JSON.
+    """
+
     record_threshold: float
     highest_risk: float
     lowest_risk: float
     average_risk: float
     records_at_risk: float
     records_affected_by_highest_risk: float
+
+    def measures_dict(self) -> dict[str, Any]:
+        """The measures as the assessment JSON holds them, in contract order."""
+        return risk_measures_dict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleRisk(RiskMeasures):
+    """Prosecutor-model measures of one table (all shares of ``records``)."""
+
+    records: int
+    classes: int
     sample_uniques: float
 
     def to_dict(self) -> dict[str, Any]:
-        return risk_measures_dict(self)
+        return self.measures_dict()
 
 
 #: The keys of one attacker model's measures in the assessment JSON (docs/contract.md).
