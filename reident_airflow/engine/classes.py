@@ -27,16 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from reident_airflow.engine.encoding import (
-    SUPPRESSION_MARKER,
-    EncodedColumns,
-    encode_arrow,
-    encode_arrow_column,
-    encode_frame,
-    encode_series,
-    encoded_columns,
-    validate_quasi_identifiers,
-)
+from reident_airflow.engine.encoding import EncodedColumns, encode_arrow, encode_frame
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 if TYPE_CHECKING:  # pandas and Arrow are loaded by the functions that use them
@@ -44,19 +35,11 @@ if TYPE_CHECKING:  # pandas and Arrow are loaded by the functions that use them
     import pyarrow as pa
 
 __all__ = [
-    "SUPPRESSION_MARKER",
     "ClassSizes",
     "ClassTable",
-    "EncodedColumns",
     "class_table_from_grouped",
     "class_table_of",
-    "encode_arrow",
-    "encode_arrow_column",
-    "encode_frame",
-    "encode_series",
-    "encoded_columns",
     "group_codes",
-    "validate_quasi_identifiers",
 ]
 
 

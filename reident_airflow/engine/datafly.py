@@ -19,7 +19,7 @@ R. J. Bayardo and R. Agrawal, "Data privacy through optimal k-anonymization", IC
 
 How it runs (rows are touched twice, at the start and at the end):
 
-- each QI column is encoded once to integer codes (:func:`~.classes.encode_series`), and each
+- each QI column is encoded once to integer codes (:func:`~.encoding.encode_series`), and each
   distinct value is looked up once in its hierarchy: for every QI and level an int array maps
   a level-0 code to the code of its generalization;
 - the rows are grouped once into the base class table (:func:`~.classes.group_codes`);

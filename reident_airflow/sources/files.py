@@ -354,7 +354,7 @@ def _to_aggregates(
     import pyarrow as pa
 
     from reident_airflow.engine.aggregates import PairCounts, build_aggregates
-    from reident_airflow.engine.classes import encode_arrow_column, encoded_columns
+    from reident_airflow.engine.encoding import encode_arrow_column, encoded_columns
 
     parts = [encode_arrow_column(_float_canonical(table.column(k))) for k in keys]
     encoded = encoded_columns(names, parts)

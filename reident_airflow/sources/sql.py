@@ -43,8 +43,8 @@ from reident_airflow.engine.classes import (
     ClassSizes,
     ClassTable,
     class_table_from_grouped,
-    validate_quasi_identifiers,
 )
+from reident_airflow.engine.encoding import validate_quasi_identifiers
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources.connect import (
     SqlWhere,

@@ -23,7 +23,7 @@ import pyarrow.csv as pcsv
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from reident_airflow.engine.classes import SUPPRESSION_MARKER
+from reident_airflow.engine.encoding import SUPPRESSION_MARKER
 from reident_airflow.sources.db_errors import wrapped_driver_error
 from reident_airflow.sources.sql_grouping import COUNT_LABEL, SUPPRESSED_LABEL
 

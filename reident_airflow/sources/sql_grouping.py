@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from reident_airflow.engine.classes import SUPPRESSION_MARKER, validate_quasi_identifiers
+from reident_airflow.engine.encoding import SUPPRESSION_MARKER, validate_quasi_identifiers
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = [
