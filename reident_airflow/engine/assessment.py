@@ -21,6 +21,7 @@ from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.diversity import l_diversity
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions, Thresholds
+from reident_airflow.engine.records import FieldRecord
 from reident_airflow.engine.sample import RiskBand, SampleRisk, risk_distribution, sample_risk
 
 if TYPE_CHECKING:
@@ -51,15 +52,12 @@ SCHEMA = "reident.assessment/v1"
 
 
 @dataclass(frozen=True)
-class Breach:
-    """One gate threshold that the table breaches."""
+class Breach(FieldRecord):
+    """One gate threshold that the table breaches (JSON: ``metric``, ``observed``, ``limit``)."""
 
     metric: str
     observed: float
     limit: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "observed": self.observed, "limit": self.limit}
 
     @property
     def is_minimum(self) -> bool:

@@ -54,6 +54,7 @@ from reident_airflow.engine.errors import (
     InvalidInputError,
 )
 from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
+from reident_airflow.engine.records import FieldRecord
 
 __all__ = [
     "SCHEMA",
@@ -73,16 +74,13 @@ IntArray = NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class DataflyStep:
+class DataflyStep(FieldRecord):
     """One generalization: QI ``generalized`` went to ``level``, after which ``below_k``
     records were in classes smaller than k."""
 
     generalized: str
     level: int
     below_k: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"generalized": self.generalized, "level": self.level, "below_k": self.below_k}
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,15 @@ from numpy.typing import NDArray
 from reident_airflow.engine.aggregates import ValueCounts
 from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.records import field_dict
 
 __all__ = ["DEFAULT_RECURSIVE_C", "LDiversity", "l_diversity", "validate_recursive_c"]
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
+
+#: The fields of :class:`LDiversity` in a column's JSON entry, in contract order.
+_JSON_FIELDS = ("distinct", "entropy", "recursive", "c", "homogeneous_records")
 
 # Pairs per block of the entropy sums (whole classes; a few MiB of temporaries).
 _BLOCK = 1 << 18
@@ -104,13 +108,7 @@ class LDiversity:
 
     def to_dict(self) -> dict[str, Any]:
         """The entry of this column in the ``l_diversity`` object (docs/contract.md)."""
-        return {
-            "distinct": self.distinct,
-            "entropy": self.entropy,
-            "recursive": self.recursive,
-            "c": self.c,
-            "homogeneous_records": self.homogeneous_records,
-        }
+        return field_dict(self, _JSON_FIELDS)
 
 
 def _run_lengths(first: NDArray[Any], n: int) -> IntArray:

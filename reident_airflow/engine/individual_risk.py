@@ -34,7 +34,11 @@ from numpy.typing import NDArray
 from reident_airflow.engine._exact import order_free_sum
 from reident_airflow.engine.aggregates import ClassWeights, check_weight_sums
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.engine.sample import DEFAULT_RECORD_THRESHOLD, validate_threshold
+from reident_airflow.engine.sample import (
+    DEFAULT_RECORD_THRESHOLD,
+    RiskMeasures,
+    validate_threshold,
+)
 
 __all__ = ["METHOD", "IndividualRisk", "benedetti_franconi", "individual_risk"]
 
@@ -139,16 +143,15 @@ class IndividualRisk:
 
     def journalist_dict(self) -> dict[str, Any]:
         """The journalist's measures estimated from the weights (``basis: sampling_weights``)."""
-        return {
-            "highest_risk": self.highest,
-            "lowest_risk": self.lowest,
-            "average_risk": self.global_risk_share,
-            "records_at_risk": self.records_above_threshold,
-            "record_threshold": self.record_threshold,
-            "records_affected_by_highest_risk": self.records_affected_by_highest,
-            "basis": "sampling_weights",
-            "weight": self.weight,
-        }
+        measures = RiskMeasures(
+            record_threshold=self.record_threshold,
+            highest_risk=self.highest,
+            lowest_risk=self.lowest,
+            average_risk=self.global_risk_share,
+            records_at_risk=self.records_above_threshold,
+            records_affected_by_highest_risk=self.records_affected_by_highest,
+        )
+        return {**measures.to_dict(), "basis": "sampling_weights", "weight": self.weight}
 
 
 def individual_risk(

@@ -39,6 +39,7 @@ from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.population_pitman import pitman, pitman_estimate
 from reident_airflow.engine.population_snb import snb, snb_estimate
 from reident_airflow.engine.population_zayatz import zayatz, zayatz_estimate
+from reident_airflow.engine.records import FieldRecord
 
 __all__ = [
     "DANKAR_THRESHOLD",
@@ -60,7 +61,7 @@ DANKAR_THRESHOLD = 0.1
 
 
 @dataclass(frozen=True)
-class DankarEstimate:
+class DankarEstimate(FieldRecord):
     """Dankar et al.'s estimate and the model that produced it.
 
     ``model`` is ``"pitman"``, ``"zayatz"`` or ``"snb"``; it is ``"dankar"`` when the sample has
@@ -71,9 +72,6 @@ class DankarEstimate:
     uniques: float
     fraction: float
     model: DankarModel
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"uniques": self.uniques, "fraction": self.fraction, "model": self.model}
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ class RegisterRisk(RiskMeasures):
 
     def journalist_dict(self) -> dict[str, Any]:
         return {
-            **self.measures_dict(),
+            **self.to_dict(),
             "success_rate": self.success_rate,
             "basis": "population_table",
         }

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.engine.records import field_dict
 
 __all__ = [
     "DEFAULT_RECORD_THRESHOLD",
@@ -81,7 +82,7 @@ class RiskMeasures:
     records_at_risk: float
     records_affected_by_highest_risk: float
 
-    def measures_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The measures as the assessment JSON holds them, in contract order."""
         return risk_measures_dict(self)
 
@@ -93,9 +94,6 @@ class SampleRisk(RiskMeasures):
     records: int
     classes: int
     sample_uniques: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.measures_dict()
 
 
 #: The keys of one attacker model's measures in the assessment JSON (docs/contract.md).
@@ -111,7 +109,7 @@ RISK_MEASURE_KEYS = (
 
 def risk_measures_dict(measures: Any) -> dict[str, Any]:
     """The JSON of an attacker model's measures (prosecutor, or journalist on a register)."""
-    return {key: getattr(measures, key) for key in RISK_MEASURE_KEYS}
+    return field_dict(measures, RISK_MEASURE_KEYS)
 
 
 def _check_histogram(sizes: IntArray, counts: IntArray) -> tuple[int, int]:
