@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from reident_airflow.engine.classes import ClassTable, class_table_of, group_codes
 from reident_airflow.engine.encoding import (
     EncodedColumns,
+    distinct_names,
     encode_frame,
     encode_series,
     refuse_unknown,
@@ -268,11 +269,7 @@ def check_extra_columns(
     names = tuple(str(s).strip() for s in sensitive)
     if any(not s for s in names):
         raise InvalidInputError("an empty sensitive column name was given")
-    seen: set[str] = set()
-    for s in names:
-        if s in seen:
-            raise InvalidInputError(f"sensitive column {s!r} is listed twice")
-        seen.add(s)
+    for s in distinct_names("sensitive column", names):
         if s in qi_set:
             raise InvalidInputError(
                 f"sensitive column {s!r} is also a quasi-identifier: l-diversity measures what "
@@ -285,7 +282,7 @@ def check_extra_columns(
             raise InvalidInputError("an empty weight column name was given")
         if weight in qi_set:
             raise InvalidInputError(f"weight column {weight!r} is also a quasi-identifier")
-        if weight in seen:
+        if weight in names:
             raise InvalidInputError(f"weight column {weight!r} is also listed as sensitive")
     refuse_unknown("weight column", [] if weight is None else [weight], avail)
     refuse_unknown("sensitive column", names, avail)

@@ -11,7 +11,7 @@ dictionaries (kept for joins, never written to any output).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pandas and Arrow are loaded by the functions that use them
 __all__ = [
     "SUPPRESSION_MARKER",
     "EncodedColumns",
+    "distinct_names",
     "encode_arrow",
     "encode_arrow_column",
     "encode_frame",
@@ -71,13 +72,23 @@ def validate_quasi_identifiers(qis: Sequence[str], available: Sequence[str]) -> 
     names = tuple(qis)
     if not names or any(not str(q).strip() for q in names):
         raise InvalidInputError("no quasi-identifiers given: name at least one column")
-    seen: set[str] = set()
-    for q in names:
-        if q in seen:
-            raise InvalidInputError(f"quasi-identifier {q!r} is listed twice")
-        seen.add(q)
+    names = tuple(distinct_names("quasi-identifier", names))
     refuse_unknown("quasi-identifier", names, available)
     return names
+
+
+def distinct_names(label: str, names: Iterable[str]) -> Iterator[str]:
+    """Yield ``names`` in order, refusing the first that is listed a second time.
+
+    A generator, so that a caller checking each name for more (e.g. a sensitive column that
+    is also a quasi-identifier) reports the first problem in list order, whichever it is.
+    """
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InvalidInputError(f"{label} {name!r} is listed twice")
+        seen.add(name)
+        yield name
 
 
 def refuse_unknown(label: str, names: Sequence[str], available: Sequence[str]) -> None:
