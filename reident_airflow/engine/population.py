@@ -114,15 +114,12 @@ def resolve_population_size(
     Returns ``None`` when none is given (no population model is then computed). Raises
     :class:`InvalidInputError` when more than one is given or the one given is unusable.
     """
-    given = [
-        name
-        for name, value in (
-            ("population_size", population_size),
-            ("sampling_fraction", sampling_fraction),
-            ("region", region),
-        )
-        if value is not None
-    ]
+    described = {
+        "population_size": population_size,
+        "sampling_fraction": sampling_fraction,
+        "region": region,
+    }
+    given = [name for name, value in described.items() if value is not None]
     if len(given) > 1:
         raise InvalidInputError(
             "give at most one of population_size, sampling_fraction and region; got "
