@@ -66,7 +66,7 @@ for _ in range(repeat):
     op = ReidentificationRiskOperator(task_id="bench", conn_id="x", table=table,
                                       quasi_identifiers=qis, sampling_fraction=0.01,
                                       rank_attributes=rank)
-    op.get_engine = lambda: sa.create_engine(url)
+    op.get_engine = lambda conn_id: sa.create_engine(url)
     t = time.perf_counter()
     report = op.execute({"ti": TI()})
     dt = time.perf_counter() - t
