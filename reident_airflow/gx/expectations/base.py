@@ -40,7 +40,7 @@ from great_expectations.render.components import (
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.render.renderer_configuration import RendererConfiguration
 
-from reident_airflow.engine import InvalidInputError
+from reident_airflow.engine import Assessment, ClassSizes, ClassTable, InvalidInputError, assess
 from reident_airflow.gx.metrics import CLASS_TABLE_METRIC, HISTOGRAM_METRIC, MetricError
 from reident_airflow.gx.parameters import (
     CrossCheck,
@@ -359,6 +359,16 @@ class QuasiIdentifierExpectation(ReidentExpectation):
         "rank_attributes": check_rank_attributes,
     }
     cross_checks: ClassVar[tuple[CrossCheck, ...]] = (check_ranking,)
+
+    def _assess(self, counted: ClassTable | ClassSizes, **options: Any) -> Assessment:
+        """:func:`~reident_airflow.engine.assess` with the QI ranking this expectation asks
+        for; ``options`` are the measure's own keywords (thresholds, sensitive columns...)."""
+        return assess(
+            counted,
+            attributes=self.rank_attributes,
+            max_subset_size=self.max_subset_size,
+            **options,
+        )
 
 
 class ClassSizeExpectation(QuasiIdentifierExpectation):

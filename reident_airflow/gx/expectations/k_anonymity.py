@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from great_expectations.compatibility import pydantic
 
-from reident_airflow.engine import ClassSizes, ClassTable, Thresholds, assess
+from reident_airflow.engine import ClassSizes, ClassTable, Thresholds
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import ClassSizeExpectation, qi_template, verdict
 
@@ -53,12 +53,7 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
 
     def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
         k = p.check_whole(self.k, "k", 1)
-        assessment = assess(
-            counted,
-            thresholds=Thresholds(min_k=k),
-            attributes=self.rank_attributes,
-            max_subset_size=self.max_subset_size,
-        )
+        assessment = self._assess(counted, thresholds=Thresholds(min_k=k))
         return verdict(
             assessment.k >= k,
             assessment.to_dict(),

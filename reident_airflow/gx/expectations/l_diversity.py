@@ -11,7 +11,6 @@ from reident_airflow.engine import (
     DEFAULT_RECURSIVE_C,
     ClassAggregates,
     Thresholds,
-    assess,
     validate_recursive_c,
 )
 from reident_airflow.gx import parameters as p
@@ -107,13 +106,8 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
         limit = p.check_l(self.l, self.measure)
         c = validate_recursive_c(self.c)
         gate = Thresholds(min_l=int(limit)) if self.measure == "distinct" else None
-        assessment = assess(
-            counted.table,
-            sensitive=counted.sensitive,
-            recursive_c=c,
-            thresholds=gate,
-            attributes=self.rank_attributes,
-            max_subset_size=self.max_subset_size,
+        assessment = self._assess(
+            counted.table, sensitive=counted.sensitive, recursive_c=c, thresholds=gate
         )
         document = assessment.to_dict()
         values = {

@@ -11,7 +11,6 @@ from reident_airflow.engine import (
     DEFAULT_RECORD_THRESHOLD,
     ClassSizes,
     ClassTable,
-    assess,
     validate_threshold,
 )
 from reident_airflow.gx import parameters as p
@@ -139,18 +138,16 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
     def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
         limit = p.check_limit(self.measure, self.max_value)
         p.check_population(self.__dict__)
-        assessment = assess(
+        assessment = self._assess(
             counted,
             record_threshold=validate_threshold(
                 self.record_threshold,  # type: ignore[arg-type]  # suite parameters resolved
                 "record_threshold",
             ),
-            population_size=self.population_size,  # type: ignore[arg-type]
-            sampling_fraction=self.sampling_fraction,  # type: ignore[arg-type]
+            population_size=self.population_size,
+            sampling_fraction=self.sampling_fraction,
             region=self.region,
             thresholds=p.gate(self.measure, limit),
-            attributes=self.rank_attributes,
-            max_subset_size=self.max_subset_size,
         )
         document = assessment.to_dict()
         value = _lookup(document, p.MEASURES[self.measure].path)
