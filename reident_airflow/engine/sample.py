@@ -71,8 +71,9 @@ class RiskBand:
 class RiskMeasures:
     """The six measures every attacker model reports (its keys are :data:`RISK_MEASURE_KEYS`).
 
-    The prosecutor on the sample and the journalist on a register answer the same questions
-    over different class sizes, so they share these fields and their JSON.
+    The prosecutor on the sample and the journalist (on a register, or estimated from the
+    sampling weights) answer the same questions over different risks per record, so they
+    share these fields and their JSON.
     """
 
     record_threshold: float
