@@ -40,7 +40,15 @@ from great_expectations.render.components import (
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.render.renderer_configuration import RendererConfiguration
 
-from reident_airflow.engine import Assessment, ClassSizes, ClassTable, InvalidInputError, assess
+from reident_airflow.engine import (
+    Assessment,
+    AssessmentOptions,
+    ClassSizes,
+    ClassTable,
+    InvalidInputError,
+    ValueCounts,
+    assess,
+)
 from reident_airflow.gx.metrics import CLASS_TABLE_METRIC, HISTOGRAM_METRIC, MetricError
 from reident_airflow.gx.parameters import (
     CrossCheck,
@@ -360,15 +368,28 @@ class QuasiIdentifierExpectation(ReidentExpectation):
     }
     cross_checks: ClassVar[tuple[CrossCheck, ...]] = (check_ranking,)
 
-    def _assess(self, counted: ClassTable | ClassSizes, **options: Any) -> Assessment:
-        """:func:`~reident_airflow.engine.assess` with the QI ranking this expectation asks
-        for; ``options`` are the measure's own keywords (thresholds, sensitive columns...)."""
-        return assess(
-            counted,
-            attributes=self.rank_attributes,
+    def _assess(
+        self,
+        counted: ClassTable | ClassSizes,
+        *,
+        sensitive: Mapping[str, ValueCounts] | None = None,
+        **options: Any,
+    ) -> Assessment:
+        """:func:`~reident_airflow.engine.assess` of ``counted`` under the expectation's
+        :class:`~reident_airflow.engine.AssessmentOptions`: its QI ranking and ``options``,
+        the measure's own fields (``thresholds``, ``record_threshold``, the population...),
+        checked where the options are built; ``sensitive`` holds the counted sensitive
+        columns."""
+        if options.get("thresholds") is None:
+            options.pop("thresholds", None)
+        built = AssessmentOptions(
+            counted.quasi_identifiers,
+            rank_attributes=self.rank_attributes,
             max_subset_size=self.max_subset_size,
+            sensitive=tuple(sensitive or ()),
             **options,
         )
+        return assess(counted, built, sensitive=sensitive)
 
 
 class ClassSizeExpectation(QuasiIdentifierExpectation):

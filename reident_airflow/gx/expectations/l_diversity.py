@@ -11,7 +11,6 @@ from reident_airflow.engine import (
     DEFAULT_RECURSIVE_C,
     ClassAggregates,
     Thresholds,
-    validate_recursive_c,
 )
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
@@ -104,10 +103,9 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
 
     def _evaluate(self, counted: ClassAggregates) -> dict[str, Any]:
         limit = p.check_l(self.l, self.measure)
-        c = validate_recursive_c(self.c)
         gate = Thresholds(min_l=int(limit)) if self.measure == "distinct" else None
         assessment = self._assess(
-            counted.table, sensitive=counted.sensitive, recursive_c=c, thresholds=gate
+            counted.table, sensitive=counted.sensitive, recursive_c=self.c, thresholds=gate
         )
         document = assessment.to_dict()
         values = {

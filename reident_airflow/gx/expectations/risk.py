@@ -11,7 +11,6 @@ from reident_airflow.engine import (
     DEFAULT_RECORD_THRESHOLD,
     ClassSizes,
     ClassTable,
-    validate_threshold,
 )
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
@@ -140,10 +139,7 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
         p.check_population(self.__dict__)
         assessment = self._assess(
             counted,
-            record_threshold=validate_threshold(
-                self.record_threshold,  # type: ignore[arg-type]  # suite parameters resolved
-                "record_threshold",
-            ),
+            record_threshold=self.record_threshold,  # suite parameters are resolved by now
             population_size=self.population_size,
             sampling_fraction=self.sampling_fraction,
             region=self.region,
