@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reident_airflow.commands.common import (
@@ -47,19 +46,10 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.direct_match import DirectMatchResult
 
-__all__ = ["read_file_frame", "register"]
+__all__ = ["register"]
 
 
 # ----------------------------------------------------------------------------------- inputs
-def read_file_frame(path: str | Path, *, sep: str = ",") -> pd.DataFrame:
-    """A file as the direct-match engine reads it: every column Arrow-backed, an empty file
-    an empty frame (the engine names the empty side). The reading itself is
-    :func:`reident_airflow.sources.tables.read_file_frame`."""
-    from reident_airflow.sources.tables import read_file_frame as read_frame
-
-    return read_frame(path, sep=sep, dtype_backend="pyarrow", allow_empty=True)
-
-
 def _is_url(source: str) -> bool:
     return "://" in source
 
@@ -89,7 +79,9 @@ def _frame(source: str, table: str | None, schema: str | None, sep: str) -> pd.D
         from reident_airflow.sources.direct_match_sql import read_table_frame
 
         return read_table_frame(source, table or "", schema)
-    return read_file_frame(source, sep=sep)
+    from reident_airflow.sources.tables import read_compared_frame
+
+    return read_compared_frame(source, sep=sep)
 
 
 def compute(args: argparse.Namespace) -> DirectMatchResult:
@@ -156,8 +148,8 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         parents=parents,
         help="column direct match protection of a released table against its original",
         description=(
-            "Column Direct Match Protection (metrics.md §8): for each column, how many released "
-            "values equal the original ones, weighed by the column's distinct values; the "
+            "Column Direct Match Protection (docs/metrics.md §8): for each column, how many "
+            "released values equal the original ones, weighed by the column's distinct values; the "
             "result is the lowest column's protection, in percent. ORIGINAL and AVATAR are CSV "
             "or Parquet paths, or SQLAlchemy URLs with --original-table / --avatar-table (two "
             "tables of one database are compared in the database; they need --key)."
