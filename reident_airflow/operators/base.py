@@ -35,6 +35,7 @@ from reident_airflow.outcomes import (
 __all__ = [
     "STAGED_FIELDS",
     "ReidentOperator",
+    "StagedTableOperator",
     "act_on_breach",
     "check_paths",
     "local_file",
@@ -203,6 +204,44 @@ class ReidentOperator(BaseOperator):
             context=context,
             report_location=location,
         )
+
+
+class StagedTableOperator(ReidentOperator):
+    """A reident operator that reads one staged table: a file (``path``, ``sep``) or a table
+    or query of a connection (``conn_id`` with ``table`` or ``sql``, and ``schema``)."""
+
+    def __init__(
+        self,
+        *,
+        conn_id: str | None = None,
+        table: str | None = None,
+        schema: str | None = None,
+        sql: str | None = None,
+        path: str | None = None,
+        sep: str = ",",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.conn_id = conn_id
+        self.table = table
+        self.schema = schema
+        self.sql = sql
+        self.path = path
+        self.sep = sep
+
+    def check_staged(self) -> None:
+        """The staged table is a file or a table / query of a connection, not both."""
+        self.check_one_source(self.path, self.conn_id, self.table, self.sql)
+
+    def read_table(self, from_file: Callable[[Path], T], from_engine: Callable[[Engine], T]) -> T:
+        """:meth:`read_staged` of the staged table."""
+        return self.read_staged(
+            path=self.path, conn_id=self.conn_id, from_file=from_file, from_engine=from_engine
+        )
+
+    def where(self, query: str = "query") -> str:
+        """The staged table as messages and reports name it: the table, ``query`` or the path."""
+        return str(self.table or (query if self.sql else self.path))
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import pandas as pd
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
-from reident_airflow.operators.base import STAGED_FIELDS, ReidentOperator, check_paths
+from reident_airflow.operators.base import STAGED_FIELDS, StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
     hierarchy_files,
@@ -22,7 +22,7 @@ from reident_airflow.outcomes import ReidentConfigurationError
 __all__ = ["HIERARCHY_BUILDERS", "DataflyOperator", "resolve_hierarchies"]
 
 
-class DataflyOperator(ReidentOperator):
+class DataflyOperator(StagedTableOperator):
     """k-anonymize a staged table with Datafly (docs/metrics.md §9) and publish the result
     atomically.
 
@@ -91,12 +91,6 @@ class DataflyOperator(ReidentOperator):
         k: int | str,
         hierarchies: Mapping[str, Any] | str,
         suppression_limit: int | float | str | None = None,
-        conn_id: str | None = None,
-        table: str | None = None,
-        schema: str | None = None,
-        sql: str | None = None,
-        path: str | None = None,
-        sep: str = ",",
         hierarchy_sep: str = ";",
         target_table: str | None = None,
         target_schema: str | None = None,
@@ -112,12 +106,6 @@ class DataflyOperator(ReidentOperator):
         self.k = k
         self.hierarchies = hierarchies
         self.suppression_limit = suppression_limit
-        self.conn_id = conn_id
-        self.table = table
-        self.schema = schema
-        self.sql = sql
-        self.path = path
-        self.sep = sep
         self.hierarchy_sep = hierarchy_sep
         self.target_table = target_table
         self.target_schema = target_schema
@@ -142,7 +130,7 @@ class DataflyOperator(ReidentOperator):
         ):
             if not isinstance(value, str) or len(value) != 1:
                 raise ReidentConfigurationError(f"{name} must be a single character")
-        self.check_one_source(self.path, self.conn_id, self.table, self.sql)
+        self.check_staged()
         target_conn = self._checked_target()
         check_paths(
             [("target_path", self.target_path), ("report_path", self.report_path)],
@@ -208,9 +196,7 @@ class DataflyOperator(ReidentOperator):
         """The staged table, and the SQL types of its columns when it is a database's."""
         from reident_airflow.sources.writers import read_file_frame, read_sql_frame
 
-        read: tuple[pd.DataFrame, dict[str, Any]] = self.read_staged(
-            path=self.path,
-            conn_id=self.conn_id,
+        read: tuple[pd.DataFrame, dict[str, Any]] = self.read_table(
             from_file=lambda local: (read_file_frame(local, sep=self.sep, categorical=qis), {}),
             from_engine=lambda engine: read_sql_frame(
                 engine, table=self.table or None, sql=self.sql or None, schema=self.schema or None
@@ -272,7 +258,7 @@ class DataflyOperator(ReidentOperator):
         report = result.to_dict()
         report["passed"] = True
         report["output"] = output
-        self.publish(context, report, source=self._where())
+        self.publish(context, report, source=self.where())
         return report
 
     def _infeasible(
@@ -285,8 +271,8 @@ class DataflyOperator(ReidentOperator):
             "observed": report["below_k"],
             "limit": report["suppression_limit"],
         }
-        location = self.publish(context, report, source=self._where())
-        message = f"Datafly cannot anonymize {self._where()!r}: {report['message']}"
+        location = self.publish(context, report, source=self.where())
+        message = f"Datafly cannot anonymize {self.where()!r}: {report['message']}"
         self.gate(
             context,
             report,
@@ -297,6 +283,3 @@ class DataflyOperator(ReidentOperator):
             breaches=[below],
         )
         raise AssertionError("on_breach='fail' always raises")  # pragma: no cover
-
-    def _where(self) -> str:
-        return str(self.table or ("query" if self.sql else self.path))

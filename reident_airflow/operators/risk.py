@@ -13,12 +13,17 @@ from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Assessment, assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.options import AssessmentOptions
-from reident_airflow.operators.base import STAGED_FIELDS, ReidentOperator, check_paths, local_file
+from reident_airflow.operators.base import (
+    STAGED_FIELDS,
+    StagedTableOperator,
+    check_paths,
+    local_file,
+)
 
 __all__ = ["ReidentificationRiskOperator"]
 
 
-class ReidentificationRiskOperator(ReidentOperator):
+class ReidentificationRiskOperator(StagedTableOperator):
     """Compute re-identification risk of a staged table and fail the task on a breach.
 
     The table is either in a database (``conn_id`` with ``table`` or ``sql``; the ``GROUP BY``
@@ -100,12 +105,6 @@ class ReidentificationRiskOperator(ReidentOperator):
         self,
         *,
         quasi_identifiers: str | Sequence[str],
-        conn_id: str | None = None,
-        table: str | None = None,
-        schema: str | None = None,
-        sql: str | None = None,
-        path: str | None = None,
-        sep: str = ",",
         record_threshold: float | str | None = None,
         population_size: int | str | None = None,
         sampling_fraction: float | str | None = None,
@@ -130,12 +129,6 @@ class ReidentificationRiskOperator(ReidentOperator):
     ) -> None:
         super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
         self.quasi_identifiers = quasi_identifiers
-        self.conn_id = conn_id
-        self.table = table
-        self.schema = schema
-        self.sql = sql
-        self.path = path
-        self.sep = sep
         self.record_threshold = record_threshold
         self.population_size = population_size
         self.sampling_fraction = sampling_fraction
@@ -159,7 +152,7 @@ class ReidentificationRiskOperator(ReidentOperator):
     def _options(self) -> AssessmentOptions:
         """The rendered parameters as the assessment's options (checked: fail now if bad)."""
         self.check_on_breach()
-        self.check_one_source(self.path, self.conn_id, self.table, self.sql)
+        self.check_staged()
         with self.input_errors():
             options = AssessmentOptions.from_mapping(
                 {name: getattr(self, name) for name in self.OPTION_FIELDS}
@@ -205,17 +198,13 @@ class ReidentificationRiskOperator(ReidentOperator):
                 )
             return table, register
 
-        return self.read_staged(
-            path=self.path, conn_id=self.conn_id, from_file=from_file, from_engine=from_engine
-        )
+        return self.read_table(from_file, from_engine)
 
     def _histogram(self, qis: list[str]) -> ClassSizes:
         """The staged table's class-size histogram, counted where the data is."""
         from reident_airflow.sources import files, sql
 
-        return self.read_staged(
-            path=self.path,
-            conn_id=self.conn_id,
+        return self.read_table(
             from_file=lambda local: files.histogram_from_file(
                 local, qis, sep=self.sep, memory_limit=self.memory_limit or None
             ),
@@ -240,9 +229,7 @@ class ReidentificationRiskOperator(ReidentOperator):
             else:
                 result = assess(self._histogram(qis), options)
         report = result.to_dict()
-        location = self.publish(
-            context, report, source=self.table or ("SQL query" if self.sql else self.path)
-        )
+        location = self.publish(context, report, source=self.where("SQL query"))
         from reident_airflow.summary import assessment_summary
 
         self.log.info("%s", assessment_summary(report))
@@ -258,7 +245,7 @@ class ReidentificationRiskOperator(ReidentOperator):
         return report
 
     def _breach_message(self, result: Assessment) -> str:
-        where = self.table or ("query" if self.sql else self.path)
+        where = self.where()
         parts = "; ".join(b.describe() for b in result.breaches)
         return (
             f"re-identification risk gate breached for {where!r} "
