@@ -86,16 +86,6 @@ class ReidentOperator(BaseOperator):
     def check_on_breach(self) -> None:
         check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
 
-    @staticmethod
-    def check_one_source(
-        path: str | None, conn_id: str | None, table: str | None, sql: str | None
-    ) -> None:
-        """A staged table is a file (``path``) or a table / query of a connection."""
-        if bool(conn_id) == bool(path):
-            raise ReidentConfigurationError("give either conn_id (with table or sql) or path")
-        if conn_id and bool(table) == bool(sql):
-            raise ReidentConfigurationError("with conn_id, give either table or sql")
-
     @contextmanager
     def connected(self, conn_id: str | None) -> Iterator[Engine]:
         """The engine of ``conn_id``, disposed of when the block ends."""
@@ -231,7 +221,10 @@ class StagedTableOperator(ReidentOperator):
 
     def check_staged(self) -> None:
         """The staged table is a file or a table / query of a connection, not both."""
-        self.check_one_source(self.path, self.conn_id, self.table, self.sql)
+        if bool(self.conn_id) == bool(self.path):
+            raise ReidentConfigurationError("give either conn_id (with table or sql) or path")
+        if self.conn_id and bool(self.table) == bool(self.sql):
+            raise ReidentConfigurationError("with conn_id, give either table or sql")
 
     def read_table(self, from_file: Callable[[Path], T], from_engine: Callable[[Engine], T]) -> T:
         """:meth:`read_staged` of the staged table."""
