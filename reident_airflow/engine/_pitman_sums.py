@@ -204,14 +204,7 @@ def u_sums(u: int, theta: float, alpha: float) -> USums:
     if alpha == 0.0 or abs(alpha) * m <= _NEARLY_CONSTANT * abs(theta):
         return _u_sums_nearly_constant(m, theta, alpha)
     x = theta / alpha
-    big = _EM_MIN_DENOMINATOR
-    # Right run: i = right..m with x + i >= 64; left run: i = 1..left with x + i <= -64.
-    right = 1 if x >= big - 1.0 else max(1, min(m + 1, math.ceil(big - x)))
-    while right <= m and x + right < big:
-        right += 1
-    left = 0 if x > -big - 1.0 else max(0, min(m, math.floor(-big - x)))
-    while left >= 1 and x + left > -big:
-        left -= 1
+    left, right = _em_run_bounds(m, x)
     t01 = t11 = t02 = t12 = t22 = 0.0
     if right <= m:
         t01, t11, t02, t12, t22 = em_run(right, m, x + right, 1)
@@ -230,6 +223,20 @@ def u_sums(u: int, theta: float, alpha: float) -> USums:
         s0, s1, q0 = s0 + near[0], s1 + near[1], q0 + near[2]
         q1, q2 = q1 + near[3], q2 + near[4]
     return s0, s1, q0, q1, q2
+
+
+def _em_run_bounds(m: int, x: float) -> tuple[int, int]:
+    """``(left, right)``: the runs ``i = 1..left`` (``x + i <= -64``) and ``i = right..m``
+    (``x + i >= 64``) that Euler-Maclaurin sums; either may be empty (``left = 0``,
+    ``right = m + 1``), and the terms between them are summed one by one."""
+    big = _EM_MIN_DENOMINATOR
+    right = 1 if x >= big - 1.0 else max(1, min(m + 1, math.ceil(big - x)))
+    while right <= m and x + right < big:
+        right += 1
+    left = 0 if x > -big - 1.0 else max(0, min(m, math.floor(-big - x)))
+    while left >= 1 and x + left > -big:
+        left -= 1
+    return left, right
 
 
 def _u_terms(first: int, last: int, theta: float, alpha: float) -> USums:
@@ -300,10 +307,45 @@ def em_run(i0: int, i1: int, y0: float, s: int) -> USums:
                    + sum_{k=1}^{6} B_2k/(2k)! (f^(2k-1)(i1) - f^(2k-1)(i0)) + R,
         |R| <= |B_12|/12! int |f^(12)|.
 
-    *Integral.* With ``v = i - i0``, ``D = i1 - i0``, ``i^p = (i0 + v)^p`` expands with
-    non-negative coefficients into ``J_lq = int_0^D v^l / (y0 + s v)^q dv`` (``l <= p``), each
-    positive and, with ``omega = D / max(y0, y1)``, ``rho = D / min(y0, y1) = omega/(1-omega)``
-    and ``L = log1p(rho) = -log(1 - omega)``, a positive combination of the positive series::
+    *Integral.* With ``v = i - i0``, ``i^p = (i0 + v)^p`` expands with non-negative
+    coefficients into the integrals ``J_lq`` of :func:`_em_integrals`: ``int i/y =
+    i0 J01 + J11``, ``int i/y^2 = i0 J02 + J12``, ``int i^2/y^2 = i0^2 J02 + 2 i0 J12 + J22``;
+    each ``J`` is good to ~1e-15 and no difference of nearly equal sums is formed, so unlike
+    the digamma form the accuracy does not depend on how large ``|x|`` is relative to ``u``.
+
+    *Corrections.* By Leibniz (``d^k y^-q / dv^k = (-s)^k (q)_k y^(-q-k)``), summed over
+    ``k`` the odd derivatives at an end reduce to four polynomials in ``1/y^2`` (see
+    :data:`_EM_POLYNOMIALS` and :func:`_em_end`).
+
+    *Remainder.* ``f^(12) = sum_{l<=p} C(12,l) p!/(p-l)! i^(p-l) (-s)^(12-l) (q)_(12-l)
+    y^(-q-12+l)``, so with ``i >= 1`` and ``y >= 64``, ``|f^(12)| <= c f`` where
+    ``c <= 13!/64^12 + 24*12!/64^11 + 132*11!/64^10 < 4.8e-9`` (``p = q = 2``, the largest).
+    ``f`` is monotone on the run except ``i/y^2`` for ``s = +1``, which peaks once at
+    ``i = x`` where its neighbours differ from it by ``O(1/x^2)``; either way
+    ``int f <= sum f(i) + max f < 2.1 sum f(i)``. Hence
+    ``|R| < (|B_12|/12! = 5.3e-10) * 4.8e-9 * 2.1 sum f < 6e-18 sum f``.
+    """
+    y1 = y0 + s * float(i1 - i0)
+    j01, j02, j11, j12, j22 = _em_integrals(float(i1 - i0), y0, y1, s)
+    a = float(i0)
+    sigma = -float(s)
+    b01, b11, b02, b12, b22 = _em_end(a, y0, sigma, -1.0)
+    e01, e11, e02, e12, e22 = _em_end(float(i1), y1, sigma, 1.0)
+    return (
+        j01 + b01 + e01,
+        a * j01 + j11 + b11 + e11,
+        j02 + b02 + e02,
+        a * j02 + j12 + b12 + e12,
+        a * (a * j02 + 2.0 * j12) + j22 + b22 + e22,
+    )
+
+
+def _em_integrals(d: float, y0: float, y1: float, s: int) -> USums:
+    """``(J01, J02, J11, J12, J22)``, ``J_lq = int_0^D v^l / (y0 + s v)^q dv``, ``D = d``.
+
+    Each is positive and, with ``omega = D / max(y0, y1)``, ``rho = D / min(y0, y1) =
+    omega/(1-omega)`` and ``L = log1p(rho) = -log(1 - omega)``, a positive combination of the
+    positive series::
 
         Q = sum_{j>=2} omega^j / j       = L - omega
         P = sum_{j>=2} (1 - 1/j) omega^j = omega rho - Q
@@ -318,23 +360,8 @@ def em_run(i0: int, i1: int, y0: float, s: int) -> USums:
     where ``T <= tau^3/(3 (1-tau^2))`` (a factor 1.5 at most is lost). Above, the closed forms
     lose at most a factor 4.1 (``Q``) and 10.4 (``R``, at ``omega = 2/3``: 0.47 from terms of
     size 4.9). ``P`` loses at most a factor 2 since ``Q <= omega rho / 2``. So every ``J`` is
-    good to ~1e-15 and no difference of nearly equal sums is formed: unlike the digamma form
-    the accuracy does not depend on how large ``|x|`` is relative to ``u``.
-
-    *Corrections.* By Leibniz (``d^k y^-q / dv^k = (-s)^k (q)_k y^(-q-k)``), summed over
-    ``k`` the odd derivatives at an end reduce to four polynomials in ``1/y^2`` (see
-    :data:`_EM_POLYNOMIALS` and :func:`_em_end`).
-
-    *Remainder.* ``f^(12) = sum_{l<=p} C(12,l) p!/(p-l)! i^(p-l) (-s)^(12-l) (q)_(12-l)
-    y^(-q-12+l)``, so with ``i >= 1`` and ``y >= 64``, ``|f^(12)| <= c f`` where
-    ``c <= 13!/64^12 + 24*12!/64^11 + 132*11!/64^10 < 4.8e-9`` (``p = q = 2``, the largest).
-    ``f`` is monotone on the run except ``i/y^2`` for ``s = +1``, which peaks once at
-    ``i = x`` where its neighbours differ from it by ``O(1/x^2)``; either way
-    ``int f <= sum f(i) + max f < 2.1 sum f(i)``. Hence
-    ``|R| < (|B_12|/12! = 5.3e-10) * 4.8e-9 * 2.1 sum f < 6e-18 sum f``.
+    good to ~1e-15.
     """
-    d = float(i1 - i0)
-    y1 = y0 + s * d
     omega = d / (y1 if s > 0 else y0)
     rho = d / (y0 if s > 0 else y1)
     tau = d / (y0 + y1)
@@ -352,20 +379,8 @@ def em_run(i0: int, i1: int, y0: float, s: int) -> USums:
         q_sum = log_ratio - omega
         r_sum = rho - 2.0 * log_ratio + omega
     p_sum = omega * rho - q_sum
-    j02 = d / (y0 * y1)
     j11, j12 = (y0 * p_sum, q_sum) if s > 0 else (y0 * q_sum, p_sum)
-    j22 = y0 * r_sum
-    a = float(i0)
-    sigma = -float(s)
-    b01, b11, b02, b12, b22 = _em_end(a, y0, sigma, -1.0)
-    e01, e11, e02, e12, e22 = _em_end(float(i1), y1, sigma, 1.0)
-    return (
-        log_ratio + b01 + e01,
-        a * log_ratio + j11 + b11 + e11,
-        j02 + b02 + e02,
-        a * j02 + j12 + b12 + e12,
-        a * (a * j02 + 2.0 * j12) + j22 + b22 + e22,
-    )
+    return log_ratio, d / (y0 * y1), j11, j12, y0 * r_sum
 
 
 def _em_end(i: float, y: float, sigma: float, sign: float) -> USums:
