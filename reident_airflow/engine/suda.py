@@ -50,7 +50,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -166,6 +166,23 @@ def _alone(shared: IntArray, own: IntArray, product: int) -> BoolArray:
     return alone
 
 
+class _Search(NamedTuple):
+    """What every level of the MSU search reads (the unique records' codes and which of them
+    are values, the shared classes' codes per key, the cardinalities, the score of an MSU of
+    each size) and the arrays it adds to in place (per unique record its score and the part
+    of it from MSUs containing each key; MSUs found per size)."""
+
+    uniq_codes: IntArray
+    valid: BoolArray
+    any_missing: bool
+    shared: list[IntArray]
+    cards: list[int]
+    weight: list[float]
+    score: FloatArray
+    raw: FloatArray
+    msus: IntArray
+
+
 def suda2(
     table: ClassTable,
     *,
@@ -179,53 +196,15 @@ def suda2(
     that are no value (default: :func:`missing_codes`).
     """
     keys = table.quasi_identifiers
-    m = len(keys)
-    limit = _msu_limit(max_msu_size, m)
-    big_m = max(m, 3)  # sdcMicro pads 1 or 2 keys with constant columns
-    weight = [0.0] + [float(math.factorial(big_m - k)) for k in range(1, m + 1)]
-    cards = [max(int(c), 1) for c in table.cardinalities]
+    limit = _msu_limit(max_msu_size, len(keys))
     unique_idx = np.flatnonzero(table.sizes == 1)
-    shared_rows = table.codes[table.sizes >= 2]
-    shared = [np.ascontiguousarray(shared_rows[:, i]) for i in range(m)]
-    uniq_codes = table.codes[unique_idx]
-    u1 = int(unique_idx.shape[0])
-    miss = missing_codes(table) if missing is None else tuple(tuple(x) for x in missing)
-    valid = _valid_values(miss, uniq_codes)
-    any_missing = not bool(valid.all())
-
-    score = np.zeros(u1, dtype=np.float64)
-    raw = np.zeros((u1, m), dtype=np.float64)  # score from MSUs containing each key
-    msus = np.zeros(m, dtype=np.int64)
-    alive = np.arange(u1, dtype=np.int64)  # unique records that may still get an MSU
+    search = _search_of(table, unique_idx, missing)
+    alive = np.arange(unique_idx.shape[0], dtype=np.int64)  # may still get an MSU
     previous: dict[tuple[int, ...], BoolArray] = {}
     for k in range(1, limit + 1):
         if alive.shape[0] == 0:
             break
-        alive_codes = [np.ascontiguousarray(uniq_codes[alive, i]) for i in range(m)]
-        alive_valid = valid[alive]
-        current: dict[tuple[int, ...], BoolArray] = {}
-        open_sets = np.zeros(alive.shape[0], dtype=np.int64)
-        for subset in combinations(range(m), k):
-            cols = list(subset)
-            valid_s = alive_valid[:, cols].all(axis=1) if any_missing else None
-            inherited = _inherited(previous, subset, alive.shape[0])
-            cand = ~inherited if valid_s is None else valid_s & ~inherited
-            unique_s = inherited
-            pos = np.flatnonzero(cand)
-            if pos.shape[0]:
-                hit = pos[_unique_on(cols, alive_codes, shared, cards, pos)]
-                if hit.shape[0]:
-                    unique_s = inherited.copy()
-                    unique_s[hit] = True
-                    target = alive[hit]
-                    score[target] += weight[k]
-                    for c in cols:
-                        raw[target, c] += weight[k]
-                    msus[k - 1] += int(hit.shape[0])
-            current[subset] = unique_s
-            # key sets on which the record is still open (valid, not unique)
-            open_s = ~unique_s if valid_s is None else valid_s & ~unique_s
-            open_sets += open_s
+        current, open_sets = _search_level(search, k, alive, previous)
         if k == limit:
             break
         # a candidate at level k + 1 is open on all k + 1 of its subsets of size k
@@ -234,8 +213,66 @@ def suda2(
             alive = alive[keep]
             current = {s: a[keep] for s, a in current.items()}
         previous = current
+    return _result(
+        tuple(keys), table.classes, unique_idx, search.score, search.raw, search.msus, limit
+    )
 
-    return _result(tuple(keys), table.classes, unique_idx, score, raw, msus, limit)
+
+def _search_of(
+    table: ClassTable, unique_idx: IntArray, missing: Sequence[Sequence[int]] | None
+) -> _Search:
+    """The search over the unique records ``unique_idx`` of ``table``, nothing found yet."""
+    m = len(table.quasi_identifiers)
+    big_m = max(m, 3)  # sdcMicro pads 1 or 2 keys with constant columns
+    shared_rows = table.codes[table.sizes >= 2]
+    uniq_codes = table.codes[unique_idx]
+    u1 = int(unique_idx.shape[0])
+    miss = missing_codes(table) if missing is None else tuple(tuple(x) for x in missing)
+    valid = _valid_values(miss, uniq_codes)
+    return _Search(
+        uniq_codes=uniq_codes,
+        valid=valid,
+        any_missing=not bool(valid.all()),
+        shared=[np.ascontiguousarray(shared_rows[:, i]) for i in range(m)],
+        cards=[max(int(c), 1) for c in table.cardinalities],
+        weight=[0.0] + [float(math.factorial(big_m - k)) for k in range(1, m + 1)],
+        score=np.zeros(u1, dtype=np.float64),
+        raw=np.zeros((u1, m), dtype=np.float64),
+        msus=np.zeros(m, dtype=np.int64),
+    )
+
+
+def _search_level(
+    search: _Search, k: int, alive: IntArray, previous: dict[tuple[int, ...], BoolArray]
+) -> tuple[dict[tuple[int, ...], BoolArray], IntArray]:
+    """Level ``k``: the MSUs of size ``k`` of the open records ``alive`` scored into
+    ``search``; returns, per key set of size ``k``, which open records are unique on it, and
+    per open record on how many of these key sets it is still open (valid, not unique)."""
+    m = search.uniq_codes.shape[1]
+    alive_codes = [np.ascontiguousarray(search.uniq_codes[alive, i]) for i in range(m)]
+    alive_valid = search.valid[alive]
+    current: dict[tuple[int, ...], BoolArray] = {}
+    open_sets = np.zeros(alive.shape[0], dtype=np.int64)
+    for subset in combinations(range(m), k):
+        cols = list(subset)
+        valid_s = alive_valid[:, cols].all(axis=1) if search.any_missing else None
+        inherited = _inherited(previous, subset, alive.shape[0])
+        cand = ~inherited if valid_s is None else valid_s & ~inherited
+        unique_s = inherited
+        pos = np.flatnonzero(cand)
+        if pos.shape[0]:
+            hit = pos[_unique_on(cols, alive_codes, search.shared, search.cards, pos)]
+            if hit.shape[0]:
+                unique_s = inherited.copy()
+                unique_s[hit] = True
+                target = alive[hit]
+                search.score[target] += search.weight[k]
+                for c in cols:
+                    search.raw[target, c] += search.weight[k]
+                search.msus[k - 1] += int(hit.shape[0])
+        current[subset] = unique_s
+        open_sets += ~unique_s if valid_s is None else valid_s & ~unique_s
+    return current, open_sets
 
 
 def _inherited(
