@@ -35,6 +35,7 @@ from reident_airflow.engine.defaults import (
 )
 from reident_airflow.engine.diversity import validate_recursive_c
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.presets import find_preset
 from reident_airflow.engine.sample import validate_threshold
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ __all__ = [
 PYTHON_NAMES: Mapping[str, str] = {
     "max_global_risk": "a maximum global risk",
     "min_l": "a minimum l",
+    "warn_max_global_risk": "a warning level of the maximum global risk",
+    "warn_min_l": "a warning level of the minimum l",
     "weight": "the weight column",
     "sensitive": "sensitive columns",
     "rank_attributes": "rank_attributes=False",
@@ -186,7 +189,11 @@ class AssessmentOptions:
 
     - ``quasi_identifiers``: the columns an attacker may know (one or more, as the adapter's
       user wrote them: the sources match them against the table's columns).
-    - ``thresholds``: the release gate.
+    - ``thresholds``: the release gate; ``preset``: a named gate of
+      :data:`~reident_airflow.engine.presets.PRESETS` whose limits fill those ``thresholds``
+      leaves unset (the limits given win, one by one); ``warn_thresholds``: a second, softer
+      level of the same limits, whose breaches are warnings (the table still passes). A
+      warning level must not be laxer than the failing level of the same limit.
     - ``record_threshold``: record risk above which a record counts as at risk
       (default :data:`~reident_airflow.engine.defaults.DEFAULT_RECORD_THRESHOLD`).
     - ``population_size`` / ``sampling_fraction`` / ``region`` (at most one): the population
@@ -201,13 +208,16 @@ class AssessmentOptions:
       columns.
 
     The rules between fields: ``max_global_risk`` needs ``weight``; ``min_l`` needs
-    ``sensitive``; ``max_subset_size`` needs ``rank_attributes``; ``suda_max_msu_size``
-    needs ``suda``; at most one of the population descriptions. A broken rule raises
+    ``sensitive`` (both at either level); a warning limit is not laxer than its failing
+    one; ``max_subset_size`` needs ``rank_attributes``; ``suda_max_msu_size`` needs
+    ``suda``; at most one of the population descriptions. A broken rule raises
     :class:`OptionError`, any other bad value :class:`InvalidInputError` naming the field.
     """
 
     quasi_identifiers: tuple[str, ...]
     thresholds: Thresholds = field(default_factory=Thresholds)
+    preset: str | None = None
+    warn_thresholds: Thresholds = field(default_factory=Thresholds)
     record_threshold: float = DEFAULT_RECORD_THRESHOLD
     population_size: int | None = None
     sampling_fraction: float | None = None
@@ -227,9 +237,15 @@ class AssessmentOptions:
         setattr_ = object.__setattr__
         setattr_(self, "quasi_identifiers", _names(self.quasi_identifiers, "quasi_identifiers"))
         setattr_(self, "sensitive", _names(self.sensitive, "sensitive", empty_ok=True))
-        if not isinstance(self.thresholds, Thresholds):
-            raise InvalidInputError(
-                f"thresholds must be a Thresholds, got {type(self.thresholds).__name__}"
+        for name in ("thresholds", "warn_thresholds"):
+            value = getattr(self, name)
+            if not isinstance(value, Thresholds):
+                raise InvalidInputError(f"{name} must be a Thresholds, got {type(value).__name__}")
+        if self.preset is not None:
+            chosen = find_preset(self.preset)
+            setattr_(self, "preset", chosen.name)
+            setattr_(
+                self, "thresholds", Thresholds(**{**chosen.limits, **self.thresholds.to_dict()})
             )
         setattr_(
             self, "record_threshold", validate_threshold(self.record_threshold, "record_threshold")
@@ -260,13 +276,14 @@ class AssessmentOptions:
 
     def _check_rules(self) -> None:
         """The rules between fields, each written once (see the class docstring)."""
-        gate = self.thresholds
-        if gate.max_global_risk is not None and self.weight is None:
-            raise OptionError(
-                lambda n: f"{n['max_global_risk']} gates the individual risk: give {n['weight']}"
-            )
-        if gate.min_l is not None and not self.sensitive:
-            raise OptionError(lambda n: f"{n['min_l']} gates l-diversity: give {n['sensitive']}")
+        for prefix, gate in (("", self.thresholds), ("warn_", self.warn_thresholds)):
+            if gate.max_global_risk is not None and self.weight is None:
+                raise OptionError(
+                    _needs(prefix + "max_global_risk", "the individual risk", "weight")
+                )
+            if gate.min_l is not None and not self.sensitive:
+                raise OptionError(_needs(prefix + "min_l", "l-diversity", "sensitive"))
+        _check_levels(self.thresholds, self.warn_thresholds)
         if self.max_subset_size is not None and not self.rank_attributes:
             raise OptionError(
                 lambda n: (
@@ -322,12 +339,49 @@ class AssessmentOptions:
             if not _unset(value):
                 converted[key] = _CONVERTERS[key](value, key)
         gate = {name: converted.pop(name) for name in _GATE_FIELDS if name in converted}
+        warn = {
+            name: converted.pop(f"warn_{name}")
+            for name in _GATE_FIELDS
+            if f"warn_{name}" in converted
+        }
         converted.setdefault("quasi_identifiers", ())
         try:
-            return cls(thresholds=Thresholds(**gate), **converted)
+            return cls(
+                thresholds=Thresholds(**gate), warn_thresholds=Thresholds(**warn), **converted
+            )
         except OptionError as exc:
             exc.spelled(names if names is not None else PARAMETER_NAMES)
             raise
+
+
+def _needs(limit: str, measure: str, needed: str) -> Callable[[Mapping[str, str]], str]:
+    """The message of a limit given without the column its measure needs."""
+
+    def say(n: Mapping[str, str]) -> str:
+        return f"{n[limit]} gates {measure}: give {n[needed]}"
+
+    return say
+
+
+def _laxer(name: str, soft: float, hard: float) -> Callable[[Mapping[str, str]], str]:
+    def say(n: Mapping[str, str]) -> str:
+        return (
+            f"{n['warn_' + name]} ({soft:g}) is laxer than {n[name]} ({hard:g}): "
+            "the warning would never come before the failure"
+        )
+
+    return say
+
+
+def _check_levels(fail: Thresholds, warn: Thresholds) -> None:
+    """A warning limit may equal its failing limit or be stricter, never laxer: a laxer one
+    could never warn before the table fails."""
+    for name in _GATE_FIELDS:
+        soft, hard = getattr(warn, name), getattr(fail, name)
+        if soft is None or hard is None:
+            continue
+        if soft < hard if name.startswith("min_") else soft > hard:
+            raise OptionError(_laxer(name, soft, hard))
 
 
 # ------------------------------------------------------------------------- field checks
@@ -414,14 +468,20 @@ def _name(value: Any, key: str) -> str:
 
 _GATE_FIELDS = tuple(f.name for f in fields(Thresholds))
 
-_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
-    "quasi_identifiers": _column_names,
+_GATE_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "max_highest_risk": _number,
     "max_average_risk": _number,
     "max_records_at_risk": _number,
     "min_k": _whole_number,
     "max_global_risk": _number,
     "min_l": _whole_number,
+}
+
+_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
+    "quasi_identifiers": _column_names,
+    **_GATE_CONVERTERS,
+    **{f"warn_{name}": convert for name, convert in _GATE_CONVERTERS.items()},
+    "preset": _name,
     "record_threshold": _number,
     "population_size": _whole_number,
     "sampling_fraction": _number,

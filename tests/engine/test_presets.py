@@ -1,0 +1,89 @@
+"""Policy presets and two-level (warn / fail) thresholds in AssessmentOptions (metrics.md §11)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.options import AssessmentOptions, OptionError, Thresholds
+from reident_airflow.engine.presets import PRESETS, find_preset
+
+QIS = ("sex", "age")
+
+
+def test_every_preset_has_limits_a_context_and_a_source() -> None:
+    for name, preset in PRESETS.items():
+        assert preset.name == name
+        assert preset.limits and preset.context and preset.source
+        Thresholds(**preset.limits)  # each set of limits is a valid gate
+
+
+def test_preset_values_are_the_published_ones() -> None:
+    # EMA Policy 0070 guidance and Health Canada PRCI: 0.09; El Emam: 0.05 / 0.2 / 0.33;
+    # CMS cell size rule: 11
+    assert PRESETS["ema-0070"].limits == {"max_average_risk": 0.09}
+    assert PRESETS["health-canada"].limits == {"max_average_risk": 0.09}
+    assert [
+        PRESETS[f"el-emam-{c}"].limits["max_highest_risk"]
+        for c in ("public", "controlled", "trusted")
+    ] == [0.05, 0.2, 0.33]
+    assert PRESETS["k11"].limits == {"min_k": 11}
+
+
+def test_a_preset_fills_the_gate_and_given_limits_win() -> None:
+    options = AssessmentOptions(QIS, preset="EMA-0070")
+    assert options.preset == "ema-0070"
+    assert options.thresholds == Thresholds(max_average_risk=0.09)
+    mixed = AssessmentOptions(
+        QIS, thresholds=Thresholds(max_average_risk=0.05, min_k=3), preset="ema-0070"
+    )
+    assert mixed.thresholds == Thresholds(max_average_risk=0.05, min_k=3)
+
+
+def test_unknown_preset_suggests_the_closest() -> None:
+    with pytest.raises(
+        InvalidInputError, match=r"unknown preset 'ema-070' \(did you mean 'ema-0070'\?\)"
+    ):
+        find_preset("ema-070")
+    with pytest.raises(InvalidInputError, match="known presets: ema-0070, health-canada"):
+        AssessmentOptions.from_mapping({"quasi_identifiers": "a", "preset": "nothing-alike"})
+
+
+def test_warn_levels_from_a_mapping() -> None:
+    options = AssessmentOptions.from_mapping(
+        {
+            "quasi_identifiers": "sex,age",
+            "max_average_risk": "0.09",
+            "warn_max_average_risk": "0.05",
+            "min_k": 3,
+            "warn_min_k": "5",
+        }
+    )
+    assert options.thresholds == Thresholds(max_average_risk=0.09, min_k=3)
+    assert options.warn_thresholds == Thresholds(max_average_risk=0.05, min_k=5)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"max_average_risk": 0.05, "warn_max_average_risk": 0.09},
+            "warn_max_average_risk \\(0.09\\) is laxer than max_average_risk \\(0.05\\)",
+        ),
+        ({"min_k": 5, "warn_min_k": 3}, "warn_min_k \\(3\\) is laxer than min_k \\(5\\)"),
+        ({"warn_min_l": 2}, "warn_min_l gates l-diversity: give sensitive columns"),
+        (
+            {"warn_max_global_risk": 0.1},
+            "warn_max_global_risk gates the individual risk: give weight",
+        ),
+    ],
+)
+def test_warn_level_rules(values: dict[str, float], message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        AssessmentOptions.from_mapping({"quasi_identifiers": "sex", **values})
+
+
+def test_equal_levels_are_allowed_and_a_warn_level_alone_too() -> None:
+    AssessmentOptions.from_mapping({"quasi_identifiers": "a", "min_k": 5, "warn_min_k": 5})
+    alone = AssessmentOptions.from_mapping({"quasi_identifiers": "a", "warn_min_k": 5})
+    assert alone.thresholds == Thresholds() and alone.warn_thresholds == Thresholds(min_k=5)
