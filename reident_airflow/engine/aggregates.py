@@ -409,21 +409,15 @@ def aggregate_grouped(
     assert inverse is not None
     bounds = np.cumsum([0, *lengths])
     own = inverse[: bounds[1]]
-    row_counts = counts[count_column].to_numpy(dtype=np.int64)
-    if (row_counts < 0).any():
-        raise InvalidInputError("grouped result has a negative count")
     u_all = int(all_codes.shape[0])
-    sizes_all = np.bincount(own, weights=row_counts, minlength=u_all).astype(np.int64)
+    sizes_all = _grouped_sizes(counts[count_column], own, u_all)
     present = sizes_all > 0
-    if not present.any():
-        raise EmptyDatasetError("the table has no records: there is nothing to assess")
     remap = np.cumsum(present, dtype=np.int64) - 1
     class_codes = all_codes[present]
     sizes = sizes_all[present]
     sums = None
     if weight is not None:
-        column = weight_sum_column or weight
-        values = counts[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        values = counts[weight_sum_column or weight].to_numpy(dtype=np.float64, na_value=np.nan)
         sums = np.bincount(own, weights=values, minlength=u_all)[present].astype(np.float64)
     pairs: dict[str, PairCounts] = {}
     for i, (name, frame) in enumerate(extra.items(), start=1):
@@ -436,13 +430,20 @@ def aggregate_grouped(
             )
         pairs[name] = _merged_pairs(name, frame[name], remap[cls_all], counted, sizes)
     return build_aggregates(
-        encoded,
-        class_codes,
-        sizes,
-        sums=sums,
-        weight_column=weight,
-        pairs=pairs,
+        encoded, class_codes, sizes, sums=sums, weight_column=weight, pairs=pairs
     )
+
+
+def _grouped_sizes(row_counts: pd.Series, classes: IntArray, u: int) -> IntArray:
+    """The size of each of ``u`` classes: the counts of the grouped rows, ``classes[r]`` the
+    class of row r (a class none of whose rows has a record has size 0)."""
+    counted = row_counts.to_numpy(dtype=np.int64)
+    if (counted < 0).any():
+        raise InvalidInputError("grouped result has a negative count")
+    sizes = np.bincount(classes, weights=counted, minlength=u).astype(np.int64)
+    if not (sizes > 0).any():
+        raise EmptyDatasetError("the table has no records: there is nothing to assess")
+    return sizes
 
 
 def _check_grouped(frames: Sequence[pd.DataFrame], columns: Sequence[str]) -> None:
