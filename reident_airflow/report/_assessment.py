@@ -202,6 +202,7 @@ def _glance(view: AssessmentView) -> str:
         ("k (smallest class)", count(view.k)),
         ("highest risk", percent(p.highest_risk)),
         ("average risk", percent(p.average_risk)),
+        ("lowest risk", percent(view.lowest_risk)),
         (
             f"records at risk (risk > {number(t)})" if t is not None else "records at risk",
             percent(p.records_at_risk),
@@ -230,22 +231,25 @@ def _attacker_models(view: AssessmentView) -> str:
     rows = []
     for model, m in (("prosecutor", view.prosecutor), ("journalist", view.journalist)):
         if m is None:
-            rows.append([model, NA, NA, NA, NA, "not in the result"])
+            rows.append([model, NA, NA, NA, NA, NA, "not in the result"])
             continue
         basis = m.basis if model == "journalist" else "the sample"
+        lowest = view.lowest_risk if model == "prosecutor" else m.lowest_risk
         measures = (
             m.highest_risk,
             m.average_risk,
+            lowest,
             m.records_at_risk,
             m.records_affected_by_highest_risk,
         )
         rows.append([model, *map(percent, measures), text(_BASIS.get(basis or "", basis))])
     marketer = view.marketer.risk if view.marketer is not None else None
-    rows.append(["marketer", NA, percent(marketer), NA, NA, "success rate"])
+    rows.append(["marketer", NA, percent(marketer), NA, NA, NA, "success rate"])
     headers = [
         "model",
         "highest risk",
         "average risk",
+        "lowest risk",
         "records at risk",
         "affected by highest",
         "measured on",
@@ -254,7 +258,7 @@ def _attacker_models(view: AssessmentView) -> str:
         "Prosecutor: the attacker knows the person is in the table. Journalist: the "
         "attacker links to a wider register. Marketer: the attacker re-identifies as many "
         "records as possible (expected share)."
-    ) + table(headers, rows, numeric=(1, 2, 3, 4))
+    ) + table(headers, rows, numeric=(1, 2, 3, 4, 5))
 
 
 def _inputs(view: AssessmentView) -> str:

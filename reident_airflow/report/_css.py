@@ -80,7 +80,10 @@ tr.breach td { background: var(--bad-bg); }
 .cards .fig .v { font-size: 21px; font-weight: 700; font-variant-numeric: tabular-nums; }
 .cards .fig .k { color: var(--muted); font-size: 12.5px; }
 figure.chart { margin: 8px 0 6px; }
-figure.chart svg.chart { width: 100%; height: auto; display: block; }
+figure.chart .chart-box { overflow-x: auto; }
+/* 680 px keeps the charts' smallest text (8 pt in a 576 pt wide drawing) at 9.4 px or more:
+   on a narrower screen the chart scrolls inside its box instead of shrinking its text */
+figure.chart svg.chart { width: 100%; min-width: 680px; height: auto; display: block; }
 figure.chart figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; }
 details { margin: 4px 0 8px; }
 details > summary { cursor: pointer; color: var(--accent); font-size: 13.5px; }
@@ -97,10 +100,39 @@ dl.inputs dd { margin: 0; overflow-wrap: anywhere; }
 nav.toc { font-size: 13.5px; margin: 0 0 16px; color: var(--muted); }
 nav.toc a { color: var(--accent); text-decoration: none; margin-right: 12px; }
 footer { color: var(--muted); font-size: 12.5px; text-align: center; margin-top: 24px; }
+td code, dd { overflow-wrap: anywhere; }
+/* narrow screens (phones, split windows): every table reflows into one block per row, each
+   cell under its column's name, so no column is cut off at the right edge */
+@media (max-width: 640px) {
+  body { font-size: 14.5px; }
+  main { padding: 16px 10px 28px; }
+  section.card { padding: 14px 12px; }
+  .verdict { padding: 14px 12px; }
+  .verdict .word { font-size: 24px; }
+  .verdict .why { flex-basis: 100%; }
+  .cards { grid-template-columns: repeat(2, minmax(0, 1fr)); }
+  table, tbody, tr, td { display: block; width: 100%; }
+  table thead { display: none; }
+  tbody tr { border: 1px solid var(--line); border-radius: 8px; margin: 0 0 8px;
+             padding: 4px 0; }
+  td { display: flex; justify-content: space-between; align-items: baseline; gap: 12px;
+       border-bottom: none; padding: 3px 10px; text-align: right; white-space: normal; }
+  td:first-child { display: block; text-align: left; font-weight: 600; }
+  td:not(:first-child)::before {
+    content: attr(data-label); color: var(--muted); font-size: 12.5px; text-align: left;
+    flex: 0 0 auto;
+  }
+  td.num { white-space: normal; }
+  dl.inputs { grid-template-columns: 1fr; gap: 0; }
+  dl.inputs dd { margin: 0 0 6px; }
+}
 @media print {
   html, body { background: #fff; }
   main { max-width: none; padding: 0; }
-  section.card { box-shadow: none; break-inside: avoid-page; }
+  section.card, .verdict, tr, figure.chart { box-shadow: none; break-inside: avoid-page; }
+  figure.chart .chart-box { overflow: visible; }
+  figure.chart svg.chart { min-width: 0; }
   nav.toc { display: none; }
+  a { color: inherit; text-decoration: none; }
 }
 """

@@ -32,12 +32,22 @@ def table(
     numeric: Sequence[int] = (),
     row_classes: Sequence[str] | None = None,
     escaped: bool = False,
+    labels: Sequence[str] | None = None,
 ) -> str:
-    """A table; cells are escaped unless ``escaped`` (the caller built safe HTML)."""
+    """A table; cells are escaped unless ``escaped`` (the caller built safe HTML).
+
+    Each cell carries its column's name (``data-label``: the header, or ``labels`` where a
+    header is blank), which a narrow screen shows beside the value when the rows are stacked
+    (the stylesheet's small-screen rules).
+    """
     num = set(numeric)
+    names = [esc(n) for n in (labels if labels is not None else headers)]
 
     def cell(tag: str, i: int, content: str) -> str:
-        return f'<{tag} class="num">{content}</{tag}>' if i in num else f"<{tag}>{content}</{tag}>"
+        attrs = ' class="num"' if i in num else ""
+        if tag == "td" and i < len(names):
+            attrs += f' data-label="{names[i]}"'
+        return f"<{tag}{attrs}>{content}</{tag}>"
 
     head = "".join(cell("th", i, esc(h)) for i, h in enumerate(headers))
     body = []
@@ -51,8 +61,12 @@ def table(
 
 
 def figure(svg: str, caption: str) -> str:
-    """A chart with its caption."""
-    return f'<figure class="chart">{svg}<figcaption>{esc(caption)}</figcaption></figure>\n'
+    """A chart with its caption; the chart scrolls sideways inside its own box on a screen
+    too narrow for its smallest text to stay legible (the stylesheet's ``min-width``)."""
+    return (
+        f'<figure class="chart"><div class="chart-box">{svg}</div>'
+        f"<figcaption>{esc(caption)}</figcaption></figure>\n"
+    )
 
 
 def details(summary: str, html: str) -> str:

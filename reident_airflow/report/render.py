@@ -233,6 +233,7 @@ def _gate_section(parts: Sequence[Part]) -> str:
             numeric=(1, 3),
             row_classes=["breach" if g.status == BREACHED else "" for g in rows],
             escaped=True,
+            labels=["check", "observed", "must be", "limit", "result"],
         )
     return f'<section class="card" id="gate"><h2>Thresholds</h2>\n{inner}</section>\n'
 

@@ -153,6 +153,8 @@ class RiskMeasures(Checked):
 
     ``basis`` (journalist only) is what the measures rest on: ``"sample"``,
     ``"population_table"`` or ``"sampling_weights"``; ``weight`` the weight column of the last.
+    ``lowest_risk`` is ``None`` in results that predate it (see
+    :attr:`AssessmentView.lowest_risk`).
     """
 
     highest_risk: Number | None
@@ -162,6 +164,7 @@ class RiskMeasures(Checked):
     record_threshold: Number | None
     basis: str | None = None
     weight: str | None = None
+    lowest_risk: Number | None = None
 
     @classmethod
     def missing(cls) -> Self:
@@ -445,6 +448,16 @@ class AssessmentView(Checked):
     def record_threshold(self) -> Number | None:
         """The record-risk threshold of the prosecutor's "records at risk"."""
         return None if self.prosecutor is None else self.prosecutor.record_threshold
+
+    @property
+    def lowest_risk(self) -> Number | None:
+        """The prosecutor's lowest record risk: as the result gives it, else (a result that
+        predates ``lowest_risk``) 1 / the largest class size of the class-size histogram,
+        which is how ARX defines it; ``None`` when the result holds neither."""
+        given = None if self.prosecutor is None else self.prosecutor.lowest_risk
+        if given is not None or not self.class_size_histogram:
+            return given
+        return 1.0 / self.class_size_histogram[-1][0]
 
     @property
     def complete(self) -> bool:

@@ -134,7 +134,7 @@ def test_breaching_adult_report_shows_verdict_thresholds_and_every_part(
         assert f'aria-label="{label}"' in chunk
         assert "<path" in chunk
     # population models, with the one Dankar's rule chose
-    assert '<tr class="chosen"><td>Pitman</td>' in html
+    assert '<tr class="chosen"><td data-label="model">Pitman</td>' in html
     assert "chosen by Dankar's rule" in text and "N = 317,238,626" in text
     # QI ranking, inputs and version
     assert "sex, age, race" in text and "distinction" in text
@@ -302,7 +302,7 @@ def test_direct_match_report(direct_match_result: dict[str, Any]) -> None:
     assert "BREACHED" in text and "(2 columns)" in text
     html = render_report(dm)
     assert 'aria-label="Direct match protection per column"' in html
-    assert html.count('<tr class="breach"><td>') == 2 + 1  # 2 columns + the gate row
+    assert html.count('<tr class="breach"><td data-label=') == 2 + 1  # 2 columns + the gate row
     assert "record_no" in text and "by position" in text
     dm_ok = {**dm, "target": 0.0, "below_target": [], "passed": True}
     assert "PASSED" in check_page(render_report(dm_ok))
