@@ -1,0 +1,236 @@
+"""The grouping queries of a Spark DataFrame: ``GROUP BY`` the QIs in Spark, aggregates out.
+
+A :class:`SparkSource` is a ``pyspark.sql.DataFrame`` (a classic session's or a Spark
+Connect session's) with its columns renamed by position (``c0``, ``c1``, ...: no column name
+is ever parsed by Spark) and each column's kind. The queries here group the records in
+Spark's executors and collect only aggregates on the driver:
+
+- :func:`class_size_rows`: the class-size histogram, with the records of the fully suppressed
+  class apart (every QI the text ``*``), and, for the QI ranking, the histogram of the classes
+  formed on each asked subset of the QIs (one ``GROUPING SETS`` over the class table);
+- :func:`weight_rows`: per distinct ``(class size, weight sum)`` pair, how many classes have
+  it, and the counts that check the weight column;
+- :func:`profile_rows`: per sensitive column, per distinct ``(class size, sorted value
+  counts)`` profile, how many classes have it.
+
+Class keys never leave the executors: what is collected has one row per distinct class size
+(per subset), per distinct weight pair or per distinct value-count profile.
+
+Values are grouped as Spark groups them, which is the reading contract (docs/reading.md):
+NULL is one value of its own, ``""`` is text, text is compared by its characters (Spark's
+default UTF8_BINARY collation; a column with another collation is refused), ``-0.0`` and
+``0.0`` are one value and every NaN is one value (Spark normalises floats before grouping).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reident_airflow.engine.encoding import SUPPRESSION_MARKER, validate_quasi_identifiers
+from reident_airflow.engine.errors import InvalidInputError
+
+__all__ = [
+    "GROUPED",
+    "SUPPRESSED",
+    "SparkSource",
+    "class_size_rows",
+    "collect_rows",
+    "is_spark_frame",
+    "open_spark_frame",
+    "profile_rows",
+    "weight_rows",
+]
+
+#: The name of the per-class count column of the queries' results.
+SIZE = "reident_size"
+#: The column counting how many classes (or groups) a result row stands for.
+GROUPED = "reident_groups"
+#: The column flagging the fully suppressed class (every QI is the text ``*``).
+SUPPRESSED = "reident_suppressed"
+_GID = "reident_gid"
+_EXCLUDED = "reident_excluded"
+_WSUM = "reident_wsum"
+_PROFILE = "reident_profile"
+_CHECKS = ("wmissing", "wtext", "wnonpositive", "winfinite")
+
+_TEXT = "text"
+_FLOAT = "float"
+_NUMBER = "number"
+_OTHER = "other"
+
+
+def is_spark_frame(obj: Any) -> bool:
+    """Whether ``obj`` is a PySpark DataFrame (classic or Spark Connect), without importing
+    PySpark."""
+    return any(
+        c.__name__ == "DataFrame" and c.__module__.startswith("pyspark.sql")
+        for c in type(obj).__mro__
+    )
+
+
+def _kind(data_type: Any) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.StringType):  # VarcharType / CharType subclass StringType
+        collation = getattr(data_type, "collation", "UTF8_BINARY")
+        if str(collation).upper() != "UTF8_BINARY":
+            raise InvalidInputError(
+                f"a text column has the collation {collation}: it may merge spellings "
+                "(docs/reading.md); cast it to a UTF8_BINARY string first"
+            )
+        return _TEXT
+    if isinstance(data_type, T.FloatType | T.DoubleType):
+        return _FLOAT
+    if isinstance(data_type, T.NumericType):
+        return _NUMBER
+    return _OTHER
+
+
+@dataclass(frozen=True)
+class SparkSource:
+    """A Spark DataFrame with positional column names (``c0`` ...), its columns' own names
+    and kinds (``text``, ``float``, ``number`` or ``other``)."""
+
+    frame: Any
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    label: str = "Spark DataFrame"
+
+    def positions(self, columns: Sequence[str], kind: str = "quasi-identifier") -> list[int]:
+        """The positions of ``columns`` (each must be a column, named once in the frame)."""
+        out = []
+        for name in columns:
+            found = [i for i, n in enumerate(self.names) if n == name]
+            if not found:
+                raise InvalidInputError(
+                    f"{kind} {name!r} is not a column of the {self.label} "
+                    f"(columns: {', '.join(map(repr, self.names))})"
+                )
+            if len(found) > 1:
+                raise InvalidInputError(
+                    f"{kind} {name!r} names {len(found)} columns of the {self.label}: "
+                    "rename them apart first"
+                )
+            out.append(found[0])
+        return out
+
+    def qi_positions(self, qis: Sequence[str]) -> tuple[tuple[str, ...], list[int]]:
+        """The checked QI names (as :func:`validate_quasi_identifiers`) and positions."""
+        names = validate_quasi_identifiers(qis, self.names)
+        return names, self.positions(names)
+
+
+def open_spark_frame(frame: Any, label: str = "Spark DataFrame") -> SparkSource:
+    """The :class:`SparkSource` of a PySpark DataFrame (nothing is computed yet)."""
+    if not is_spark_frame(frame):
+        raise InvalidInputError(f"expected a pyspark.sql.DataFrame, got {type(frame).__name__}")
+    fields = list(frame.schema.fields)
+    names = tuple(str(f.name) for f in fields)
+    kinds = tuple(_kind(f.dataType) for f in fields)
+    renamed = frame.toDF(*(f"c{i}" for i in range(len(names))))
+    return SparkSource(renamed, names, kinds, label)
+
+
+def collect_rows(frame: Any) -> list[tuple[Any, ...]]:
+    """Collect a small aggregate result on the driver, as tuples."""
+    return [tuple(row) for row in frame.collect()]
+
+
+def _star(source: SparkSource, pos: Sequence[int]) -> Any:
+    """``every QI of the class is the text '*'`` over a class table's key columns (false
+    where a QI is not text)."""
+    from pyspark.sql import functions as F
+
+    if not all(source.kinds[i] == _TEXT for i in pos):
+        return F.lit(False)
+    every = F.lit(True)
+    for i in pos:
+        every = every & (F.col(f"c{i}") == F.lit(SUPPRESSION_MARKER))
+    return F.coalesce(every, F.lit(False))
+
+
+def _classes(source: SparkSource, pos: Sequence[int], *aggs: Any) -> Any:
+    """One row per class: its keys, its size, ``aggs`` and the suppressed flag."""
+    from pyspark.sql import functions as F
+
+    keys = [F.col(f"c{i}") for i in pos]
+    grouped = source.frame.groupBy(*keys).agg(F.count(F.lit(1)).alias(SIZE), *aggs)
+    return grouped.withColumn(SUPPRESSED, _star(source, pos))
+
+
+def class_size_rows(
+    source: SparkSource, pos: Sequence[int], subsets: Sequence[Sequence[int]] = ()
+) -> list[tuple[Any, ...]]:
+    """The class-size histograms, computed in Spark.
+
+    Without ``subsets``: rows ``(size, suppressed, classes)``. With ``subsets`` (each a list
+    of indices into ``pos``, not the full set): rows ``(subset id, size, classes, excluded
+    records)``, where subset id 0 is the full set, ``i + 1`` the ``i``-th subset; a subset's
+    classes are formed by the records that are not fully suppressed (size 0 rows carry only
+    the excluded records of the full set).
+    """
+    from pyspark.sql import functions as F
+
+    classes = _classes(source, pos)
+    if not subsets:
+        result = classes.groupBy(SIZE, SUPPRESSED).agg(F.count(F.lit(1)).alias(GROUPED))
+        return collect_rows(result)
+    m = len(pos)
+    keys = [f"c{i}" for i in pos]
+    sets = [keys, *([keys[j] for j in s] for s in subsets)]
+    kept = F.when(~F.col(SUPPRESSED), F.col(SIZE)).otherwise(F.lit(0))
+    dropped = F.when(F.col(SUPPRESSED), F.col(SIZE)).otherwise(F.lit(0))
+    merged = classes.groupingSets(sets, *keys).agg(
+        F.sum(kept).alias("f"), F.sum(dropped).alias(_EXCLUDED), F.grouping_id().alias(_GID)
+    )
+    result = merged.groupBy(_GID, "f").agg(
+        F.count(F.lit(1)).alias(GROUPED), F.sum(_EXCLUDED).alias(_EXCLUDED)
+    )
+    # grouping_id: one bit per key column, the first column most significant, set when the
+    # column is not grouped
+    ids = {0: 0}
+    for number, subset in enumerate(subsets, start=1):
+        ids[sum(1 << (m - 1 - j) for j in range(m) if j not in subset)] = number
+    return [(ids[int(g)], int(f), int(c), int(x)) for g, f, c, x in collect_rows(result)]
+
+
+def weight_rows(
+    source: SparkSource, pos: Sequence[int], wpos: int
+) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
+    """``(size, weight sum, suppressed, classes)`` per distinct pair, and the weight checks'
+    totals over every record (``wmissing``, ``wtext``, ``wnonpositive``, ``winfinite``)."""
+    from pyspark.sql import functions as F
+
+    raw = F.col(f"c{wpos}")
+    num = raw.try_cast("double")
+    conditions = {
+        "wmissing": raw.isNull(),
+        "wtext": raw.isNotNull() & num.isNull(),
+        "wnonpositive": num <= F.lit(0.0),
+        "winfinite": F.isnan(num) | (F.abs(num) == F.lit(float("inf"))),
+    }
+    checks = [F.count_if(F.coalesce(c, F.lit(False))).alias(a) for a, c in conditions.items()]
+    classes = _classes(source, pos, F.sum(num).alias(_WSUM), *checks)
+    result = classes.groupBy(SIZE, _WSUM, SUPPRESSED).agg(
+        F.count(F.lit(1)).alias(GROUPED), *(F.sum(a).alias(a) for a in _CHECKS)
+    )
+    rows = collect_rows(result)
+    totals = {a: sum(int(r[4 + i]) for r in rows) for i, a in enumerate(_CHECKS)}
+    return [r[:4] for r in rows], totals
+
+
+def profile_rows(source: SparkSource, pos: Sequence[int], spos: int) -> list[tuple[Any, ...]]:
+    """``(size, value counts ascending, suppressed, classes)`` per distinct profile of the
+    sensitive column at ``spos`` (a missing value counts as one value)."""
+    from pyspark.sql import functions as F
+
+    keys = [F.col(f"c{i}") for i in pos]
+    pairs = source.frame.groupBy(*keys, F.col(f"c{spos}")).agg(F.count(F.lit(1)).alias("n"))
+    classes = pairs.groupBy(*keys).agg(
+        F.sum("n").alias(SIZE), F.sort_array(F.collect_list("n")).alias(_PROFILE)
+    )
+    classes = classes.withColumn(SUPPRESSED, _star(source, pos))
+    result = classes.groupBy(SIZE, _PROFILE, SUPPRESSED).agg(F.count(F.lit(1)).alias(GROUPED))
+    return collect_rows(result)

@@ -1,0 +1,282 @@
+"""The measures of aggregates counted by Spark: the engine's arithmetic on the driver.
+
+Spark hands over distributions, not class tables (:mod:`~reident_airflow.sources.spark_grouping`):
+the class-size histogram of the QIs and of each ranked subset of them, how many classes share
+each ``(size, weight sum)`` pair, and how many share each profile of sensitive value counts.
+Every measure of docs/metrics.md that these determine is computed here by the engine's own
+functions, so that its value is the one the engine computes from the full class table:
+
+- the verdict (§2-§4): :func:`~reident_airflow.engine.assessment.assess` on the histogram;
+- the QI ranking (§5): distinction ``classes / n`` and separation ``1 - sum C(F, 2) / C(n,
+  2)`` of each subset, in exact integers, ranked as the engine ranks them;
+- the individual risk (§6): :func:`~reident_airflow.engine.individual_risk.benedetti_franconi`
+  on each distinct ``(f, F)`` pair, its totals summed with each pair's multiplicity by the
+  order-free sum of :mod:`reident_airflow.engine._exact` (the same integer total, rounded
+  once, as over one term per class);
+- l-diversity (§7): :func:`~reident_airflow.engine.diversity.l_diversity` on each distinct
+  profile (the minima are those over the classes), the homogeneous records counted with
+  each profile's multiplicity.
+
+What needs one row per class -- SUDA2 (its minimal sample uniques are combinations of QI
+values) and a population register (matched class by class) -- is refused
+(:func:`refuse_per_class`). In the results, ``IndividualRisk.risk`` holds one risk per
+distinct ``(f, F)`` pair and ``LDiversity``'s per-class arrays one entry per distinct
+profile, not per class.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from reident_airflow.engine.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from reident_airflow.engine.assessment import Assessment
+    from reident_airflow.engine.attributes import AttributeRisk
+    from reident_airflow.engine.classes import ClassSizes
+    from reident_airflow.engine.diversity import LDiversity
+    from reident_airflow.engine.individual_risk import IndividualRisk
+    from reident_airflow.engine.options import AssessmentOptions
+
+__all__ = [
+    "SubsetHistograms",
+    "ValueProfiles",
+    "WeightPairs",
+    "assessment_of",
+    "individual_risk_of",
+    "l_diversity_of",
+    "ranked_subsets",
+    "ranking_of",
+    "refuse_per_class",
+    "repeated_order_free_sum",
+]
+
+IntArray = NDArray[np.int64]
+FloatArray = NDArray[np.float64]
+
+# as engine._exact: the scale and the fraction of every term, in bits
+_SCALE_BITS = 42
+_FRACTION_BITS = 42
+
+
+@dataclass(frozen=True)
+class SubsetHistograms:
+    """Per ranked QI subset (column indices, ascending), its classes' sizes ``F`` and how
+    many classes have each (the full set is not among them: its histogram is the table's)."""
+
+    histograms: Mapping[tuple[int, ...], tuple[IntArray, IntArray]]
+
+
+@dataclass(frozen=True)
+class WeightPairs:
+    """The distinct ``(class size f, weight sum F)`` pairs and how many classes have each."""
+
+    column: str
+    sizes: IntArray
+    sums: FloatArray
+    classes: IntArray
+
+
+@dataclass(frozen=True)
+class ValueProfiles:
+    """The distinct profiles of one sensitive column: a class size, the class's value counts
+    (ascending, ``counts[starts[p]:starts[p + 1]]``) and how many classes have it."""
+
+    column: str
+    sizes: IntArray
+    counts: IntArray
+    starts: IntArray
+    classes: IntArray
+
+
+def refuse_per_class(options: AssessmentOptions) -> None:
+    """Refuse the options whose measures need one row per class (none can come from Spark's
+    aggregates)."""
+    if options.suda:
+        raise InvalidInputError(
+            "suda: SUDA2 needs one row per class (its minimal sample uniques are "
+            "combinations of QI values); it is not computed on Spark: run it on a sample, "
+            "or without suda"
+        )
+    if options.population_table:
+        raise InvalidInputError(
+            "population_table: a register is matched class by class; it is not read on "
+            "Spark: describe the population with population_size, sampling_fraction or region"
+        )
+
+
+def ranked_subsets(m: int, max_subset_size: int | None) -> list[tuple[int, ...]]:
+    """The QI subsets the engine ranks (:func:`~reident_airflow.engine.attributes.
+    attribute_risks`), less the full set: every subset of up to ``max_subset_size`` columns
+    (by default all when ``m <= 8``, else up to 2)."""
+    from reident_airflow.engine.attributes import ALL_SUBSETS_UP_TO, DEFAULT_MAX_SUBSET_SIZE
+
+    max_size = max_subset_size
+    if max_size is None:
+        max_size = m if m <= ALL_SUBSETS_UP_TO else DEFAULT_MAX_SUBSET_SIZE
+    if max_size < 1:
+        raise InvalidInputError(f"attribute subset size must be at least 1, got {max_size}")
+    max_size = min(max_size, m)
+    return [c for size in range(1, max_size + 1) for c in combinations(range(m), size) if size < m]
+
+
+def _pairs(sizes: IntArray, counts: IntArray) -> int:
+    """``sum C(F, 2)`` over classes: same-value record pairs, in exact integers."""
+    return sum(int(c) * (int(f) * (int(f) - 1) // 2) for f, c in zip(sizes, counts, strict=True))
+
+
+def ranking_of(
+    names: Sequence[str], table: ClassSizes, subsets: SubsetHistograms
+) -> tuple[AttributeRisk, ...]:
+    """Distinction and separation of the full set and every subset, ranked as the engine
+    ranks them (distinction, separation descending, then fewer columns, then QI order)."""
+    from reident_airflow.engine.attributes import AttributeRisk
+
+    n = table.records
+    all_pairs = n * (n - 1) // 2
+    hists = {tuple(range(len(names))): (table.sizes, table.counts), **subsets.histograms}
+    found = []
+    for cols, (sizes, counts) in hists.items():
+        separation = 1.0 - _pairs(sizes, counts) / all_pairs if all_pairs else 0.0
+        found.append((cols, int(counts.sum()) / n, separation))
+    found.sort(key=lambda r: (-r[1], -r[2], len(r[0]), r[0]))
+    return tuple(
+        AttributeRisk(columns=tuple(names[i] for i in cols), distinction=d, separation=s)
+        for cols, d, s in found
+    )
+
+
+def repeated_order_free_sum(values: FloatArray, repeats: IntArray) -> float:
+    """``order_free_sum(np.repeat(values, repeats))`` without repeating: every term is cut
+    into the same integer as there, and each integer is added ``repeats`` times."""
+    x = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    r = np.asarray(repeats, dtype=np.int64).reshape(-1)
+    x, r = x[r > 0], r[r > 0]
+    if x.shape[0] == 0:
+        return 0.0
+    high, low = float(x.max()), float(x.min())
+    if not (math.isfinite(high) and math.isfinite(low)):
+        with np.errstate(invalid="ignore", over="ignore"):
+            return float(np.sum(x))  # inf or nan, as numpy's sum of the repeated terms
+    largest = max(high, -low)
+    if largest == 0.0:
+        return 0.0
+    _, top = math.frexp(largest)
+    shift = _SCALE_BITS - top
+    scaled = np.ldexp(x, shift)
+    whole = np.trunc(scaled)
+    fraction = np.rint((scaled - whole) * float(1 << _FRACTION_BITS))
+    terms = (whole.astype(np.int64).astype(object) << _FRACTION_BITS) + fraction.astype(
+        np.int64
+    ).astype(object)
+    total = int((terms * r.astype(object)).sum())
+    exponent = -(shift + _FRACTION_BITS)
+    try:
+        if exponent >= 0:
+            return math.ldexp(float(total), exponent)
+        return total / (1 << -exponent)
+    except OverflowError:
+        return math.inf if total > 0 else -math.inf
+
+
+def individual_risk_of(pairs: WeightPairs, record_threshold: float) -> IndividualRisk:
+    """The individual risk of docs/metrics.md §6 from the distinct ``(f, F)`` pairs."""
+    from reident_airflow.engine.individual_risk import IndividualRisk, benedetti_franconi
+    from reident_airflow.engine.sample import validate_threshold
+
+    t = validate_threshold(record_threshold)
+    f, mult = pairs.sizes, pairs.classes
+    risk = benedetti_franconi(f, pairs.sums)
+    records = f * mult
+    n = int(records.sum())
+    expected = repeated_order_free_sum(f * risk, mult)
+    highest = float(risk.max())
+    return IndividualRisk(
+        weight=pairs.column,
+        records=n,
+        record_threshold=t,
+        global_risk=expected,
+        global_risk_share=expected / n,
+        highest=highest,
+        lowest=float(risk.min()),
+        records_above_threshold=int(np.sum(records, where=risk > t)) / n,
+        records_affected_by_highest=int(np.sum(records, where=risk == highest)) / n,
+        estimated_population=repeated_order_free_sum(pairs.sums, mult),
+        risk=risk,
+    )
+
+
+def l_diversity_of(profiles: ValueProfiles, c: float) -> LDiversity:
+    """l-diversity of docs/metrics.md §7 from the distinct profiles of one column."""
+    from reident_airflow.engine.aggregates import ValueCounts
+    from reident_airflow.engine.diversity import l_diversity
+
+    counts = ValueCounts(
+        profiles.column, counts=profiles.counts, starts=profiles.starts, sizes=profiles.sizes
+    )
+    per_profile = l_diversity(counts, profiles.sizes, c=c)
+    records = profiles.sizes * profiles.classes
+    n = int(records.sum())
+    homogeneous = int(np.sum(records, where=per_profile.per_class_distinct == 1))
+    return replace(per_profile, records=n, homogeneous_records=homogeneous / n)
+
+
+def assessment_of(
+    table: ClassSizes,
+    options: AssessmentOptions,
+    *,
+    subsets: SubsetHistograms | None = None,
+    weights: WeightPairs | None = None,
+    profiles: Mapping[str, ValueProfiles] | None = None,
+) -> Assessment:
+    """The assessment of Spark's aggregates under ``options``: the verdict by
+    :func:`~reident_airflow.engine.assessment.assess` on the histogram, then the ranking,
+    individual risk and l-diversity from their distributions, and the gate on them all."""
+    from reident_airflow.engine.assessment import JournalistRisk, assess
+
+    refuse_per_class(options)
+    gate = options.thresholds
+    verdict_options = replace(
+        options,
+        thresholds=replace(gate, max_global_risk=None, min_l=None),
+        weight=None,
+        sensitive=(),
+        rank_attributes=False,
+        max_subset_size=None,
+    )
+    base = assess(table, verdict_options)
+    ranking: tuple[Any, ...] = ()
+    if options.rank_attributes:
+        ranking = ranking_of(table.quasi_identifiers, table, subsets or SubsetHistograms({}))
+    individual = None
+    if options.weight is not None:
+        assert weights is not None  # the caller counted the weights the options name
+        individual = individual_risk_of(weights, options.record_threshold)
+    diversity = None
+    if options.sensitive:
+        assert profiles is not None
+        diversity = tuple(
+            l_diversity_of(profiles[s], options.recursive_c) for s in options.sensitive
+        )
+    journalist = JournalistRisk(
+        measures=base.prosecutor,
+        basis="sample" if individual is None else "sampling_weights",
+        individual=individual,
+    )
+    breaches = gate.check(base.prosecutor, base.k, individual=individual, diversity=diversity or ())
+    return replace(
+        base,
+        attributes=ranking,
+        journalist=journalist,
+        thresholds=gate,
+        breaches=breaches,
+        individual_risk=individual,
+        l_diversity=diversity,
+    )
