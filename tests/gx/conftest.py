@@ -1,8 +1,10 @@
 """Fixtures for the Great Expectations tests: GE imported once, data sources on demand.
 
 GE 1.24 imports the stdlib modules ``sre_constants`` and ``sre_parse``, deprecated since
-Python 3.11; pytest turns warnings into errors (pyproject), so exactly those two import-time
-warnings are ignored here, while GE is imported for the first time. Nothing else is silenced.
+Python 3.11, and (its ``compatibility.pyspark``) PySpark Connect, which warns that it does not
+fully support pandas 3 when the ``spark`` extra is installed; pytest turns warnings into errors
+(pyproject), so exactly those import-time warnings are ignored here, while GE is imported for
+the first time. Nothing else is silenced.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore", message=f"module '{_module}' is deprecated", category=DeprecationWarning
         )
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
     import great_expectations as gx
 
     import reident_airflow.gx  # noqa: F401 - registers the expectations
