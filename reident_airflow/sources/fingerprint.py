@@ -1,0 +1,244 @@
+"""What was assessed: a fingerprint of the input, for the report and the assessment JSON.
+
+A reviewer signing a release off needs to know that the numbers describe *this* file or
+*this* table, not another version of it. Two entry points, one value
+(:class:`InputFingerprint`, whose :meth:`~InputFingerprint.to_dict` is the assessment JSON's
+optional ``"input"`` object, ``docs/contract.md``)::
+
+    from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
+
+    fingerprint_file("data/patients.csv", rows=30162).to_dict()
+    fingerprint_sql("postgresql://reader@db/clinic", table="patients", schema="staging")
+    fingerprint_sql(engine, sql="SELECT sex, age FROM patients WHERE day = '2026-12-01'")
+
+What each proves:
+
+- **A file**: the SHA-256 of its bytes as stored (read in 1 MiB chunks, never whole), and
+  its size. The same hash later proves the same bytes were assessed; a different hash that
+  they were not. A directory of Parquet files gets one digest over its files' digests, in
+  path order. The row count is read from a Parquet file's footer; a CSV's count needs a full
+  parse with its separator and quoting, which the reader that assessed it has done: pass it
+  as ``rows`` (e.g. the assessment's ``records + excluded_records``).
+- **A database table or query**: the row count, the server's clock, and where the server
+  offers one, what identifies the snapshot the count saw -- PostgreSQL's
+  ``pg_current_snapshot()`` (``xmin:xmax:xip``, read in one ``REPEATABLE READ`` transaction
+  with the count, so both saw the same data), MariaDB's ``@@gtid_current_pos`` (the
+  replication position; empty when the server writes no binary log). A query is identified
+  by the SHA-256 of its text, never by the text itself (it may hold literal values). None of
+  these is a hash of the content: they prove *when* and *how much* was read, and let an
+  auditor match the run against the database's own logs or a backup taken at that point;
+  they cannot prove that a later read returns the same rows. SQLite offers no snapshot
+  identifier (``snapshot`` is ``None``); hash its database file with
+  :func:`fingerprint_file` when the file itself is the release.
+
+The location never holds a password or URL query options (which may hold credentials):
+``postgresql://reader@db:5432/clinic``. Nothing of the data's values is read or kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.sources.connect import connect, make_engine, open_source, source_label
+from reident_airflow.sources.db_errors import database_errors
+from reident_airflow.sources.file_source import PARQUET_SUFFIXES
+
+__all__ = [
+    "CHUNK_BYTES",
+    "InputFingerprint",
+    "fingerprint_file",
+    "fingerprint_sql",
+    "safe_location",
+]
+
+#: How much of a file is read at a time while hashing it.
+CHUNK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputFingerprint:
+    """What identifies the input of an assessment (see the module's docstring).
+
+    ``kind`` is ``"file"`` or ``"database"``; ``location`` the path, or the database URL
+    without its password; ``table`` the table as named (``schema.table``); ``query_sha256``
+    the SHA-256 of a query's text; ``rows`` the number of rows read; ``size_bytes`` and
+    ``sha256`` a file's size and content hash; ``snapshot`` what identifies the database
+    snapshot; ``server_time`` the database's clock when it was read; ``taken_at`` this
+    machine's UTC clock when the fingerprint was taken. ``None``: not available for this kind
+    of input.
+    """
+
+    kind: str
+    location: str
+    taken_at: str
+    table: str | None = None
+    query_sha256: str | None = None
+    rows: int | None = None
+    size_bytes: int | None = None
+    sha256: str | None = None
+    dialect: str | None = None
+    snapshot: str | None = None
+    server_time: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The assessment JSON's ``"input"`` object (every key present; ``null`` when not
+        available)."""
+        return asdict(self)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ------------------------------------------------------------------------------------ files
+def _sha256_of(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK_BYTES):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _directory_digest(root: Path) -> tuple[str, int]:
+    """One digest over every file below ``root``: ``<relative path>\\0<sha256>\\n`` per file,
+    in path order, hashed; the size is the sum of the files' sizes."""
+    digest = hashlib.sha256()
+    total = 0
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    if not files:
+        raise InvalidInputError(f"{str(root)!r} holds no file to fingerprint")
+    for path in files:
+        sha, size = _sha256_of(path)
+        digest.update(f"{path.relative_to(root).as_posix()}\0{sha}\n".encode())
+        total += size
+    return digest.hexdigest(), total
+
+
+def _parquet_rows(path: Path) -> int | None:
+    """The row count a Parquet file's footer declares (no data page is read)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    except (OSError, ValueError):
+        return None
+
+
+def fingerprint_file(path: str | Path, *, rows: int | None = None) -> InputFingerprint:
+    """The fingerprint of a local file (or a directory of Parquet files): its SHA-256 and
+    size, and its row count -- ``rows`` when given, else a Parquet footer's count.
+
+    Raises :class:`InvalidInputError` for a path that does not exist or cannot be read.
+    """
+    p = Path(path)
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+        raise InvalidInputError(f"rows must be a whole number >= 0, got {rows!r}")
+    try:
+        if p.is_dir():
+            sha, size = _directory_digest(p)
+        else:
+            sha, size = _sha256_of(p)
+    except FileNotFoundError:
+        raise InvalidInputError(f"{str(p)!r} does not exist") from None
+    except OSError as exc:
+        raise InvalidInputError(f"{str(p)!r} cannot be read ({exc.strerror})") from None
+    if rows is None and p.is_file() and p.suffix.lower() in PARQUET_SUFFIXES:
+        rows = _parquet_rows(p)
+    return InputFingerprint(
+        kind="file", location=str(p), taken_at=_now(), rows=rows, size_bytes=size, sha256=sha
+    )
+
+
+# -------------------------------------------------------------------------------- databases
+def safe_location(url: sa.URL) -> str:
+    """``url`` as text without its password and its query options (which may hold
+    credentials or tokens): ``dialect+driver://user@host:port/database``."""
+    bare = sa.URL.create(
+        url.drivername, username=url.username, host=url.host, port=url.port, database=url.database
+    )
+    return bare.render_as_string(hide_password=True)
+
+
+def _snapshot(conn: Connection) -> tuple[str | None, str | None]:
+    """What identifies the snapshot and the server's clock, for the dialects that have them."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        row = conn.execute(sa.text("SELECT pg_current_snapshot()::text, now()::text")).one()
+        return str(row[0]), str(row[1])
+    if dialect in {"mysql", "mariadb"}:
+        if getattr(conn.dialect, "is_mariadb", False):
+            row = conn.execute(sa.text("SELECT @@gtid_current_pos, NOW(6)")).one()
+            return (str(row[0]) or None), str(row[1])
+        return None, str(conn.execute(sa.text("SELECT NOW(6)")).scalar_one())
+    if dialect == "sqlite":
+        return None, str(conn.execute(sa.text("SELECT datetime('now')")).scalar_one()) + " UTC"
+    return None, str(conn.execute(sa.select(sa.func.current_timestamp())).scalar_one())
+
+
+def _read(
+    conn: Connection, table: str | None, sql: str | None, schema: str | None
+) -> tuple[int, str | None, str | None]:
+    """The row count, the snapshot and the server time, read in one transaction."""
+    source = open_source(conn, table, sql, schema)
+    snapshot, server_time = _snapshot(conn)
+    rows = conn.execute(sa.select(sa.func.count()).select_from(source)).scalar_one()
+    return int(rows), snapshot, server_time
+
+
+def _consistent(conn: Connection) -> Connection:
+    """A PostgreSQL or MariaDB connection set to ``REPEATABLE READ`` (the snapshot and the
+    count see the same data); other connections as they are."""
+    if conn.dialect.name in {"postgresql", "mysql", "mariadb"} and not conn.in_transaction():
+        return conn.execution_options(isolation_level="REPEATABLE READ")
+    return conn
+
+
+def fingerprint_sql(
+    source: str | Engine | Connection,
+    table: str | None = None,
+    *,
+    sql: str | None = None,
+    schema: str | None = None,
+) -> InputFingerprint:
+    """The fingerprint of a database ``table`` (in ``schema``) or of a ``sql`` query.
+
+    ``source`` is a SQLAlchemy URL, an engine or an open connection (used as it is, inside
+    the caller's transaction if one is open). The table is reflected and quoted by
+    SQLAlchemy; the query's text is only hashed.
+    """
+    what = source_label(table, sql)
+    query_sha = None if sql is None else hashlib.sha256(sql.strip().encode()).hexdigest()
+    engine = source.engine if isinstance(source, Connection) else make_engine(source)
+    try:
+        with database_errors(what):
+            if isinstance(source, Connection):
+                rows, snapshot, server_time = _read(source, table, sql, schema)
+            else:
+                with connect(engine) as opened:
+                    conn = _consistent(opened)
+                    with conn.begin():
+                        rows, snapshot, server_time = _read(conn, table, sql, schema)
+    finally:
+        if isinstance(source, str):
+            engine.dispose()  # the engine made here for a URL
+    return InputFingerprint(
+        kind="database",
+        location=safe_location(engine.url),
+        taken_at=_now(),
+        table=None if table is None else (f"{schema}.{table}" if schema else table),
+        query_sha256=query_sha,
+        rows=rows,
+        dialect="mariadb" if getattr(engine.dialect, "is_mariadb", False) else engine.dialect.name,
+        snapshot=snapshot,
+        server_time=server_time,
+    )
