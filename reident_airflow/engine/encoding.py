@@ -137,16 +137,21 @@ def encode_series(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]
     if arr.dtype.kind in "iu" and n:
         lo = int(arr.min())
         hi = int(arr.max())
-        span = hi - lo + 1
-        if span <= max(2 * n, 1 << 16):
-            codes = arr.astype(np.int64, copy=False) - lo
-            present = np.bincount(codes, minlength=span) > 0
-            if present.all():
-                return codes, span, np.arange(lo, hi + 1)
-            # keep codes dense so that cardinalities stay tight
-            remap = np.cumsum(present) - 1
-            return remap[codes].astype(np.int64), int(present.sum()), np.flatnonzero(present) + lo
+        # unsigned values from 2**63 do not fit the int64 offsets: hashed
+        if hi < 1 << 63 and hi - lo + 1 <= max(2 * n, 1 << 16):
+            return _offset_codes(arr.astype(np.int64, copy=False) - lo, lo, hi)
     return _factorized(arr)
+
+
+def _offset_codes(offsets: IntArray, lo: int, hi: int) -> tuple[IntArray, int, Any]:
+    """``(codes, cardinality, dictionary)`` of an integer column from its values' offsets
+    ``value - lo`` (all in ``0..hi-lo``): the offsets themselves when every value of
+    ``lo..hi`` occurs, else renumbered densely so that cardinalities stay tight."""
+    present = np.bincount(offsets, minlength=hi - lo + 1) > 0
+    if present.all():
+        return offsets, hi - lo + 1, np.arange(lo, hi + 1)
+    remap = np.cumsum(present, dtype=np.int64) - 1
+    return remap[offsets], int(present.sum()), np.flatnonzero(present) + lo
 
 
 def _factorized(values: pd.Series | NDArray[Any]) -> tuple[IntArray, int, Any]:
@@ -198,26 +203,34 @@ def encode_arrow_column(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
             return encode_series(column.to_numpy())
         bounds = pc.min_max(column)
         lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-        span = hi - lo + 1
-        if hi < 1 << 63 and span <= max(2 * n, 1 << 16):
-            codes = np.empty(n, dtype=np.int64)
-            pos = 0
-            for chunk in column.chunks:
-                k = len(chunk)
-                if k:
-                    # computed in int64: an int8 column spanning -128..127 must not wrap
-                    out = codes[pos : pos + k]
-                    np.subtract(chunk.to_numpy(), lo, out=out, dtype=np.int64, casting="unsafe")
-                pos += k
-            present = np.bincount(codes, minlength=span) > 0
-            if present.all():
-                return codes, span, np.arange(lo, hi + 1)
-            # keep codes dense so that cardinalities stay tight
-            remap = np.cumsum(present, dtype=np.int64) - 1
-            return remap[codes], int(present.sum()), np.flatnonzero(present) + lo
+        if hi < 1 << 63 and hi - lo + 1 <= max(2 * n, 1 << 16):
+            return _offset_codes(_arrow_offsets(column, lo), lo, hi)
         if hi < 1 << 63:
             return encode_series(column.to_numpy())  # wide range: hashing
         # values beyond int64 (uint64 from 2**63): hashed by Arrow below
+    return _arrow_dictionary_codes(column)
+
+
+def _arrow_offsets(column: pa.ChunkedArray, lo: int) -> IntArray:
+    """``value - lo`` of an integer column without nulls, chunk by chunk into one array."""
+    codes = np.empty(len(column), dtype=np.int64)
+    pos = 0
+    for chunk in column.chunks:
+        k = len(chunk)
+        if k:
+            # computed in int64: an int8 column spanning -128..127 must not wrap
+            out = codes[pos : pos + k]
+            np.subtract(chunk.to_numpy(), lo, out=out, dtype=np.int64, casting="unsafe")
+        pos += k
+    return codes
+
+
+def _arrow_dictionary_codes(column: pa.ChunkedArray) -> tuple[IntArray, int, Any]:
+    """``(codes, cardinality, dictionary)`` of a column by its (unified) Arrow dictionary,
+    dictionary-encoded by hashing first if it has none; nulls share one code, the last."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if pa.types.is_dictionary(column.type) and any(
         chunk.dictionary.null_count for chunk in column.chunks
     ):

@@ -17,6 +17,7 @@ from reident_airflow.engine.classes import (
     class_table_from_grouped,
     group_codes,
 )
+from reident_airflow.engine.encoding import encode_series
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources.files import class_table_from_file, class_table_from_frame
 from tests.conftest import load_reference, oracle_data, reference_files
@@ -123,6 +124,17 @@ def test_arrow_and_pandas_agree_with_nulls() -> None:
     t1 = class_table_from_frame(tbl, ["s", "i"])
     t2 = class_table_from_frame(tbl.to_pandas(), ["s", "i"])
     assert _sorted_sizes(t1) == _sorted_sizes(t2) == [1, 2, 2]
+
+
+def test_unsigned_values_beyond_int64_are_coded() -> None:
+    # uint64 values from 2**63 cannot be offsets in int64: they are hashed (codes in order of
+    # first appearance): 2**63+5 -> 0, 2**63+7 -> 1; two distinct values, one of them twice
+    values = np.array([2**63 + 5, 2**63 + 7, 2**63 + 5], dtype=np.uint64)
+    codes, cardinality, _ = encode_series(pd.Series(values))
+    assert codes.tolist() == [0, 1, 0] and cardinality == 2
+    frame = pd.DataFrame({"u": values})
+    for given in (frame, pa.Table.from_pandas(frame)):
+        assert _sorted_sizes(class_table_from_frame(given, ["u"])) == [1, 2]
 
 
 @pytest.mark.parametrize("ref", reference_files(), ids=lambda p: p.stem)
