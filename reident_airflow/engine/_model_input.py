@@ -18,11 +18,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from reident_airflow.engine._arrays import FloatArray
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = ["ModelInput", "PopulationEstimate", "as_int", "model_input"]
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

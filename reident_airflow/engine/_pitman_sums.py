@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import special
+
+from reident_airflow.engine._arrays import FloatArray
 
 __all__ = [
     "USums",
@@ -29,7 +30,6 @@ __all__ = [
     "u_sums_loop",
 ]
 
-FloatArray = NDArray[np.float64]
 
 # Harmonic sums over i = 1..u-1 are evaluated in chunks of this many terms (bounded memory).
 _CHUNK = 1 << 20

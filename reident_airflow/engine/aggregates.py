@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import FloatArray, IntArray
 from reident_airflow.engine.classes import ClassTable, class_table_of, group_codes
 from reident_airflow.engine.encoding import (
     EncodedColumns,
@@ -55,9 +56,6 @@ __all__ = [
     "class_starts",
     "classes_from_starts",
 ]
-
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True, eq=False)

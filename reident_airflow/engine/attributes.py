@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import IntArray
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = ["DEFAULT_MAX_SUBSET_SIZE", "AttributeRisk", "attribute_risks"]
 
-IntArray = NDArray[np.int64]
 
 #: Above this many QIs only subsets up to :data:`DEFAULT_MAX_SUBSET_SIZE` columns are ranked
 #: by default (2^m subsets grow fast); up to it, every subset is.

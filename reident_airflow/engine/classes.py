@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import BoolArray, IntArray
 from reident_airflow.engine.encoding import EncodedColumns, encode_arrow, encode_frame
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
@@ -42,9 +43,6 @@ __all__ = [
     "group_codes",
 ]
 
-
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 # Product of cardinalities up to which classes are counted by a direct bincount over the key.
 _BINCOUNT_LIMIT = 1 << 24

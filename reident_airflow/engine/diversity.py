@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import FloatArray, IntArray
 from reident_airflow.engine.aggregates import ValueCounts
 from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C
 from reident_airflow.engine.errors import InvalidInputError
@@ -38,8 +39,6 @@ from reident_airflow.engine.records import field_dict
 
 __all__ = ["DEFAULT_RECURSIVE_C", "LDiversity", "l_diversity", "validate_recursive_c"]
 
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
 
 #: The fields of :class:`LDiversity` in a column's JSON entry, in contract order.
 _JSON_FIELDS = ("distinct", "entropy", "recursive", "c", "homogeneous_records")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import IntArray
 from reident_airflow.engine.errors import InvalidInputError
 
 if TYPE_CHECKING:  # pandas and Arrow are loaded by the functions that use them
@@ -36,8 +37,6 @@ __all__ = [
     "refuse_unknown",
     "validate_quasi_identifiers",
 ]
-
-IntArray = NDArray[np.int64]
 
 
 #: The value ARX writes for a suppressed cell; a record with it in every QI is excluded.

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import FloatArray, IntArray
 from reident_airflow.engine._exact import order_free_sum
 from reident_airflow.engine.aggregates import ClassWeights, check_weight_sums
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
@@ -42,8 +42,6 @@ from reident_airflow.engine.sample import (
 
 __all__ = ["METHOD", "IndividualRisk", "benedetti_franconi", "individual_risk"]
 
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
 
 # Classes per block of the per-class formulas (a few temporaries that stay in the CPU cache).
 _BLOCK = 1 << 15

@@ -12,15 +12,15 @@ import math
 import warnings
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy import optimize, special
 
+from reident_airflow.engine._arrays import FloatArray
 from reident_airflow.engine._model_input import ModelInput, PopulationEstimate, model_input
 from reident_airflow.engine._pitman_sums import trigamma, u_sums
 
 __all__ = ["pitman", "pitman_estimate"]
 
-FloatArray = NDArray[np.float64]
 
 # Newton for Pitman: iterations per start, and the residual (relative to the size of the sums
 # in each score equation) below which a root is accepted; ARX accepts an absolute 1e-6.

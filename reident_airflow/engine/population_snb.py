@@ -10,14 +10,14 @@ import math
 import warnings
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 from scipy import optimize
 
+from reident_airflow.engine._arrays import FloatArray
 from reident_airflow.engine._model_input import ModelInput, PopulationEstimate, model_input
 
 __all__ = ["snb", "snb_estimate"]
 
-FloatArray = NDArray[np.float64]
 
 # SNB moment equations are solved in log space; a root must satisfy them to this accuracy.
 _SNB_TOL = 1e-10

@@ -19,15 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import IntArray
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.sample import RiskMeasures, validate_threshold
 
 __all__ = ["RegisterRisk", "class_values", "match_register", "register_risk"]
 
-IntArray = NDArray[np.int64]
 _MISSING = "\x00<missing>"
 
 

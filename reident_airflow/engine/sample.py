@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import IntArray
 from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.records import field_dict
@@ -32,8 +32,6 @@ __all__ = [
     "sample_risk",
     "validate_threshold",
 ]
-
-IntArray = NDArray[np.int64]
 
 
 #: Upper edges of ARX's risk bands; band i is ``(RISK_BANDS[i-1], RISK_BANDS[i]]``.

@@ -55,17 +55,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import BoolArray, FloatArray, IntArray
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.encoding import SUPPRESSION_MARKER
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = ["MAX_KEYS", "SudaResult", "missing_codes", "suda2"]
 
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
 
 #: Most keys searched exhaustively (``2^m - 1`` key sets); more need ``max_msu_size``.
 MAX_KEYS = 16
