@@ -117,6 +117,9 @@ class Assessment:
     attributes: tuple[AttributeRisk, ...]
     thresholds: Thresholds = field(default_factory=Thresholds)
     breaches: tuple[Breach, ...] = ()
+    preset: str | None = None
+    warn_thresholds: Thresholds = field(default_factory=Thresholds)
+    warnings: tuple[Breach, ...] = ()
     individual_risk: IndividualRisk | None = None
     l_diversity: tuple[LDiversity, ...] | None = None
     suda: SudaResult | None = None
@@ -156,6 +159,9 @@ class Assessment:
             "thresholds": self.thresholds.to_dict(),
             "breaches": [b.to_dict() for b in self.breaches],
             "passed": self.passed,
+            "preset": self.preset,
+            "warn_thresholds": self.warn_thresholds.to_dict(),
+            "warnings": [b.to_dict() for b in self.warnings],
         }
 
 
@@ -233,7 +239,7 @@ def assess(
         suda=options.suda,
         suda_max_msu_size=options.suda_max_msu_size,
     )
-    return _assessment(table, sizes, counts, prosecutor, register, measured, options.thresholds)
+    return _assessment(table, sizes, counts, prosecutor, register, measured, options)
 
 
 def _options_of_keywords(
@@ -331,12 +337,23 @@ def _assessment(
     prosecutor: SampleRisk,
     register: RegisterRisk | None,
     measured: _Measured,
-    gate: Thresholds,
+    options: AssessmentOptions,
 ) -> Assessment:
-    """The :class:`Assessment` of the measures, with the gate's verdict."""
+    """The :class:`Assessment` of the measures, with the gate's verdict and warnings (a
+    metric breaching its failing limit is a breach only, not also a warning)."""
     n = prosecutor.records
     k = int(sizes[0])
     individual = measured.individual
+    diversity = measured.diversity or ()
+    breaches = options.thresholds.check(prosecutor, k, individual=individual, diversity=diversity)
+    failed = {b.metric for b in breaches}
+    warnings = tuple(
+        b
+        for b in options.warn_thresholds.check(
+            prosecutor, k, individual=individual, diversity=diversity
+        )
+        if b.metric not in failed
+    )
     return Assessment(
         quasi_identifiers=table.quasi_identifiers,
         records=n,
@@ -364,10 +381,11 @@ def _assessment(
         population=measured.population,
         risk_distribution=risk_distribution(sizes, counts),
         attributes=measured.ranking,
-        thresholds=gate,
-        breaches=gate.check(
-            prosecutor, k, individual=individual, diversity=measured.diversity or ()
-        ),
+        thresholds=options.thresholds,
+        breaches=breaches,
+        preset=options.preset,
+        warn_thresholds=options.warn_thresholds,
+        warnings=warnings,
         individual_risk=individual,
         l_diversity=measured.diversity,
         suda=measured.suda,

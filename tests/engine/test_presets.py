@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from reident_airflow.engine.assessment import assess
+from reident_airflow.engine.classes import ClassSizes
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions, OptionError, Thresholds
 from reident_airflow.engine.presets import PRESETS, find_preset
@@ -87,3 +90,29 @@ def test_equal_levels_are_allowed_and_a_warn_level_alone_too() -> None:
     AssessmentOptions.from_mapping({"quasi_identifiers": "a", "min_k": 5, "warn_min_k": 5})
     alone = AssessmentOptions.from_mapping({"quasi_identifiers": "a", "warn_min_k": 5})
     assert alone.thresholds == Thresholds() and alone.warn_thresholds == Thresholds(min_k=5)
+
+
+def test_assess_reports_warnings_apart_from_breaches() -> None:
+    # classes of sizes 2, 2, 4 (8 records): k = 2, highest risk 1/2, average risk 3/8
+    # (three classes over eight records)
+    sizes = ClassSizes(("a",), np.array([2, 4]), np.array([2, 1]))
+    options = AssessmentOptions(
+        ("a",),
+        thresholds=Thresholds(min_k=2, max_highest_risk=0.4),
+        warn_thresholds=Thresholds(min_k=3, max_highest_risk=0.3, max_average_risk=0.5),
+        rank_attributes=False,
+    )
+    result = assess(sizes, options).to_dict()
+    # highest risk 0.5 breaches its failing limit 0.4: a breach, not also a warning; k = 2
+    # passes min_k 2 but not warn_min_k 3; the average 0.375 is within 0.5
+    assert [b["metric"] for b in result["breaches"]] == ["prosecutor.highest_risk"]
+    assert result["warnings"] == [{"metric": "k", "observed": 2.0, "limit": 3.0}]
+    assert result["warn_thresholds"] == {
+        "max_highest_risk": 0.3,
+        "max_average_risk": 0.5,
+        "min_k": 3,
+    }
+    assert result["preset"] is None and result["passed"] is False
+    with_preset = assess(sizes, AssessmentOptions(("a",), preset="k5", rank_attributes=False))
+    assert with_preset.to_dict()["preset"] == "k5"
+    assert with_preset.to_dict()["thresholds"] == {"min_k": 5}
