@@ -40,7 +40,13 @@ from reident_airflow.engine.sample import (
     validate_threshold,
 )
 
-__all__ = ["METHOD", "IndividualRisk", "benedetti_franconi", "individual_risk"]
+__all__ = [
+    "METHOD",
+    "IndividualRisk",
+    "benedetti_franconi",
+    "individual_risk",
+    "individual_risk_summary",
+]
 
 
 # Classes per block of the per-class formulas (a few temporaries that stay in the CPU cache).
@@ -166,22 +172,47 @@ def individual_risk(
     t = validate_threshold(record_threshold)
     f = np.asarray(sizes, dtype=np.int64)
     risk = benedetti_franconi(f, weights.sums)
-    n = int(f.sum())
     # the same classes give the same totals whatever their order (a database and a file list
     # classes differently)
-    expected = order_free_sum(f * risk)
-    population = order_free_sum(weights.sums)
+    return individual_risk_summary(
+        weights.column,
+        f,
+        risk,
+        record_threshold=t,
+        global_risk=order_free_sum(f * risk),
+        estimated_population=order_free_sum(weights.sums),
+    )
+
+
+def individual_risk_summary(
+    weight: str,
+    records: IntArray,
+    risk: FloatArray,
+    *,
+    record_threshold: float,
+    global_risk: float,
+    estimated_population: float,
+) -> IndividualRisk:
+    """The :class:`IndividualRisk` of groups of records, ``records[j]`` of them at ``risk[j]``.
+
+    A group is a class, or several classes of equal ``(f_k, F_k)`` that a source counted as
+    one (their records added up). ``global_risk`` (the sum of the risks over records) and
+    ``estimated_population`` (the sum of the weights) are the caller's, summed so that the
+    same classes give the same totals in any order; ``record_threshold`` as
+    :func:`~reident_airflow.engine.sample.validate_threshold` returns it.
+    """
+    n = int(records.sum())
     highest = float(risk.max())
     return IndividualRisk(
-        weight=weights.column,
+        weight=weight,
         records=n,
-        record_threshold=t,
-        global_risk=expected,
-        global_risk_share=expected / n,
+        record_threshold=record_threshold,
+        global_risk=global_risk,
+        global_risk_share=global_risk / n,
         highest=highest,
         lowest=float(risk.min()),
-        records_above_threshold=int(np.sum(f, where=risk > t)) / n,
-        records_affected_by_highest=int(np.sum(f, where=risk == highest)) / n,
-        estimated_population=population,
+        records_above_threshold=int(np.sum(records, where=risk > record_threshold)) / n,
+        records_affected_by_highest=int(np.sum(records, where=risk == highest)) / n,
+        estimated_population=estimated_population,
         risk=risk,
     )

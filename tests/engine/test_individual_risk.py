@@ -17,7 +17,11 @@ from reident_airflow.engine import individual_risk as individual_risk_module
 from reident_airflow.engine.aggregates import ClassAggregates, ClassWeights
 from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.individual_risk import benedetti_franconi, individual_risk
+from reident_airflow.engine.individual_risk import (
+    benedetti_franconi,
+    individual_risk,
+    individual_risk_summary,
+)
 from reident_airflow.sources.files import aggregates_from_frame, class_table_from_frame
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
 from tests.engine._records import record_classes
@@ -109,6 +113,25 @@ def test_benedetti_franconi_over_blocks_of_classes(monkeypatch: pytest.MonkeyPat
     np.testing.assert_array_equal(benedetti_franconi(sizes, sums), whole)
     expected = [_by_formula(f, big) for f, big in zip(sizes.tolist(), sums.tolist(), strict=True)]
     np.testing.assert_allclose(whole, expected, rtol=1e-13)
+
+
+def test_summary_of_groups_of_records() -> None:
+    # two groups (e.g. two sets of like classes a source counted once): 2 records at risk 0.5,
+    # 3 at 0.1; n = 5, threshold 0.2: above it 2/5 = 0.4 (the highest, too); the totals are
+    # the caller's: global risk 2*0.5 + 3*0.1 = 1.3, its share 1.3/5 = 0.26
+    summary = individual_risk_summary(
+        "w",
+        np.array([2, 3], dtype=np.int64),
+        np.array([0.5, 0.1]),
+        record_threshold=0.2,
+        global_risk=1.3,
+        estimated_population=40.0,
+    )
+    assert summary.records == 5 and summary.weight == "w"
+    assert summary.highest == 0.5 and summary.lowest == 0.1
+    assert summary.records_above_threshold == summary.records_affected_by_highest == 0.4
+    assert summary.global_risk == 1.3 and summary.global_risk_share == pytest.approx(0.26)
+    assert summary.estimated_population == 40.0 and summary.record_threshold == 0.2
 
 
 def test_journalist_basis_is_sampling_weights_and_gate() -> None:
