@@ -9,8 +9,11 @@
 
 One HTML file per result: inline CSS and inline SVG charts (matplotlib, imported only when a
 report is rendered; install the ``report`` extra), no request to any other host. It shows
-the verdict and each threshold against its observed value first, then the charts and tables
-of the JSON (aggregates only), then the inputs and the tool version.
+the verdict and each threshold against its observed value first, then what was assessed (the
+result's optional ``"input"`` fingerprint, :mod:`reident_airflow.sources.fingerprint`), the
+charts and tables of the JSON (aggregates only), a sign-off block (blank, or pre-filled from
+a :class:`SignOff`), then the inputs and the tool version. It reads at 400 px: tables stack
+into one block per row, charts scroll inside their box rather than shrink their text.
 :func:`render_release_report` puts an assessment, a direct-match and a Datafly result in one
 report. The report reads each result through its typed view (:mod:`.view`:
 :class:`AssessmentView`, :class:`DirectMatchView`, :class:`DataflyView`, each built with
@@ -20,14 +23,18 @@ report. The report reads each result through its typed view (:mod:`.view`:
 from __future__ import annotations
 
 from reident_airflow.report.render import KINDS, infer_kind, render_release_report, render_report
-from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView
+from reident_airflow.report.signoff import DECISIONS, SignOff
+from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView, InputView
 from reident_airflow.report.writer import write_report
 
 __all__ = [
+    "DECISIONS",
     "KINDS",
     "AssessmentView",
     "DataflyView",
     "DirectMatchView",
+    "InputView",
+    "SignOff",
     "infer_kind",
     "render_release_report",
     "render_report",

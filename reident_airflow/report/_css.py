@@ -101,6 +101,17 @@ nav.toc { font-size: 13.5px; margin: 0 0 16px; color: var(--muted); }
 nav.toc a { color: var(--accent); text-decoration: none; margin-right: 12px; }
 footer { color: var(--muted); font-size: 12.5px; text-align: center; margin-top: 24px; }
 td code, dd { overflow-wrap: anywhere; }
+.sign-off .fields { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr));
+                    gap: 14px 24px; margin-top: 8px; }
+.sign-off .field { display: flex; align-items: flex-end; gap: 10px; min-width: 0; }
+.sign-off .field.wide { grid-column: 1 / -1; }
+.sign-off .label { color: var(--muted); font-size: 13px; flex: 0 0 6.5em; }
+.sign-off .field.decision { align-items: flex-start; }
+.sign-off .line { flex: 1 1 auto; min-height: 1.7em; border-bottom: 1px solid var(--ink);
+                  padding: 0 4px; overflow-wrap: anywhere; }
+.sign-off .choices { display: flex; flex-wrap: wrap; gap: 6px 20px; }
+.sign-off .tick { font-size: 18px; line-height: 1; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
 /* narrow screens (phones, split windows): every table reflows into one block per row, each
    cell under its column's name, so no column is cut off at the right edge */
 @media (max-width: 640px) {
@@ -124,6 +135,7 @@ td code, dd { overflow-wrap: anywhere; }
   }
   td.num { white-space: normal; }
   dl.inputs { grid-template-columns: 1fr; gap: 0; }
+  .sign-off .fields { grid-template-columns: 1fr; }
   dl.inputs dd { margin: 0 0 6px; }
 }
 @media print {

@@ -14,6 +14,7 @@ from typing import Self
 from reident_airflow.report import charts
 from reident_airflow.report._format import esc
 from reident_airflow.report._html import na
+from reident_airflow.report._input_view import InputView
 
 __all__ = [
     "BREACHED",
@@ -62,7 +63,8 @@ class GateRow:
 class Part:
     """One result's share of the report, filled in by its builder before the page is laid
     out: the verdict and its one-line reason, gate rows, notes for the verdict box (plain
-    text) and the HTML sections of its body."""
+    text), the HTML sections of its body and the fingerprint of its input, if the result
+    holds one."""
 
     kind: str
     verdict: str
@@ -71,6 +73,7 @@ class Part:
     body: list[str] = field(default_factory=list)
     thresholds_known: bool = True
     notes: list[str] = field(default_factory=list)
+    fingerprint: InputView | None = None
 
     @classmethod
     def of(

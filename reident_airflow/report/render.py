@@ -24,6 +24,7 @@ from reident_airflow.report._assessment import build_assessment
 from reident_airflow.report._css import CSS
 from reident_airflow.report._format import NA, esc
 from reident_airflow.report._html import dl, na, note, table, text
+from reident_airflow.report._input_view import InputView
 from reident_airflow.report._page import (
     BREACHED,
     KINDS,
@@ -34,7 +35,10 @@ from reident_airflow.report._page import (
     Part,
     badge,
 )
+from reident_airflow.report._provenance import input_section, sign_off_section
+from reident_airflow.report._read import optional_view
 from reident_airflow.report._release import build_datafly, build_direct_match
+from reident_airflow.report.signoff import SignOff
 from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView
 
 __all__ = ["KINDS", "infer_kind", "render_release_report", "render_report"]
@@ -89,6 +93,7 @@ def render_report(
     kind: str | None = None,
     extra: Mapping[str, Any] | None = None,
     top_attributes: int = 10,
+    sign_off: SignOff | None = None,
 ) -> str:
     """The HTML report of one result: an assessment, a direct-match or a Datafly JSON.
 
@@ -96,7 +101,9 @@ def render_report(
     ``payload["schema"]`` when not given. ``extra`` describes the run for the "Inputs" part
     of the report (e.g. ``{"source": "staging.patients", "region": "usa", "dag_id": ...}``);
     its values are shown as text, escaped. ``top_attributes`` is how many column sets the
-    quasi-identifier ranking shows.
+    quasi-identifier ranking shows. ``sign_off`` pre-fills the sign-off block (blank lines
+    to fill in by hand without it). A result's optional ``"input"`` object
+    (:mod:`reident_airflow.sources.fingerprint`) is shown under "What was assessed".
     """
     if not isinstance(payload, Mapping):
         raise InvalidInputError(
@@ -111,6 +118,7 @@ def render_report(
         datafly=given["datafly"],
         context=extra,
         top_attributes=top_attributes,
+        sign_off=sign_off,
     )
 
 
@@ -122,13 +130,15 @@ def render_release_report(
     context: Mapping[str, Any] | None = None,
     title: str | None = None,
     top_attributes: int = 10,
+    sign_off: SignOff | None = None,
 ) -> str:
     """One HTML report for a release: any of an assessment, a direct-match and a Datafly JSON.
 
     The overall verdict comes first: BREACHED if any part breached its thresholds (or Datafly
     could not reach k), INCOMPLETE if a part's verdict is missing, PASSED otherwise (NOT GATED
-    when no part had a threshold). Then every threshold against its observed value, then each
-    part's charts and tables, then the inputs and the tool version.
+    when no part had a threshold). Then every threshold against its observed value, what
+    was assessed (each result's ``"input"`` fingerprint), each part's charts and tables, the
+    sign-off block (pre-filled from ``sign_off``, else blank) and the tool version.
     """
     if isinstance(top_attributes, bool) or not isinstance(top_attributes, int):
         raise InvalidInputError(f"top_attributes must be a whole number, got {top_attributes!r}")
@@ -136,6 +146,8 @@ def render_release_report(
         raise InvalidInputError(f"top_attributes must be >= 1, got {top_attributes}")
     if context is not None and not isinstance(context, Mapping):
         raise InvalidInputError(f"context must be a dict, got {type(context).__name__}")
+    if sign_off is not None and not isinstance(sign_off, SignOff):
+        raise InvalidInputError(f"sign_off must be a SignOff, got {type(sign_off).__name__}")
     given = {"assessment": assessment, "direct_match": direct_match, "datafly": datafly}
     ctx = dict(context or {})
     parts: list[Part] = []
@@ -146,8 +158,10 @@ def render_release_report(
             raise InvalidInputError(
                 f"{kind} must be the result dict (the JSON), got {type(payload).__name__}"
             )
-        parts.append(_BUILDERS[kind](payload, top_attributes))
-    return _document(parts, ctx, title)
+        part = _BUILDERS[kind](payload, top_attributes)
+        part.fingerprint = optional_view(InputView.from_dict, payload.get("input"))
+        parts.append(part)
+    return _document(parts, ctx, title, sign_off)
 
 
 # --------------------------------------------------------------------------------- document
@@ -262,7 +276,9 @@ def _about(parts: Sequence[Part], ctx: Mapping[str, Any], generated: str) -> str
     )
 
 
-def _document(parts: list[Part], ctx: Mapping[str, Any], title: str | None) -> str:
+def _document(
+    parts: list[Part], ctx: Mapping[str, Any], title: str | None, sign_off: SignOff | None
+) -> str:
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     if title is None:
         title = ctx.get("title") if isinstance(ctx.get("title"), str) else None
@@ -278,14 +294,16 @@ def _document(parts: list[Part], ctx: Mapping[str, Any], title: str | None) -> s
         if x
     )
     toc = ['<a href="#verdict">Verdict</a>', '<a href="#gate">Thresholds</a>']
+    toc += ['<a href="#input">Input</a>'] if parts else []
     toc += [f'<a href="#{_ANCHORS[p.kind]}">{esc(_TITLES[p.kind])}</a>' for p in parts]
-    toc.append('<a href="#about">About</a>')
+    toc += ['<a href="#sign-off">Sign-off</a>', '<a href="#about">About</a>']
     body = [
         f'<header class="report-head"><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p>'
         "</header>\n",
         f'<nav class="toc">{"".join(toc)}</nav>\n',
         _verdict_box(parts),
         _gate_section(parts),
+        input_section(parts, _TITLES),
     ]
     for p in parts:
         body.append(
@@ -294,6 +312,7 @@ def _document(parts: list[Part], ctx: Mapping[str, Any], title: str | None) -> s
             + "".join(p.body)
             + "</section>\n"
         )
+    body.append(sign_off_section(sign_off))
     body.append(_about(parts, ctx, generated))
     from reident_airflow import __version__
 

@@ -31,6 +31,7 @@ from typing import Any, Self
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.report._format import is_number
+from reident_airflow.report._input_view import InputView
 from reident_airflow.report._read import (
     Checked,
     Number,
@@ -66,6 +67,7 @@ __all__ = [
     "DirectMatchView",
     "DiversityView",
     "IndividualRiskView",
+    "InputView",
     "MarketerView",
     "Number",
     "PopulationEstimateView",
@@ -378,7 +380,8 @@ class AssessmentView(Checked):
     empty tuple: none were); its values are kept as the JSON gives them, since a limit the
     report does not know is shown as written. ``attributes`` is ``None`` when the result
     holds no ranking; ``l_diversity`` ``None`` when no sensitive column was measured.
-    ``ranked_attribute_sets`` is how many items the ranking had as written.
+    ``ranked_attribute_sets`` is how many items the ranking had as written; ``fingerprint``
+    the optional ``"input"`` object (what was assessed), ``None`` when the result has none.
     """
 
     schema: str | None
@@ -402,6 +405,7 @@ class AssessmentView(Checked):
     thresholds: tuple[tuple[str, Any], ...] | None
     breaches: tuple[BreachView, ...]
     passed: bool | None
+    fingerprint: InputView | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -442,6 +446,7 @@ class AssessmentView(Checked):
             if isinstance(raw_breaches, list | tuple)
             else (),
             passed=bool_or_none(a.get("passed")),
+            fingerprint=optional_view(InputView.from_dict, a.get("input")),
         )
 
     @property

@@ -8,13 +8,18 @@ arx_C1.json``); the fingerprint's hashes are hand-checked with ``sha256sum`` in 
 from __future__ import annotations
 
 import copy
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
-from reident_airflow.report import render_report
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.report import SignOff, render_release_report, render_report
 from reident_airflow.report.view import AssessmentView
-from tests.conftest import load_reference, reference_files
+from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
+from tests.conftest import load_reference, reference_files, require_server
 from tests.report.test_report import check_page
 
 # ------------------------------------------------------------------------------ lowest risk
@@ -56,3 +61,129 @@ def test_report_shows_lowest_average_and_highest_risk(
     models = html[html.index('id="assessment-models"') : html.index('id="assessment-distribution"')]
     assert '<td class="num" data-label="lowest risk">0.181 %</td>' in models
     assert "lowest risk" in text
+
+
+# ------------------------------------------------------------------------------- sign-off
+def _section(html: str, anchor: str) -> str:
+    start = html.index(f'id="{anchor}"')
+    return html[start : html.index("</section>", start)]
+
+
+def test_a_blank_sign_off_block_to_fill_by_hand(passing_assessment: dict[str, Any]) -> None:
+    html = render_report(passing_assessment)
+    check_page(html)
+    block = _section(html, "sign-off")
+    assert "To be filled in by hand" in block
+    assert block.count("☐") == 3 and "☒" not in block
+    for label in ("Reviewer", "Role", "Decision", "Conditions", "Date", "Signature"):
+        assert f'<span class="label">{label}</span>' in block
+    assert block.count('<span class="line"></span>') == 5  # every line blank
+    assert html.index('id="sign-off"') < html.index('id="about"')
+    assert '<a href="#sign-off">Sign-off</a>' in html
+
+
+def test_a_pre_filled_sign_off(passing_assessment: dict[str, Any]) -> None:
+    sign = SignOff(
+        reviewer="A. <b>Jones</b>",
+        role="privacy officer",
+        decision="approve with conditions",
+        conditions="research enclave only",
+        date=date(2026, 12, 1),
+    )
+    html = render_report(passing_assessment, sign_off=sign)
+    block = _section(html, "sign-off")
+    assert "A. &lt;b&gt;Jones&lt;/b&gt;" in block and "<b>" not in block
+    assert block.count("☐") == 2 and block.count("☒") == 1
+    assert "☒</span> approve with conditions" in block
+    assert ">research enclave only<" in block and ">2026-12-01<" in block
+    assert block.count('<span class="line"></span>') == 1  # the signature, always by hand
+
+
+def test_sign_off_values_are_checked() -> None:
+    with pytest.raises(InvalidInputError, match="decision must be one of"):
+        SignOff(decision="approved")
+    with pytest.raises(InvalidInputError, match="conditions go with"):
+        SignOff(decision="reject", conditions="none")
+    with pytest.raises(InvalidInputError, match="date must be a date"):
+        SignOff(date="2026-12-01")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="reviewer must be text"):
+        SignOff(reviewer=7)  # type: ignore[arg-type]
+    read = SignOff.from_dict({"reviewer": "A. Jones", "decision": "reject", "date": "2026-12-01"})
+    assert read == SignOff(reviewer="A. Jones", decision="reject", date=date(2026, 12, 1))
+    with pytest.raises(InvalidInputError, match="unknown sign-off keys: signature"):
+        SignOff.from_dict({"signature": "x"})
+    with pytest.raises(InvalidInputError, match="not an ISO date"):
+        SignOff.from_dict({"date": "1/12/2026"})
+    with pytest.raises(InvalidInputError, match="sign_off must be a SignOff"):
+        render_release_report(sign_off={"reviewer": "x"})  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- fingerprint
+#: ``sha256sum tests/data/adult.csv`` and ``stat -c %s``: the bundled Adult as ARX ships it.
+ADULT_SHA256 = "c700df9304fbf3c4d4db5938bffc510561bd4a2dfad285a3feef9a20619391c5"
+ADULT_BYTES = 2_516_935
+
+
+def test_the_report_shows_a_file_fingerprint(
+    breaching_assessment: dict[str, Any], adult_csv: Path
+) -> None:
+    result = copy.deepcopy(breaching_assessment)
+    result["input"] = fingerprint_file(adult_csv, rows=30162).to_dict()
+    view = AssessmentView.from_dict(result)
+    assert view.fingerprint is not None and view.fingerprint.identified
+    assert view.fingerprint.sha256 == ADULT_SHA256 and view.fingerprint.rows == 30162
+    html = render_report(result)
+    text = check_page(html)
+    block = _section(html, "input")
+    assert f"<code>{ADULT_SHA256}</code>" in block
+    assert ">30,162<" in block and ">2,516,935 bytes<" in block
+    assert f"<code>{adult_csv}</code>" in block
+    assert "proves it holds the bytes assessed here" in text
+    assert html.index('id="gate"') < html.index('id="input"') < html.index('id="assessment"')
+
+
+def test_the_report_shows_a_database_fingerprint_without_a_password(
+    passing_assessment: dict[str, Any], tmp_path: Path
+) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'clinic.db'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql('CREATE TABLE "patients 2026" (age INTEGER)')
+        conn.exec_driver_sql('INSERT INTO "patients 2026" VALUES (30), (41), (52)')  # 3 rows
+    found = fingerprint_sql(engine, "patients 2026")
+    engine.dispose()
+    result = {**passing_assessment, "input": found.to_dict()}
+    block = _section(render_report(result), "input")
+    assert f"<code>sqlite:///{tmp_path / 'clinic.db'} (sqlite)</code>" in block
+    assert "<code>patients 2026</code>" in block and ">3<" in block
+    assert "database snapshot" not in block  # SQLite has no snapshot identifier
+    assert "identify the read only loosely" in block
+
+
+@pytest.mark.db
+def test_a_postgresql_snapshot_in_the_report(passing_assessment: dict[str, Any]) -> None:
+    url = sa.make_url(require_server("postgresql")).set(password="s3cret")
+    found = fingerprint_sql(url.render_as_string(hide_password=False), sql="SELECT 1 AS one")
+    assert found.snapshot is not None
+    html = render_report({**passing_assessment, "input": found.to_dict()})
+    block = _section(html, "input")
+    assert f"<code>{found.snapshot}</code>" in block and "s3cret" not in html
+    assert "which committed data the database showed" in block
+
+
+def test_a_result_without_fingerprint_says_so(
+    breaching_assessment: dict[str, Any], datafly_result: dict[str, Any], adult_csv: Path
+) -> None:
+    html = render_report(breaching_assessment)
+    assert "does not identify its input" in _section(html, "input")
+    with_one = {**breaching_assessment, "input": fingerprint_file(adult_csv).to_dict()}
+    both = render_release_report(assessment=with_one, datafly=datafly_result)
+    block = _section(both, "input")
+    assert "<h3>Re-identification risk</h3>" in block and "rows read" in block
+    assert "not recorded" in block  # a CSV's rows are the reader's to give
+    assert "No fingerprint of the input of: Datafly k-anonymization." in block
+    # a malformed object reads as None fields, never a broken page
+    odd = {**breaching_assessment, "input": {"kind": "file", "rows": "many", "sha256": 5}}
+    view = AssessmentView.from_dict(odd)
+    assert view.fingerprint is not None
+    assert view.fingerprint.rows is None and view.fingerprint.sha256 is None
+    check_page(render_report(odd))
