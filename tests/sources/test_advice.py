@@ -1,0 +1,88 @@
+"""Advice on a k breach from a file source, with the bundled hierarchies (metrics.md §10).
+
+Issue 19's case: Adult on ``sex, age, race`` with ``min_k = 5``. The counts below 5 are
+made here with ``csv`` and ``Counter`` from the file, independently of the engine; the
+Datafly outlook is checked against a Datafly run with the test copies of ARX's hierarchies.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from reident_airflow.engine.assessment import assess
+from reident_airflow.engine.datafly import datafly
+from reident_airflow.engine.hierarchies import load_hierarchy
+from reident_airflow.engine.options import AssessmentOptions, Thresholds
+from reident_airflow.sources.advice import AdviceInputs, advise_on_breach, hierarchies_for
+from reident_airflow.sources.files import class_table_from_file, histogram_from_file
+from reident_airflow.sources.tables import read_file_frame
+from tests.conftest import oracle_data
+
+QIS = ("sex", "age", "race")
+
+
+def _hand_counts() -> tuple[int, int]:
+    with oracle_data("adult.csv").open(newline="", encoding="utf-8") as fh:
+        combos = Counter(tuple(r[q] for q in QIS) for r in csv.DictReader(fh, delimiter=";"))
+    small = [n for n in combos.values() if n < 5]
+    return len(small), sum(small)
+
+
+def test_adult_min_k_5_from_the_histogram_alone() -> None:
+    path = oracle_data("adult.csv")
+    sizes = histogram_from_file(path, QIS, sep=";")
+    options = AssessmentOptions(QIS, thresholds=Thresholds(min_k=5), rank_attributes=False)
+    result = assess(sizes, options)
+    assert not result.passed
+    loads: list[str] = []
+
+    def table():  # type: ignore[no-untyped-def]
+        loads.append("classes")
+        return class_table_from_file(path, QIS, sep=";")
+
+    def rows() -> pd.DataFrame:
+        loads.append("rows")
+        return read_file_frame(path, sep=";", categorical=QIS)
+
+    found = advise_on_breach(result, sizes, AdviceInputs(class_table=table, rows=rows))
+    assert found is not None
+    advice, missing = found
+    assert missing == () and sorted(loads) == ["classes", "rows"]
+    assert (advice.classes_below_k, advice.records_below_k) == _hand_counts() == (191, 425)
+    assert advice.driver is not None and advice.driver.column == "age"
+
+    frame = pd.read_csv(path, sep=";", dtype=str, keep_default_na=False)
+    arx = {q: load_hierarchy(oracle_data(f"adult_hierarchy_{q}.csv"), column=q) for q in QIS}
+    expected = datafly(frame, list(QIS), arx, 5)
+    assert advice.datafly is not None and advice.datafly.feasible
+    assert advice.datafly.levels == expected.levels
+    assert advice.datafly.suppressed_records == expected.suppressed_records
+    text = advice.describe()
+    assert "191 of 528 classes, holding 425 of 30162 records, are smaller than k=5" in text
+    assert f"suppress {expected.suppressed_records} record(s)" in text
+
+
+def test_no_advice_when_k_holds_and_no_outlook_without_hierarchies() -> None:
+    path = oracle_data("adult.csv")
+    sizes = histogram_from_file(path, ("sex",), sep=";")
+    passing = assess(
+        sizes, AssessmentOptions(("sex",), thresholds=Thresholds(min_k=5), rank_attributes=False)
+    )
+    assert advise_on_breach(passing, sizes, AdviceInputs()) is None
+    # a QI named like no bundled hierarchy has none
+    assert hierarchies_for(["zip", "sex"])[1] == ("zip",)
+    # the ranking is the assessment's own; without a rows loader there is no outlook
+    table = class_table_from_file(path, ("sex", "age"), sep=";")
+    failing = assess(table, AssessmentOptions(("sex", "age"), thresholds=Thresholds(min_k=50)))
+    found = advise_on_breach(failing, table, AdviceInputs())
+    assert found is not None
+    assert found[0].driver is not None and found[0].datafly is None
+
+
+@pytest.mark.parametrize("name", ["../adult", "a/b", "zip"])
+def test_bundled_hierarchy_names_only_a_bundled_file(name: str) -> None:
+    assert hierarchies_for([name])[0] == {}
