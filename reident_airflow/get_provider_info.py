@@ -33,4 +33,21 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "notifications": ["reident_airflow.notifiers.breach.ReidentBreachNotifier"],
+        "extra-links": ["reident_airflow.operators.report_link.ReidentReportLink"],
+        "config": {
+            "reident": {
+                "description": "reident-airflow operators.",
+                "options": {
+                    "report_base_url": {
+                        "description": "Base URL under which the HTML reports are served: "
+                        "the operators' report link is this URL joined with the report's "
+                        "file name (an operator's report_base_url overrides it).",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "https://reports.example.org/reident/",
+                        "default": "",
+                    }
+                },
+            }
+        },
     }

@@ -25,18 +25,23 @@ from reident_airflow.engine.errors import InvalidInputError, ReidentError, Thres
 
 __all__ = [
     "REPORT_PATH_XCOM_KEY",
+    "REPORT_URL_XCOM_KEY",
     "REPORT_XCOM_KEY",
     "ReidentConfigurationError",
     "ReidentificationBreach",
     "fail_now",
 ]
 
-#: XCom key under which every operator pushes its full report (aggregates only), also when
-#: it fails on a breach, so that notifiers and later tasks can read it.
-REPORT_XCOM_KEY = "reident_report"
+#: XCom key of every operator's report (aggregates only): Airflow's own ``return_value``,
+#: pushed by the operator before it acts on a breach (a failed task returns nothing), so
+#: notifiers and later tasks read one copy whatever the outcome.
+REPORT_XCOM_KEY = "return_value"
 
-#: XCom key of the HTML report's location, when the operator wrote one.
-REPORT_PATH_XCOM_KEY = "reident_report_path"
+#: XCom key of where the HTML report was written (a local path or a URL), when it was.
+REPORT_PATH_XCOM_KEY = "report_location"
+
+#: XCom key of the report's URL for a browser (the extra link's target), when it has one.
+REPORT_URL_XCOM_KEY = "report_url"
 
 
 class ReidentificationBreach(ThresholdBreached, AirflowFailException):

@@ -52,7 +52,7 @@ from reident_airflow.notifiers.payload import (
     OUTCOMES,
     breach_payload,
 )
-from reident_airflow.outcomes import REPORT_XCOM_KEY
+from reident_airflow.outcomes import REPORT_PATH_XCOM_KEY, REPORT_URL_XCOM_KEY, REPORT_XCOM_KEY
 
 __all__ = [
     "ALERT_SCHEMA",
@@ -228,7 +228,18 @@ class ReidentBreachNotifier(BaseNotifier):
         if ti is None:
             return None
         try:
-            return ti.xcom_pull(task_ids=ti.task_id, key=REPORT_XCOM_KEY)
+            report = ti.xcom_pull(task_ids=ti.task_id, key=REPORT_XCOM_KEY)
+            if not isinstance(report, Mapping):
+                return report
+            report = dict(report)
+            for key, field in (
+                (REPORT_PATH_XCOM_KEY, "report_location"),
+                (REPORT_URL_XCOM_KEY, "report_url"),
+            ):
+                value = ti.xcom_pull(task_ids=ti.task_id, key=key)
+                if isinstance(value, str) and value:
+                    report.setdefault(field, value)
+            return report
         except Exception as exc:
             self.log.warning("Could not read the %s XCom: %s", REPORT_XCOM_KEY, type(exc).__name__)
             return None

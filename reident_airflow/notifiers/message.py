@@ -87,8 +87,8 @@ def _text_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
             f"  - {b['metric']}: observed {as_text(b['observed'])}, limit {as_text(b['limit'])}"
             for b in breaches
         ]
-    if payload.get("report_location"):
-        text += ["", f"Report: {payload['report_location']}"]
+    if payload.get("report_url") or payload.get("report_location"):
+        text += ["", f"Report: {payload.get('report_url') or payload['report_location']}"]
     if payload.get("log_url"):
         text += ["", f"Task log: {payload['log_url']}"]
     text += ["", _AGGREGATES_ONLY]
@@ -118,8 +118,11 @@ def _html_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
             ),
             "</table>",
         ]
-    if payload.get("report_location"):
-        parts.append(f"<p>Report: {esc(payload['report_location'])}</p>")
+    url = payload.get("report_url")
+    if isinstance(url, str) and url.startswith(("https://", "http://")):
+        parts.append(f'<p><a href="{esc(url)}">Report</a></p>')
+    elif url or payload.get("report_location"):
+        parts.append(f"<p>Report: {esc(url or payload['report_location'])}</p>")
     if payload.get("log_url"):
         parts.append(f'<p><a href="{esc(payload["log_url"])}">Task log</a></p>')
     parts += [f"<p><small>{_AGGREGATES_ONLY}</small></p>", "</body></html>"]

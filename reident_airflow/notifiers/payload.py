@@ -125,7 +125,8 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
     ``quasi_identifiers``, ``k`` (smallest equivalence class), ``records``, ``classes``,
     ``columns_below_target`` (direct match), ``report_schema``, ``outcome`` (of a breach:
     ``"fail"``, ``"skip"`` or ``"warn"``, the operator's ``on_breach``), ``report_location``
-    (where the operator wrote its HTML report, when it did) and ``text`` (a one-line summary,
+    (where the operator wrote its HTML report, when it did), ``report_url`` (its URL for a
+    browser, when it has one) and ``text`` (a one-line summary,
     the field Slack/Mattermost-style webhooks display). Values missing from the source are
     None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
     names stay strings, and nothing else of the report or the exception's message is included.
@@ -146,14 +147,17 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
         "report_schema": None,
         "outcome": None,
         "report_location": None,
+        "report_url": None,
     }
     source = _breach_fields(payload, exc, report)
     if source is not None:
         outcome = source.get("outcome")
         location = source.get("report_location")
+        url = source.get("report_url")
         payload.update(
             outcome=outcome if outcome in OUTCOMES else "fail",
             report_location=location[:_MAX_LOCATION] if isinstance(location, str) else None,
+            report_url=url[:_MAX_LOCATION] if isinstance(url, str) else None,
             records=_count(source.get("records")),
             classes=_count(source.get("classes")),
             columns_below_target=_names(source.get("below_target")),
@@ -234,6 +238,6 @@ def _summary(payload: Mapping[str, Any]) -> str:
     )
     if payload.get("outcome") in ("skip", "warn"):
         text += f"; {OUTCOME_TEXT[payload['outcome']]}"
-    if payload.get("report_location"):
-        text += f"; report: {payload['report_location']}"
+    if payload.get("report_url") or payload.get("report_location"):
+        text += f"; report: {payload.get('report_url') or payload['report_location']}"
     return text

@@ -24,8 +24,10 @@ from reident_airflow._compat import (
 from reident_airflow.engine.errors import ReidentError
 from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.params import ON_BREACH_CHOICES, check_choice
+from reident_airflow.operators.report_link import ReidentReportLink, report_url
 from reident_airflow.outcomes import (
     REPORT_PATH_XCOM_KEY,
+    REPORT_URL_XCOM_KEY,
     REPORT_XCOM_KEY,
     ReidentConfigurationError,
     ReidentificationBreach,
@@ -33,6 +35,8 @@ from reident_airflow.outcomes import (
 )
 
 __all__ = [
+    "BASE_FIELDS",
+    "RENDERERS",
     "STAGED_FIELDS",
     "ReidentOperator",
     "StagedTableOperator",
@@ -46,8 +50,14 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: The parameters of every operator (templated by each).
+BASE_FIELDS = ("on_breach", "report_path", "report_base_url", "database", "hook_params")
+
 #: The parameters that say where a staged table is (templated by every operator reading one).
-STAGED_FIELDS = ("conn_id", "table", "schema", "sql", "path", "sep")
+STAGED_FIELDS = ("conn_id", "table", "schema", "sql", "where", "path", "sep")
+
+#: How the Rendered Templates tab shows the parameters that are code or JSON.
+RENDERERS = {"sql": "sql", "where": "sql", "hook_params": "json", "hierarchies": "json"}
 
 
 class ReidentOperator(BaseOperator):
@@ -65,22 +75,66 @@ class ReidentOperator(BaseOperator):
       retries), unless it says a retry may help;
     - :meth:`publish`: the report to XCom and, with ``report_path``, the HTML report;
     - :meth:`gate`: nothing when the check passed, else the ``on_breach`` action.
+
+    Parameters every operator takes (all templated): ``on_breach``; ``report_path`` and
+    ``report_base_url`` (the HTML report and the URL it is served under, default the
+    ``[reident] report_base_url`` option of Airflow's configuration); ``database`` (overrides
+    the database of the operator's connection, ``conn_id``) and ``hook_params`` (keyword
+    arguments of that connection's provider hook), as Airflow's SQL operators take them.
+
+    OpenLineage (with ``apache-airflow-providers-openlineage`` installed): the datasets read
+    and written, one assertion per threshold and the row count, see
+    :mod:`reident_airflow.operators.lineage`.
     """
 
     check: ClassVar[str]
     report_kind: ClassVar[str]
+    template_ext: Sequence[str] = (".sql",)
+    template_fields_renderers: ClassVar[dict[str, str]] = RENDERERS
+    operator_extra_links = (ReidentReportLink(),)
 
     def __init__(
-        self, *, on_breach: str = "fail", report_path: str | None = None, **kwargs: Any
+        self,
+        *,
+        on_breach: str = "fail",
+        report_path: str | None = None,
+        report_base_url: str | None = None,
+        database: str | None = None,
+        hook_params: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.on_breach = on_breach
         self.report_path = report_path
+        self.report_base_url = report_base_url
+        self.database = database
+        self.hook_params = hook_params
+        self.last_report: dict[str, Any] | None = None
+        self.last_report_url: str | None = None
 
     # -- seams -----------------------------------------------------------------------------
     def get_engine(self, conn_id: str) -> Engine:
-        """The SQLAlchemy engine of an Airflow connection (tests may replace this)."""
-        return sqlalchemy_engine(conn_id)
+        """The SQLAlchemy engine of an Airflow connection (tests may replace this);
+        ``database`` and ``hook_params`` apply to the operator's own ``conn_id``."""
+        if conn_id != getattr(self, "conn_id", None):
+            return sqlalchemy_engine(conn_id)
+        return sqlalchemy_engine(
+            conn_id, database=self.database or None, hook_params=self._hook_params()
+        )
+
+    def _hook_params(self) -> dict[str, Any] | None:
+        """``hook_params`` as rendered: a dict, or its JSON text."""
+        value: Any = self.hook_params
+        if isinstance(value, str) and value.strip():
+            import json
+
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = None
+            if not isinstance(value, dict):
+                raise ReidentConfigurationError("hook_params must be a JSON object")
+        return dict(value) if value else None
 
     # -- steps -----------------------------------------------------------------------------
     def check_on_breach(self) -> None:
@@ -128,12 +182,35 @@ class ReidentOperator(BaseOperator):
     def publish(
         self, context: Context, report: dict[str, Any], *, source: str | None
     ) -> str | None:
-        """Push ``report`` to XCom and write the HTML report when ``report_path`` is set;
-        returns the report's location, or None."""
-        push_report(context, report)
+        """Push ``report`` to XCom (``return_value``, unless ``do_xcom_push=False``) and write
+        the HTML report when ``report_path`` is set; returns the report's location, or None."""
+        self.last_report = report
+        if self.do_xcom_push:
+            push_report(context, report)
         if self.report_path is None or not str(self.report_path).strip():
             return None
         return self._write_report(context, report, source=source)
+
+    # -- OpenLineage -----------------------------------------------------------------------
+    def lineage_inputs(self) -> list[tuple[str | None, str | None, str | None]]:
+        """The datasets assessed, as ``(conn_id, schema, table)`` or ``(None, None, path)``."""
+        return []
+
+    def lineage_outputs(self) -> list[tuple[str | None, str | None, str | None]]:
+        """The datasets published, in the form of :meth:`lineage_inputs`."""
+        return []
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The datasets read and written, the assertions and the row count (OpenLineage)."""
+        from reident_airflow.operators.lineage import operator_lineage
+
+        return operator_lineage(self, task_instance)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """As on complete: a breach fails the task after the report was computed."""
+        from reident_airflow.operators.lineage import operator_lineage
+
+        return operator_lineage(self, task_instance)
 
     def _write_report(self, context: Context, report: dict[str, Any], *, source: str | None) -> str:
         """Render the HTML report to ``report_path`` (a local path or an object-storage URL)
@@ -164,8 +241,11 @@ class ReidentOperator(BaseOperator):
             location = write_report(str(self.report_path), html)
         except InvalidInputError as exc:  # ChartUnavailableError too
             raise ReidentConfigurationError(f"report_path: {exc}") from None
+        url = report_url(location, self.report_base_url)
+        self.last_report_url = url
         if ti is not None:
             ti.xcom_push(key=REPORT_PATH_XCOM_KEY, value=location)
+            ti.xcom_push(key=REPORT_URL_XCOM_KEY, value=url)
         self.log.info("risk report written to %s", location)
         return location
 
@@ -193,6 +273,7 @@ class ReidentOperator(BaseOperator):
             logger=self.log,
             context=context,
             report_location=location,
+            report_url=self.last_report_url if location else None,
         )
 
 
@@ -207,6 +288,7 @@ class StagedTableOperator(ReidentOperator):
         table: str | None = None,
         schema: str | None = None,
         sql: str | None = None,
+        where: str | None = None,
         path: str | None = None,
         sep: str = ",",
         **kwargs: Any,
@@ -216,15 +298,47 @@ class StagedTableOperator(ReidentOperator):
         self.table = table
         self.schema = schema
         self.sql = sql
+        self.where = where
         self.path = path
         self.sep = sep
 
     def check_staged(self) -> None:
-        """The staged table is a file or a table / query of a connection, not both."""
+        """The staged table is a file or a table / query of a connection, not both; a
+        ``where`` filter narrows a ``table`` only."""
         if bool(self.conn_id) == bool(self.path):
             raise ReidentConfigurationError("give either conn_id (with table or sql) or path")
         if self.conn_id and bool(self.table) == bool(self.sql):
             raise ReidentConfigurationError("with conn_id, give either table or sql")
+        if self.where is not None and not str(self.where).strip():
+            self.where = None
+        if self.where and not self.table:
+            raise ReidentConfigurationError(
+                "where filters a table of a connection: give table (not sql or path) with it, "
+                "or put the condition in sql"
+            )
+
+    def staged_query(self, engine: Engine) -> dict[str, Any]:
+        """``table``, ``sql`` and ``schema`` of the staged table, as the sources take them:
+        with ``where``, the SQL ``SELECT * FROM <schema>.<table> WHERE <where>``, the table
+        quoted by the engine's dialect (the condition is the DAG author's SQL, as ``sql`` is)."""
+        if not self.where:
+            return {
+                "table": self.table or None,
+                "sql": self.sql or None,
+                "schema": self.schema or None,
+            }
+        import sqlalchemy as sa
+
+        source = sa.table(str(self.table), schema=self.schema or None)
+        query = sa.select(sa.text("*")).select_from(source).where(sa.text(str(self.where)))
+        return {"table": None, "sql": str(query.compile(dialect=engine.dialect)), "schema": None}
+
+    def lineage_inputs(self) -> list[tuple[str | None, str | None, str | None]]:
+        if self.path:
+            return [(None, None, str(self.path))]
+        if self.table:
+            return [(self.conn_id, self.schema or None, str(self.table))]
+        return []
 
     def read_table(self, from_file: Callable[[Path], T], from_engine: Callable[[Engine], T]) -> T:
         """:meth:`read_staged` of the staged table."""
@@ -232,7 +346,7 @@ class StagedTableOperator(ReidentOperator):
             path=self.path, conn_id=self.conn_id, from_file=from_file, from_engine=from_engine
         )
 
-    def where(self, query: str = "query") -> str:
+    def source_name(self, query: str = "query") -> str:
         """The staged table as messages and reports name it: the table, ``query`` or the path."""
         return str(self.table or (query if self.sql else self.path))
 
@@ -272,20 +386,22 @@ def act_on_breach(
     logger: Any = log,
     context: Context | None = None,
     report_location: str | None = None,
+    report_url: str | None = None,
 ) -> None:
     """Fail (no retries), skip (downstream does not run) or warn (task succeeds).
 
-    When the HTML report was written, the XCom report is pushed again with its
-    ``report_location`` (the report the operator returns is left as it is). The breach handed
-    to the alert names the ``outcome`` (in its report; none means a fail). A
-    skip or a warn leaves no failure for ``on_failure_callback``: the task's
+    When the HTML report was written, the breach's report (what the alert reads) carries its
+    ``report_location`` and, when it has one, its ``report_url``; the report in XCom stays the
+    one the CLI writes (the location has its own XCom keys). The breach handed to the alert
+    names the ``outcome`` (in its report; none means a fail). A skip or a warn leaves no
+    failure for ``on_failure_callback``: the task's
     :class:`~reident_airflow.notifiers.ReidentBreachNotifier` callbacks are called here (each
     decides by its ``outcomes``). A fail is alerted by the failure callback itself, once.
     """
-    if report_location:  # the returned report stays the one the CLI writes
+    if report_location:
         report = dict(report, report_location=str(report_location))
-        if context is not None:
-            push_report(context, report)
+        if report_url:
+            report["report_url"] = str(report_url)
     breach = ReidentificationBreach(
         message,
         breaches=breaches,

@@ -49,8 +49,14 @@ _MYSQL_TLS_EXTRAS = frozenset({"ssl", "ssl_ca", "ssl_cert", "ssl_key"})
 _OWN_EXTRAS = frozenset({"sqlalchemy_url"})
 
 
-def sqlalchemy_engine(conn_id: str) -> Engine:
+def sqlalchemy_engine(
+    conn_id: str, *, database: str | None = None, hook_params: dict[str, Any] | None = None
+) -> Engine:
     """An engine for an Airflow connection, honouring every setting of the connection.
+
+    ``database`` replaces the connection's database (its ``schema`` field) and
+    ``hook_params`` are handed to the provider's hook, as Airflow's SQL operators do; without
+    a provider hook, ``hook_params`` cannot be honoured and fail.
 
     - ``extra.sqlalchemy_url`` gives the URL outright (no other extra may be set beside it).
     - When the connection type's provider is installed, its hook builds the engine as
@@ -64,12 +70,24 @@ def sqlalchemy_engine(conn_id: str) -> Engine:
     conn = BaseHook.get_connection(conn_id)
     extra = _extras(conn_id, conn)
     conn_type = (conn.conn_type or "").lower()
+    if hook_params is not None and not isinstance(hook_params, dict):
+        raise ReidentConfigurationError("hook_params must be a dict (or its JSON text)")
     if extra.get("sqlalchemy_url"):
         _refuse(conn_id, conn_type, set(extra) - _OWN_EXTRAS)
-        return _create(conn_id, str(extra["sqlalchemy_url"]))
-    hook = _provider_hook(conn)
+        _no_hook_params(conn_id, hook_params)
+        url = sa.make_url(str(extra["sqlalchemy_url"]))
+        return _create(conn_id, url.set(database=database) if database else url)
+    hook = _provider_hook(conn, hook_params)
     if hook is not None:
+        if database:  # as common.sql's operators set it
+            if hasattr(hook, "database"):
+                hook.database = database
+            else:
+                hook.schema = database
         return _engine_from_hook(conn_id, conn_type, hook)
+    _no_hook_params(conn_id, hook_params)
+    if database:
+        conn.schema = database
     driver = _DRIVERS.get(conn_type)
     if driver is None:
         raise ReidentConfigurationError(
@@ -146,10 +164,18 @@ def _create(conn_id: str, url: str | sa.URL, **kwargs: Any) -> Engine:
         raise ReidentConfigurationError(f"connection {conn_id!r}: {exc}") from None
 
 
-def _provider_hook(conn: Any) -> Any | None:
+def _no_hook_params(conn_id: str, hook_params: dict[str, Any] | None) -> None:
+    if hook_params:
+        raise ReidentConfigurationError(
+            f"connection {conn_id!r}: hook_params ({', '.join(sorted(hook_params))}) need the "
+            "connection type's Airflow provider hook; install the provider or remove them"
+        )
+
+
+def _provider_hook(conn: Any, hook_params: dict[str, Any] | None = None) -> Any | None:
     """The provider's DB-API hook for the connection, or None when no provider handles it."""
     try:
-        hook = conn.get_hook()
+        hook = conn.get_hook(hook_params=hook_params) if hook_params else conn.get_hook()
     except Exception:  # Airflow: 'Unknown hook type' when the provider is not installed
         return None
     if not callable(getattr(hook, "get_sqlalchemy_engine", None)):

@@ -9,7 +9,12 @@ import pandas as pd
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
-from reident_airflow.operators.base import STAGED_FIELDS, StagedTableOperator, check_paths
+from reident_airflow.operators.base import (
+    BASE_FIELDS,
+    STAGED_FIELDS,
+    StagedTableOperator,
+    check_paths,
+)
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
     hierarchy_files,
@@ -78,7 +83,8 @@ class DataflyOperator(StagedTableOperator):
         "target_schema",
         "target_path",
         "target_sep",
-        "report_path",
+        "chunk_rows",
+        *BASE_FIELDS,
     )
     ui_color = "#e4ffe8"
     check = "datafly"
@@ -191,6 +197,15 @@ class DataflyOperator(StagedTableOperator):
                 file_format(str(self.target_path))
         return target_conn
 
+    def lineage_outputs(self) -> list[tuple[str | None, str | None, str | None]]:
+        """The published release: ``target_table`` or ``target_path``."""
+        if self.target_path:
+            return [(None, None, str(self.target_path))]
+        if self.target_table:
+            target_conn = self.target_conn_id or self.conn_id or None
+            return [(target_conn, self.target_schema or None, str(self.target_table))]
+        return []
+
     # -- work ------------------------------------------------------------------------------
     def _read(self, qis: Sequence[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
         """The staged table, and the SQL types of its columns when it is a database's."""
@@ -198,9 +213,7 @@ class DataflyOperator(StagedTableOperator):
 
         read: tuple[pd.DataFrame, dict[str, Any]] = self.read_table(
             from_file=lambda local: (read_file_frame(local, sep=self.sep, categorical=qis), {}),
-            from_engine=lambda engine: read_sql_frame(
-                engine, table=self.table or None, sql=self.sql or None, schema=self.schema or None
-            ),
+            from_engine=lambda engine: read_sql_frame(engine, **self.staged_query(engine)),
         )
         return read
 
@@ -258,7 +271,7 @@ class DataflyOperator(StagedTableOperator):
         report = result.to_dict()
         report["passed"] = True
         report["output"] = output
-        self.publish(context, report, source=self.where())
+        self.publish(context, report, source=self.source_name())
         return report
 
     def _infeasible(
@@ -271,8 +284,8 @@ class DataflyOperator(StagedTableOperator):
             "observed": report["below_k"],
             "limit": report["suppression_limit"],
         }
-        location = self.publish(context, report, source=self.where())
-        message = f"Datafly cannot anonymize {self.where()!r}: {report['message']}"
+        location = self.publish(context, report, source=self.source_name())
+        message = f"Datafly cannot anonymize {self.source_name()!r}: {report['message']}"
         self.gate(
             context,
             report,

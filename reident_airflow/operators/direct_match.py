@@ -9,7 +9,7 @@ import pandas as pd
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.direct_match import DEFAULT_TARGET, DirectMatchResult
-from reident_airflow.operators.base import ReidentOperator, check_paths
+from reident_airflow.operators.base import BASE_FIELDS, ReidentOperator, check_paths
 from reident_airflow.operators.params import parse_columns, parse_number
 from reident_airflow.outcomes import ReidentConfigurationError
 
@@ -72,8 +72,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
         "key",
         "target",
         "columns",
-        "on_breach",
-        "report_path",
+        *BASE_FIELDS,
     )
     ui_color = "#e4f0ff"
     check = "direct_match"
@@ -115,6 +114,18 @@ class DirectMatchProtectionOperator(ReidentOperator):
     # -- work ------------------------------------------------------------------------------
     def _avatar_conn(self) -> str | None:
         return self.avatar_conn_id or self.conn_id or None
+
+    def lineage_inputs(self) -> list[tuple[str | None, str | None, str | None]]:
+        """The original and the released (avatar) table: both are read and compared."""
+        avatar_schema = self.avatar_schema or self.schema or None
+        return [
+            (self.conn_id or None, self.schema or None, self.original_table)
+            if self.original_table
+            else (None, None, self.original_path),
+            (self._avatar_conn(), avatar_schema, self.avatar_table)
+            if self.avatar_table
+            else (None, None, self.avatar_path),
+        ]
 
     def _validated(self) -> dict[str, Any]:
         self.check_on_breach()

@@ -14,6 +14,7 @@ from reident_airflow.engine.assessment import Assessment, assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.options import AssessmentOptions
 from reident_airflow.operators.base import (
+    BASE_FIELDS,
     STAGED_FIELDS,
     StagedTableOperator,
     check_paths,
@@ -93,8 +94,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
     template_fields: Sequence[str] = (
         *STAGED_FIELDS,
         *OPTION_FIELDS,
-        "on_breach",
-        "report_path",
+        *BASE_FIELDS,
         "memory_limit",
     )
     ui_color = "#f0e4ff"
@@ -185,9 +185,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
             table = sql.aggregates_from_sql(
                 engine,
                 qis,
-                table=self.table or None,
-                sql=self.sql or None,
-                schema=self.schema,
+                **self.staged_query(engine),
                 weight=weight,
                 sensitive=sensitive,
             )
@@ -209,7 +207,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
                 local, qis, sep=self.sep, memory_limit=self.memory_limit or None
             ),
             from_engine=lambda engine: sql.histogram_from_sql(
-                engine, qis, table=self.table or None, sql=self.sql or None, schema=self.schema
+                engine, qis, **self.staged_query(engine)
             ),
         )
 
@@ -229,7 +227,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
             else:
                 result = assess(self._histogram(qis), options)
         report = result.to_dict()
-        location = self.publish(context, report, source=self.where("SQL query"))
+        location = self.publish(context, report, source=self.source_name("SQL query"))
         from reident_airflow.summary import assessment_summary
 
         self.log.info("%s", assessment_summary(report))
@@ -245,7 +243,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         return report
 
     def _breach_message(self, result: Assessment) -> str:
-        where = self.where()
+        where = self.source_name()
         parts = "; ".join(b.describe() for b in result.breaches)
         return (
             f"re-identification risk gate breached for {where!r} "

@@ -22,7 +22,7 @@ from reident_airflow._compat import AirflowSkipException
 from reident_airflow.notifiers import ReidentBreachNotifier, breach_email
 from reident_airflow.notifiers.breach import BREACH_EVENT
 from reident_airflow.operators.risk import ReidentificationRiskOperator
-from reident_airflow.outcomes import REPORT_XCOM_KEY, ReidentificationBreach
+from reident_airflow.outcomes import REPORT_PATH_XCOM_KEY, REPORT_XCOM_KEY, ReidentificationBreach
 from tests.notifiers.conftest import WebhookReceiver
 
 #: Record values of the staged table: no alert may carry them.
@@ -120,10 +120,12 @@ def test_skip_and_warn_alert_once_with_the_outcome_and_the_report_location(
     location = str(tmp_path / "report.html")
     assert Path(location).is_file()
     payload = assert_one_alert(webhook_server, outcome, location)
-    # the XCom report carries the location too (and is otherwise the operator's report)
-    assert ti.pushed["reident_report_path"] == location
-    assert ti.pushed[REPORT_XCOM_KEY]["report_location"] == location
+    # one XCom copy of the report (the operator's, as the CLI writes it) and the location
+    # under its own key
+    assert ti.pushed[REPORT_PATH_XCOM_KEY] == location == ti.pushed["report_location"]
+    assert "report_location" not in ti.pushed[REPORT_XCOM_KEY]
     assert ti.pushed[REPORT_XCOM_KEY]["passed"] is False
+    assert "reident_report" not in ti.pushed
     subject, text, html_body = breach_email(payload)
     assert subject.endswith(f", {outcome})")
     assert f"Report: {location}" in text and location in html_body
@@ -153,7 +155,9 @@ def test_fail_alerts_once_from_the_failure_callback(
         callback({**context, "exception": exc})
     location = str(tmp_path / "report.html")
     assert_one_alert(webhook_server, "fail", location)
-    assert ti.pushed[REPORT_XCOM_KEY]["report_location"] == location
+    assert exc.report["report_location"] == location
+    assert ti.pushed[REPORT_PATH_XCOM_KEY] == location
+    assert ti.pushed[REPORT_XCOM_KEY]["passed"] is False
 
 
 def test_opting_out_of_fail_and_bad_outcomes(

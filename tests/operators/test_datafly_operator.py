@@ -97,7 +97,7 @@ def test_table_to_table(staged: tuple[sa.Engine, str], adult: pd.DataFrame) -> N
         "table": target,
         "records": 30125,
     }
-    assert ti.pushed["reident_report"] == report
+    assert ti.pushed["return_value"] == report
     json.dumps(report)  # XCom-serializable, aggregates only
     released, _ = writers.read_sql_frame(engine, table=target)
     assert len(released) == 30125 and _k_of(released) >= 5
@@ -204,7 +204,7 @@ def test_infeasible_fails_without_retries_and_writes_nothing(tmp_path: Path) -> 
     assert isinstance(info.value, AirflowFailException)  # Airflow does not retry it
     assert info.value.check == "datafly" and info.value.k == 5
     assert info.value.breaches == [{"metric": "datafly.records_below_k", "observed": 7, "limit": 0}]
-    report = ti.pushed["reident_report"]
+    report = ti.pushed["return_value"]
     assert report["passed"] is False and report["best_attempt"]["levels"]["age"] == 0
     assert "cannot reach k=5" in str(info.value)
     assert target.read_text() == "previous release\n"

@@ -102,7 +102,7 @@ def test_pushdown_equals_cli_on_csv_and_breach_carries_the_report(
         op.execute(_context(ti))
     exc = info.value
     assert exc.check == "direct_match"
-    assert exc.report == expected == ti.pushed["reident_report"]
+    assert exc.report == expected == ti.pushed["return_value"]
     assert exc.breaches == [{"metric": "direct_match.protection", "observed": 0.0, "limit": 50.0}]
     assert op.engines_asked == ["staging"]  # type: ignore[attr-defined]  # one connection
     message = str(exc)
@@ -143,7 +143,7 @@ def test_files_and_object_storage(adult_files: tuple[str, str]) -> None:
         key="id", target="0",
     )  # fmt: skip
     ti = _TI()
-    assert op.execute(_context(ti)) == expected == ti.pushed["reident_report"]
+    assert op.execute(_context(ti)) == expected == ti.pushed["return_value"]
     assert expected["passed"] is True and expected["breaches"] == []
 
 
@@ -339,5 +339,5 @@ def test_report_path_writes_the_html_report_and_pushes_its_location(tmp_path: Pa
         original_path=str(o), avatar_path=str(a), on_breach="warn", report_path=str(target)
     ).execute(_context(ti))
     assert report["protection"] == 25.0  # hand-computed in test_on_breach_skip_and_warn
-    assert ti.pushed["reident_report_path"] == str(target)
+    assert ti.pushed["report_location"] == str(target)
     assert "BREACHED" in target.read_text(encoding="utf-8")

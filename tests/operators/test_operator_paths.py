@@ -169,6 +169,7 @@ def test_datafly_breach_carries_the_report_location(tmp_path: Path) -> None:
         op.execute({"ti": ti})
     assert report.is_file()
     assert info.value.report["report_location"] == str(report)
-    assert ti.pushed["reident_report"]["report_location"] == str(report)
-    assert ti.pushed["reident_report_path"] == str(report)
+    assert ti.pushed["return_value"]["passed"] is False  # the one copy of the report
+    assert ti.pushed["report_location"] == str(report)
+    assert ti.pushed["report_url"] is None  # a local file and no base URL: no link
     _unchanged(files)

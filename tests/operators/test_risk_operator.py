@@ -98,7 +98,7 @@ def test_database_operator_equals_cli_on_csv(
     )
     got = op.execute({"ti": ti})
     assert got == expected
-    assert ti.pushed["reident_report"] == expected
+    assert ti.pushed["return_value"] == expected
 
 
 def test_breach_message_names_metric_values_qis_and_k(adult_in: tuple[sa.Engine, str]) -> None:

@@ -112,7 +112,7 @@ def test_database_operator_equals_cli_on_csv(
     )
     report = op.execute({"ti": ti})
     assert report == expected
-    assert ti.pushed["reident_report"] == expected
+    assert ti.pushed["return_value"] == expected
     assert report["journalist"]["basis"] == "sampling_weights"
 
 

@@ -1,0 +1,277 @@
+"""OpenLineage for the reident operators: the datasets read and written, one data-quality
+assertion per threshold and the row count, as Airflow's common.sql check operators report
+them.
+
+The assertions (:func:`report_assertions`) and the dataset names (:func:`dataset_of`) are
+plain Python; :func:`operator_lineage` turns them into the OpenLineage provider's objects and
+returns None when the provider (``apache-airflow-providers-openlineage``) is not installed.
+Everything reported is an aggregate: names, limits, measured values, counts.
+
+Naming follows the OpenLineage dataset naming spec: PostgreSQL ``postgres://host:port`` with
+``database.schema.table``, MySQL / MariaDB ``mysql://host:port`` with ``database.table``, a
+local file ``file://<host>`` with its absolute path, object storage ``<scheme>://<bucket>``
+with the key.
+"""
+
+from __future__ import annotations
+
+import socket
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "LineageAssertion",
+    "dataset_of",
+    "file_dataset",
+    "operator_lineage",
+    "report_assertions",
+]
+
+#: Threshold name -> (measure in the assessment JSON, ``"<="`` or ``">="``).
+_MEASURES: dict[str, tuple[tuple[str, ...], str]] = {
+    "max_highest_risk": (("prosecutor", "highest_risk"), "<="),
+    "max_average_risk": (("prosecutor", "average_risk"), "<="),
+    "max_records_at_risk": (("prosecutor", "records_at_risk"), "<="),
+    "min_k": (("k",), ">="),
+    "max_global_risk": (("individual_risk", "global_risk_share"), "<="),
+}
+
+_DEFAULT_PORTS = {"postgres": 5432, "mysql": 3306}
+_SCHEMES = {"postgres": "postgres", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql"}
+
+
+@dataclass(frozen=True)
+class LineageAssertion:
+    """One threshold as an OpenLineage assertion (aggregates only)."""
+
+    name: str
+    assertion: str
+    expected: str
+    actual: str | None
+    success: bool
+    column: str | None = None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _text(value: float | None) -> str | None:
+    if value is None:
+        return None
+    return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
+
+
+def _check(
+    measure: str, actual: float | None, bound: str, limit: float, column: str | None = None
+) -> LineageAssertion:
+    ok = actual is not None and (actual <= limit if bound == "<=" else actual >= limit)
+    return LineageAssertion(
+        name=f"{measure} {bound} {_text(limit)}",
+        assertion=measure,
+        expected=str(_text(limit)),
+        actual=_text(actual),
+        success=ok,
+        column=column,
+    )
+
+
+def _assessment_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
+    out: list[LineageAssertion] = []
+    thresholds = report.get("thresholds") or {}
+    for name, limit in thresholds.items():
+        bound_limit = _number(limit)
+        if bound_limit is None:
+            continue
+        if name == "min_l":
+            for column, entry in (report.get("l_diversity") or {}).items():
+                distinct = _number(entry.get("distinct")) if isinstance(entry, Mapping) else None
+                out.append(_check("l_diversity.distinct", distinct, ">=", bound_limit, column))
+            continue
+        if name not in _MEASURES:
+            continue
+        path, bound = _MEASURES[name]
+        value: Any = report
+        for part in path:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        out.append(_check(".".join(path), _number(value), bound, bound_limit))
+    return out
+
+
+def _datafly_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
+    k = _number(report.get("k"))
+    limit = _number(report.get("suppression_limit"))
+    out = []
+    if k is not None:
+        out.append(_check("k", _number(report.get("achieved_k")), ">=", k))
+    if limit is not None:
+        removed = report.get("suppressed_records")
+        if removed is None:  # k not reached: the best attempt's records below k
+            removed = report.get("below_k")
+        out.append(_check("suppressed_records", _number(removed), "<=", limit))
+    return out
+
+
+def _direct_match_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
+    target = _number(report.get("target"))
+    if target is None:
+        return []
+    out = [_check("protection", _number(report.get("protection")), ">=", target)]
+    for entry in report.get("columns") or []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("column"), str):
+            out.append(
+                _check(
+                    "protection", _number(entry.get("protection")), ">=", target, entry["column"]
+                )
+            )
+    return out
+
+
+def report_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
+    """One assertion per threshold of a reident report (assessment, Datafly, direct match):
+    name (e.g. ``"k >= 5"``), expected (the limit), actual (the measure), success."""
+    schema = str(report.get("schema") or "")
+    if schema.startswith("reident.datafly"):
+        return _datafly_assertions(report)
+    if schema.startswith("reident.direct_match"):
+        return _direct_match_assertions(report)
+    return _assessment_assertions(report)
+
+
+def file_dataset(path: str) -> tuple[str, str]:
+    """``(namespace, name)`` of a file: ``file://<host>`` and its absolute path, or the
+    bucket and key of an object-storage URL."""
+    if "://" in path:
+        parts = urllib.parse.urlsplit(path)
+        if parts.scheme == "file":
+            return f"file://{parts.netloc or socket.gethostname()}", parts.path
+        return f"{parts.scheme}://{parts.netloc}", parts.path.lstrip("/")
+    return f"file://{socket.gethostname()}", str(Path(path).resolve())
+
+
+def dataset_of(
+    conn_id: str | None, schema: str | None, table: str | None, *, database: str | None = None
+) -> tuple[str, str] | None:
+    """``(namespace, name)`` of a table of an Airflow connection (``database`` overrides the
+    connection's), or of a file when ``conn_id`` is None; None when it cannot be named."""
+    if not table:
+        return None
+    if conn_id is None:
+        return file_dataset(table)
+    import sqlalchemy as sa
+
+    from reident_airflow._compat import BaseHook
+
+    conn = BaseHook.get_connection(conn_id)
+    url = (conn.extra_dejson or {}).get("sqlalchemy_url")
+    if url:
+        parsed = sa.make_url(str(url))
+        kind, host, port = parsed.get_backend_name(), parsed.host, parsed.port
+        db = database or parsed.database
+    else:
+        kind, host, port = (conn.conn_type or "").lower(), conn.host, conn.port
+        db = database or conn.schema
+    scheme = _SCHEMES.get(kind, kind)
+    if scheme == "sqlite":
+        return f"sqlite://{Path(str(db or host)).resolve()}", table
+    port = port or _DEFAULT_PORTS.get(scheme)
+    namespace = f"{scheme}://{host}" + (f":{port}" if port else "")
+    if scheme == "postgres":
+        return namespace, ".".join([str(db), schema or "public", table])
+    return namespace, ".".join(str(p) for p in (schema or db, table) if p)
+
+
+def _report_of(operator: Any, task_instance: Any) -> Mapping[str, Any] | None:
+    report = getattr(operator, "last_report", None)
+    if report is None and task_instance is not None:
+        from reident_airflow.outcomes import REPORT_XCOM_KEY
+
+        try:
+            report = task_instance.xcom_pull(task_ids=task_instance.task_id, key=REPORT_XCOM_KEY)
+        except Exception:
+            report = None
+    return report if isinstance(report, Mapping) else None
+
+
+def _named(operator: Any, refs: Sequence[tuple[str | None, str | None, str | None]]) -> list[Any]:
+    out = []
+    for conn_id, schema, table in refs:
+        own = conn_id is not None and conn_id == getattr(operator, "conn_id", None)
+        try:
+            named = dataset_of(
+                conn_id,
+                schema,
+                table,
+                database=getattr(operator, "database", None) if own else None,
+            )
+        except Exception as exc:  # a connection that cannot be read: no dataset, no failure
+            operator.log.debug("OpenLineage: dataset not named (%s)", type(exc).__name__)
+            named = None
+        if named is not None:
+            out.append(named)
+    return out
+
+
+def operator_lineage(operator: Any, task_instance: Any) -> Any:
+    """The provider's ``OperatorLineage`` of a finished (or failed) reident task, or None
+    without the OpenLineage provider."""
+    try:
+        from airflow.providers.openlineage.extractors import OperatorLineage
+        from openlineage.client.event_v2 import InputDataset, OutputDataset
+        from openlineage.client.facet_v2 import (
+            data_quality_assertions_dataset as dqa,
+        )
+        from openlineage.client.facet_v2 import (
+            data_quality_metrics_input_dataset as dqm,
+        )
+        from openlineage.client.facet_v2 import (
+            output_statistics_output_dataset as stats,
+        )
+    except ImportError:
+        return None
+    report = _report_of(operator, task_instance)
+    input_facets: dict[str, Any] = {}
+    output_facets: dict[str, Any] = {}
+    if report is not None:
+        severity = "error" if getattr(operator, "on_breach", "fail") == "fail" else "warn"
+        assertions = [
+            dqa.Assertion(
+                assertion=a.assertion,
+                success=a.success,
+                column=a.column,
+                severity=severity,
+                name=a.name,
+                expected=a.expected,
+                actual=a.actual,
+            )
+            for a in report_assertions(report)
+        ]
+        if assertions:
+            input_facets["dataQualityAssertions"] = dqa.DataQualityAssertionsDatasetFacet(
+                assertions=assertions
+            )
+        records = report.get("records")
+        if isinstance(records, int) and not isinstance(records, bool):
+            input_facets["dataQualityMetrics"] = dqm.DataQualityMetricsInputDatasetFacet(
+                columnMetrics={}, rowCount=records
+            )
+        output = report.get("output")
+        written = output.get("records") if isinstance(output, Mapping) else None
+        if isinstance(written, int) and not isinstance(written, bool):
+            output_facets["outputStatistics"] = stats.OutputStatisticsOutputDatasetFacet(
+                rowCount=written
+            )
+    inputs = [
+        InputDataset(namespace=ns, name=name, inputFacets=dict(input_facets))
+        for ns, name in _named(operator, operator.lineage_inputs())
+    ]
+    outputs = [
+        OutputDataset(namespace=ns, name=name, outputFacets=dict(output_facets))
+        for ns, name in _named(operator, operator.lineage_outputs())
+    ]
+    return OperatorLineage(inputs=inputs, outputs=outputs)
