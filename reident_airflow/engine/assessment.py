@@ -13,9 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-import numpy as np
-from numpy.typing import NDArray
-
+from reident_airflow.engine._arrays import IntArray
 from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.diversity import l_diversity
@@ -44,9 +42,8 @@ __all__ = [
     "MeasureKeywords",
     "Thresholds",
     "assess",
+    "check_gates",
 ]
-
-IntArray = NDArray[np.int64]
 
 SCHEMA = "reident.assessment/v1"
 
@@ -215,29 +212,16 @@ def assess(
     sizes, counts = table.histogram()
     prosecutor = sample_risk(sizes, counts, options.record_threshold)
     register, big_n = _register_and_population_size(
-        table,
-        population_table,
-        prosecutor.records,
-        record_threshold=options.record_threshold,
-        population_size=options.population_size,
-        sampling_fraction=options.sampling_fraction,
-        region=options.region,
+        table, population_table, prosecutor.records, options
     )
-    full = table if isinstance(table, ClassTable) else None
     measured = _measure(
         table,
-        full,
+        options,
         sizes=sizes,
         counts=counts,
         big_n=big_n,
-        record_threshold=options.record_threshold,
-        attributes=options.rank_attributes,
-        max_subset_size=options.max_subset_size,
         weights=weights,
         sensitive=sensitive,
-        c=options.recursive_c,
-        suda=options.suda,
-        suda_max_msu_size=options.suda_max_msu_size,
     )
     return _assessment(table, sizes, counts, prosecutor, register, measured, options)
 
@@ -301,21 +285,19 @@ def _register_and_population_size(
     table: ClassTable | ClassSizes,
     population_table: ClassTable | None,
     n: int,
-    *,
-    record_threshold: float,
-    population_size: int | None,
-    sampling_fraction: float | None,
-    region: str | None,
+    options: AssessmentOptions,
 ) -> tuple[RegisterRisk | None, int | None]:
     """The register's measures (with a register) and ``N`` of a sample of ``n`` records
     (when ``N`` is described, or a register gives it: the register is then the population)."""
+    population_size = options.population_size
+    sampling_fraction, region = options.sampling_fraction, options.region
     register = None
     if population_table is not None:
         from reident_airflow.engine.register import match_register, register_risk
 
         assert isinstance(table, ClassTable)  # checked by the caller
         register = register_risk(
-            table.sizes, match_register(table, population_table), record_threshold
+            table.sizes, match_register(table, population_table), options.record_threshold
         )
     no_size = population_size is None and sampling_fraction is None and region is None
     if population_table is not None and no_size:
@@ -339,20 +321,12 @@ def _assessment(
     measured: _Measured,
     options: AssessmentOptions,
 ) -> Assessment:
-    """The :class:`Assessment` of the measures, with the gate's verdict and warnings (a
-    metric breaching its failing limit is a breach only, not also a warning)."""
+    """The :class:`Assessment` of the measures, with the gate's verdict and warnings."""
     n = prosecutor.records
     k = int(sizes[0])
     individual = measured.individual
-    diversity = measured.diversity or ()
-    breaches = options.thresholds.check(prosecutor, k, individual=individual, diversity=diversity)
-    failed = {b.metric for b in breaches}
-    warnings = tuple(
-        b
-        for b in options.warn_thresholds.check(
-            prosecutor, k, individual=individual, diversity=diversity
-        )
-        if b.metric not in failed
+    breaches, warnings = check_gates(
+        options, prosecutor, k, individual=individual, diversity=measured.diversity or ()
     )
     return Assessment(
         quasi_identifiers=table.quasi_identifiers,
@@ -392,6 +366,25 @@ def _assessment(
     )
 
 
+def check_gates(
+    options: AssessmentOptions,
+    prosecutor: SampleRisk,
+    k: int,
+    *,
+    individual: IndividualRisk | None,
+    diversity: tuple[LDiversity, ...],
+) -> tuple[tuple[Breach, ...], tuple[Breach, ...]]:
+    """``(breaches, warnings)``: the measures checked against the failing thresholds of
+    ``options`` and against its warning thresholds (a metric breaching its failing limit is a
+    breach only, not also a warning)."""
+    breaches = options.thresholds.check(prosecutor, k, individual=individual, diversity=diversity)
+    failed = {b.metric for b in breaches}
+    warned = options.warn_thresholds.check(
+        prosecutor, k, individual=individual, diversity=diversity
+    )
+    return breaches, tuple(b for b in warned if b.metric not in failed)
+
+
 def _refuse_beyond_the_histogram(
     *, attributes: bool, register: bool, weights: bool, sensitive: bool, suda: bool
 ) -> None:
@@ -426,19 +419,13 @@ class _Measured:
 
 def _measure(
     table: ClassTable | ClassSizes,
-    full: ClassTable | None,
+    options: AssessmentOptions,
     *,
     sizes: IntArray,
     counts: IntArray,
     big_n: int | None,
-    record_threshold: float,
-    attributes: bool,
-    max_subset_size: int | None,
     weights: ClassWeights | None,
     sensitive: Mapping[str, ValueCounts] | None,
-    c: float,
-    suda: bool,
-    suda_max_msu_size: int | None,
 ) -> _Measured:
     """The QI ranking, population models, SUDA2, individual risk and l-diversity.
 
@@ -447,40 +434,30 @@ def _measure(
     there, the population models (many small steps) here; with weights, the individual
     risk here and the l-diversity there before the ranking, else the l-diversity here.
     """
+    full = table if isinstance(table, ClassTable) else None
     columns = list((sensitive or {}).values())
     there = columns if weights is not None else []
-
-    def diversity_then_ranking() -> tuple[tuple[AttributeRisk, ...], list[LDiversity]]:
-        if full is None:
-            return (), []
-        diverse = [l_diversity(v, full.sizes, c=c) for v in there]
-        if not attributes:
-            return (), diverse
-        from reident_airflow.engine.attributes import attribute_risks
-
-        return attribute_risks(full, max_subset_size), diverse
-
     beside = None
-    if attributes or there:
-        beside = submitter(table.classes)(diversity_then_ranking)
+    if options.rank_attributes or there:
+        beside = submitter(table.classes)(_diversity_then_ranking, full, options, there)
     population = None
     if big_n is not None:
         from reident_airflow.engine.population import population_uniqueness
 
         population = population_uniqueness(sizes, counts, big_n)
     special = None
-    if suda and full is not None:
+    if options.suda and full is not None:
         from reident_airflow.engine.suda import suda2
 
-        special = suda2(full, max_msu_size=suda_max_msu_size)
+        special = suda2(full, max_msu_size=options.suda_max_msu_size)
     individual = None
     here: list[LDiversity] = []
     if weights is not None and full is not None:
         from reident_airflow.engine.individual_risk import individual_risk
 
-        individual = individual_risk(full.sizes, weights, record_threshold=record_threshold)
+        individual = individual_risk(full.sizes, weights, record_threshold=options.record_threshold)
     elif full is not None:
-        here = [l_diversity(v, full.sizes, c=c) for v in columns]
+        here = [l_diversity(v, full.sizes, c=options.recursive_c) for v in columns]
     ranking, done_there = ((), []) if beside is None else beside.result()
     return _Measured(
         ranking=ranking,
@@ -489,3 +466,18 @@ def _measure(
         diversity=None if sensitive is None else tuple(here or done_there),
         suda=special,
     )
+
+
+def _diversity_then_ranking(
+    full: ClassTable | None, options: AssessmentOptions, columns: list[ValueCounts]
+) -> tuple[tuple[AttributeRisk, ...], list[LDiversity]]:
+    """The l-diversity of ``columns`` then the QI ranking (if asked for): the worker
+    thread's part of :func:`_measure` (nothing without the class table)."""
+    if full is None:
+        return (), []
+    diverse = [l_diversity(v, full.sizes, c=options.recursive_c) for v in columns]
+    if not options.rank_attributes:
+        return (), diverse
+    from reident_airflow.engine.attributes import attribute_risks
+
+    return attribute_risks(full, options.max_subset_size), diverse
