@@ -52,7 +52,10 @@ def _expectation_entry(evr: Any) -> dict[str, Any]:
         "expectation": getattr(config, "type", None),
         "success": bool(evr.success),
     }
-    for key in ("measure", "value", "limit", "summary"):
+    if "measure" in details:  # an evaluated reident expectation: its scalar is the value
+        entry["measure"] = details["measure"]
+        entry["value"] = body.get("observed_value")
+    for key in ("limit", "summary"):
         if key in details:
             entry[key] = details[key]
     info = evr.exception_info or {}

@@ -79,7 +79,8 @@ def test_pandas_and_sqlite_give_the_engine_result(
     )
     for result in (on_frame, on_sqlite):
         assert result.success is success, result.exception_info
-        assert result.result["observed_value"] == expected
+        assert result.result["observed_value"] == expected["protection"]
+        assert result.result["details"]["assessment"] == expected
     assert expected["schema"] == "reident.direct_match/v1"
     if not success:
         assert expected["protection"] == 0.0
@@ -95,8 +96,10 @@ def test_pandas_without_key_aligns_by_position(
         ExpectTableDirectMatchProtectionToBeAbove(original_table=str(releases["csv"]), sep=";")
     )
     assert result.success is False  # the original itself: every identifier kept
-    assert result.result["observed_value"]["key"] is None
-    assert result.result["observed_value"]["columns"][0]["column"] in {"id", "ssn"}
+    assert result.result["observed_value"] == 0.0
+    document = result.result["details"]["assessment"]
+    assert document["key"] is None
+    assert document["columns"][0]["column"] in {"id", "ssn"}
 
 
 @pytest.mark.parametrize(
@@ -159,4 +162,5 @@ def test_postgresql_gives_the_engine_result(
             )
         )
         assert result.success is success, result.exception_info
-        assert result.result["observed_value"] == releases["expected"][release]
+        assert result.result["observed_value"] == releases["expected"][release]["protection"]
+        assert result.result["details"]["assessment"] == releases["expected"][release]

@@ -1,5 +1,6 @@
-"""The same expectation on pandas, SQLite and PostgreSQL gives the same observed value, equal
-to what ``reident assess`` prints for the same options (the CLI is the reference)."""
+"""The same expectation on pandas, SQLite and PostgreSQL gives the same result, equal to what
+``reident assess`` prints for the same options (the CLI is the reference): the document under
+``details.assessment`` and, as ``observed_value``, the number it holds for the measure."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sqlalchemy as sa
 
 from reident_airflow import cli
 from reident_airflow.gx import (
+    MEASURES,
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
 )
@@ -58,6 +60,16 @@ def cli_document(flags: list[str], tmp_path: Path) -> dict[str, Any]:
     return document
 
 
+def measured(expectation: Any, document: dict[str, Any]) -> Any:
+    """The number of the CLI's document that the expectation checks (k, or the measure's)."""
+    if isinstance(expectation, ExpectTableToBeKAnonymous):
+        return document["k"]
+    node: Any = document
+    for part in MEASURES[expectation.measure].path:
+        node = node[part]
+    return node
+
+
 @pytest.fixture(params=range(len(CASES)), ids=["k", "highest", "records_at_risk", "dankar"])
 def case(request: pytest.FixtureRequest) -> tuple[Any, list[str]]:
     return CASES[request.param]
@@ -75,9 +87,10 @@ def test_pandas_and_sqlite_equal_the_cli(
     on_frame = pandas_batch(adult).validate(expectation)
     on_sqlite = sql_batch(context, sqlite_url, "adult").validate(expectation)
     expected = cli_document(flags, tmp_path)
-    assert on_frame.result["observed_value"] == expected
-    assert on_sqlite.result["observed_value"] == expected
-    assert on_frame.result["details"] == on_sqlite.result["details"]
+    for result in (on_frame, on_sqlite):
+        assert result.result["details"]["assessment"] == expected
+        assert result.result["observed_value"] == measured(expectation, expected)
+    assert on_frame.result == on_sqlite.result
     assert on_frame.success is False and on_sqlite.success is False  # raw Adult fails each gate
     if expected["thresholds"]:  # gated like the CLI: the document says the same
         assert expected["passed"] is False
@@ -95,7 +108,9 @@ def test_postgresql_equals_pandas_and_the_cli(
     frame_batch = pandas_batch(adult)
     for expectation, flags in CASES:
         on_postgres = batch.validate(expectation)
-        assert on_postgres.result["observed_value"] == cli_document(flags, tmp_path)
+        expected = cli_document(flags, tmp_path)
+        assert on_postgres.result["details"]["assessment"] == expected
+        assert on_postgres.result["observed_value"] == measured(expectation, expected)
         assert on_postgres.result == frame_batch.validate(expectation).result
         assert on_postgres.success is False  # the raw Adult table fails each of these gates
 
@@ -124,5 +139,5 @@ def test_the_database_groups_and_returns_one_row_per_class(
     reads = [s for s in statements if "FROM adult" in s and "GROUP BY" not in s]
     assert all(s.startswith("SELECT 1") and "LIMIT" in s for s in reads), reads
     expected = adult.groupby(["sex", "marital-status"]).size()
-    assert result.result["observed_value"]["classes"] == len(expected)
-    assert result.result["observed_value"]["k"] == int(expected.min())
+    assert result.result["details"]["assessment"]["classes"] == len(expected)
+    assert result.result["observed_value"] == int(expected.min())

@@ -47,12 +47,15 @@ def test_k_anonymous_passes_up_to_the_smallest_class(
         ExpectTableToBeKAnonymous(quasi_identifiers=SMALL_QIS, k=k)
     )
     assert result.success is success
-    document = result.result["observed_value"]
+    assert result.result["observed_value"] == 3  # classes of 3, 3 and 4 records
+    details = result.result["details"]
+    assert (details["measure"], details["limit"]) == ("k", k)
+    document = details["assessment"]
     assert document["schema"] == "reident.assessment/v1"
     assert document["k"] == 3
     assert document["thresholds"] == {"min_k": k}
     assert document["passed"] is success
-    assert result.result["details"]["summary"] == f"k = 3 (required: at least {k})"
+    assert details["summary"] == f"k = 3 (required: at least {k})"
 
 
 # ------------------------------------------------------------------------------ risk below
@@ -79,10 +82,11 @@ def test_risk_below(pandas_batch: Any, measure: str, max_value: float, success: 
     details = result.result["details"]
     assert details["measure"] == measure
     assert details["limit"] == max_value
-    node: Any = result.result["observed_value"]
+    node: Any = details["assessment"]
     for part in MEASURES[measure].path:
         node = node[part]
-    assert details["value"] == node
+    assert isinstance(result.result["observed_value"], float)  # the scalar, not the document
+    assert result.result["observed_value"] == node
 
 
 def test_records_at_risk_uses_the_record_threshold(pandas_batch: Any) -> None:
@@ -91,18 +95,18 @@ def test_records_at_risk_uses_the_record_threshold(pandas_batch: Any) -> None:
         risk("prosecutor.records_at_risk", 0.6, record_threshold=0.3)
     )
     assert result.success
-    assert result.result["details"]["value"] == 0.6
-    assert result.result["observed_value"]["prosecutor"]["record_threshold"] == 0.3
+    assert result.result["observed_value"] == 0.6
+    assert result.result["details"]["assessment"]["prosecutor"]["record_threshold"] == 0.3
 
 
 def test_gated_measures_echo_the_cli_gate_and_others_do_not(pandas_batch: Any) -> None:
     batch = pandas_batch(SMALL)
-    gated = batch.validate(risk("prosecutor.average_risk", 0.25)).result["observed_value"]
+    gated = batch.validate(risk("prosecutor.average_risk", 0.25)).result["details"]["assessment"]
     assert gated["thresholds"] == {"max_average_risk": 0.25}
     assert gated["breaches"] == [
         {"metric": "prosecutor.average_risk", "observed": 0.3, "limit": 0.25}
     ]
-    plain = batch.validate(risk("marketer.risk", 0.25)).result["observed_value"]
+    plain = batch.validate(risk("marketer.risk", 0.25)).result["details"]["assessment"]
     assert plain["thresholds"] == {} and plain["breaches"] == []
 
 
@@ -121,7 +125,8 @@ def test_population_uniques_use_the_engine(pandas_batch: Any, adult: pd.DataFram
             )
         )
         assert result.success is success
-        assert result.result["observed_value"] == expected
+        assert result.result["observed_value"] == fraction
+        assert result.result["details"]["assessment"] == expected
 
 
 # --------------------------------------------------------------------- data-dependent errors
@@ -241,4 +246,5 @@ def test_suite_parameters_are_resolved_at_validation(context: Any) -> None:
         batch_parameters={"dataframe": SMALL}, expectation_parameters={"k": 4, "highest": 0.1}
     )
     assert [r.success for r in failing.results] == [False, False]
-    assert failing.results[0].result["observed_value"]["thresholds"] == {"min_k": 4}
+    assert failing.results[0].result["observed_value"] == 3
+    assert failing.results[0].result["details"]["assessment"]["thresholds"] == {"min_k": 4}

@@ -55,9 +55,10 @@ def test_measures(pandas_batch: Any, measure: str, l_value: float, success: bool
     assert result.success is success, result.result["details"]
     details = result.result["details"]
     expected = {"distinct": 3, "entropy": 2**1.5, "recursive": 2}[measure]
-    assert details["value"] == pytest.approx(expected)
+    assert result.result["observed_value"] == pytest.approx(expected)
+    assert details["values"] == {"diagnosis": pytest.approx(expected)}
     assert details["below_limit"] == ([] if success else ["diagnosis"])
-    document = result.result["observed_value"]
+    document = details["assessment"]
     assert document["schema"] == "reident.assessment/v1"
     assert document["l_diversity"]["diagnosis"][measure] == pytest.approx(expected)
 
@@ -68,7 +69,8 @@ def test_a_homogeneous_column_fails_and_is_named(pandas_batch: Any) -> None:
     details = result.result["details"]
     assert details["below_limit"] == ["flag"]
     assert details["summary"] == "distinct l = 1 for 'flag' (required: at least 2 in every column)"
-    document = result.result["observed_value"]
+    assert result.result["observed_value"] == 1  # the lowest column's: 'flag'
+    document = details["assessment"]
     assert document["breaches"] == [
         {"metric": "l_diversity.flag.distinct", "observed": 1.0, "limit": 2.0}
     ]
@@ -142,7 +144,7 @@ def test_pandas_sqlite_and_cli_agree(pandas_batch: Any, context: Any, tmp_path: 
     for batch in (pandas_batch(frame), sql_batch(context, url, "survey")):
         result = batch.validate(exp)
         assert not result.success
-        assert result.result["observed_value"] == expected
+        assert result.result["details"]["assessment"] == expected
         assert math.isclose(
             expected["l_diversity"]["hhcivil"]["homogeneous_records"] * len(frame), 2466
         )
@@ -162,4 +164,5 @@ def test_postgresql_equals_pandas(
     on_pandas = pandas_batch(typed(adult)).validate(exp)
     on_postgres = sql_batch(context, url, table).validate(exp)
     assert on_postgres.result["observed_value"] == on_pandas.result["observed_value"]
+    assert on_postgres.result["details"] == on_pandas.result["details"]
     assert on_postgres.success is on_pandas.success is False

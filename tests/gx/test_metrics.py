@@ -161,7 +161,8 @@ def test_names_are_resolved_as_the_reader_resolves_them(pandas_batch: Any) -> No
     batch = pandas_batch(frame)
     found = batch.validate(k_anonymous(["age", "sex"], 2, rank_attributes=False))
     assert found.success, found.exception_info
-    assert found.result["observed_value"]["quasi_identifiers"] == [" age", "sex"]
+    assert found.result["observed_value"] == 2
+    assert found.result["details"]["assessment"]["quasi_identifiers"] == [" age", "sex"]
     unknown = batch.validate(k_anonymous(["sex", "zip"], 2))
     assert unknown.exception_info["exception_message"].startswith(
         "unknown quasi-identifier 'zip'; available columns: ' age', 'sex'"
@@ -279,7 +280,7 @@ def test_without_ranking_only_the_histogram_is_counted(
     ):
         result = batch.validate(expectation)
         assert result.success, result.exception_info
-        document = result.result["observed_value"]
+        document = result.result["details"]["assessment"]
         assert document["attributes"] == []
         assert document["k"] == 3  # hand computation above
         assert document["prosecutor"]["highest_risk"] == pytest.approx(1 / 3)
@@ -317,7 +318,7 @@ def test_without_ranking_every_engine_equals_reident_assess_no_ranking(
     assert expected["attributes"] == []
     for batch in (pandas_batch(adult), sql_batch(context, sqlite_url, "adult")):
         result = batch.validate(expectation)
-        assert result.result["observed_value"] == expected
+        assert result.result["details"]["assessment"] == expected
         assert result.success is False  # raw Adult fails both gates
 
 
@@ -332,10 +333,10 @@ def test_l_diversity_without_ranking(pandas_batch: Any) -> None:
         )
     )
     assert result.success, result.exception_info
-    document = result.result["observed_value"]
+    document = result.result["details"]["assessment"]
     assert document["attributes"] == []
     assert document["l_diversity"]["diagnosis"]["distinct"] == 3
-    assert math.isclose(result.result["details"]["value"], 3)
+    assert math.isclose(result.result["observed_value"], 3)
 
 
 def test_the_histogram_metric_is_registered_for_both_engines() -> None:

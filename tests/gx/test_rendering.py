@@ -1,4 +1,9 @@
-"""Data Docs: each expectation reads as a sentence, the observed value as one line."""
+"""Data Docs: each expectation reads as a sentence, the observed value as its measured number.
+
+SMALL (hand computation): classes on (sex, zip) are (M, 1): 3, (M, 2): 3, (F, 1): 4, so k = 3;
+every record's risk (1/3 or 1/4) exceeds 0.1, so the share of records at risk is 1; with a
+population of 1000 no class is a population unique under Dankar's model (0).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Any
 
 import great_expectations as gx
 import pandas as pd
+from great_expectations.core import ExpectationValidationResult
 from great_expectations.render.renderer import (
     ExpectationSuitePageRenderer,
     ValidationResultsPageRenderer,
@@ -77,6 +83,35 @@ def test_atomic_renderer_matches_the_legacy_one() -> None:
         assert Template(summary.value.template).substitute(params) == sentence(expectation)
 
 
+def observed(expectation: Any, result: Any) -> tuple[str, str]:
+    """The observed value as the atomic renderer and as the HTML (legacy) renderer give it."""
+    cls = type(expectation)
+    atomic = cls._atomic_diagnostic_observed_value(
+        configuration=expectation.configuration, result=result
+    )
+    params = {k: str(v["value"]) for k, v in atomic.value.params.items()}
+    legacy = cls._diagnostic_observed_value_renderer(
+        configuration=expectation.configuration, result=result
+    )
+    return Template(atomic.value.template).substitute(params), legacy
+
+
+def test_the_observed_value_is_the_measured_number(pandas_batch: Any) -> None:
+    batch = pandas_batch(SMALL)
+    assert observed(K, batch.validate(K)) == ("k = 3",) * 2
+    assert observed(RISK, batch.validate(RISK)) == ("prosecutor.records_at_risk = 1",) * 2
+    atomic, legacy = observed(UNKNOWN, batch.validate(UNKNOWN))
+    assert atomic == legacy
+    assert legacy.startswith("not evaluated: unknown quasi-identifier 'postcode'")
+    # a measure the engine reports unavailable (a Pitman fit that does not converge)
+    unavailable = ExpectationValidationResult(
+        success=False,
+        result={"observed_value": None, "details": {"measure": "pitman", "limit": 0.1}},
+    )
+    assert observed(POPULATION, unavailable) == ("pitman = unavailable",) * 2
+    assert observed(POPULATION, None) == ("--",) * 2
+
+
 def text_of(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
@@ -96,12 +131,14 @@ def test_data_docs_pages_render(context: Any) -> None:
     result = validation.run(batch_parameters={"dataframe": SMALL})
     assert [r.success for r in result.results] == [False, False, True, False]
 
+    assert [r.result["observed_value"] for r in result.results] == [3, 1.0, 0.0, None]
     page = text_of(DefaultJinjaPageView().render(ValidationResultsPageRenderer().render(result)))
     assert "every combination of their values must be shared by at least 5 records" in page
-    assert "k = 3 (required: at least 5)" in page
-    assert "prosecutor.records_at_risk = 1 (limit: at most 0.05)" in page
-    assert "uniqueness.population.dankar.fraction = 0 (limit: at most 1e-06)" in page
-    assert "unknown quasi-identifier 'postcode'" in page
+    assert "k = 3 " in page
+    assert "prosecutor.records_at_risk = 1 " in page
+    assert "uniqueness.population.dankar.fraction = 0 " in page
+    assert "not evaluated: unknown quasi-identifier 'postcode'" in page
+    assert "reident.assessment/v1" not in page  # the document stays in the result's details
 
     suite_page = text_of(
         DefaultJinjaPageView().render(ExpectationSuitePageRenderer().render(suite))

@@ -1,23 +1,30 @@
 """Great Expectations expectations for re-identification risk, one module each.
 
 Four batch expectations, each a thin adapter: a metric counts where the data is
-(:mod:`reident_airflow.gx.metrics`), the engine does all the arithmetic, and the
-``observed_value`` of the result is the JSON the command line prints (``docs/contract.md``).
+(:mod:`reident_airflow.gx.metrics`) and the engine does all the arithmetic. As GE's own
+expectations do, a result's ``observed_value`` is the one number the verdict checks, and
+``details`` holds ``measure`` (its name), ``limit``, a one-line ``summary`` and, under
+``assessment``, the JSON document the command line prints (``docs/contract.md``).
 
 ``ExpectTableReidentificationRiskToBeBelow`` (:mod:`.risk`)
     One risk measure of :data:`MEASURES` (a path into the ``reident.assessment/v1`` JSON) is at
-    most ``max_value``. ``observed_value`` is ``reident assess --qi ... --json -`` with the same
-    record threshold and population options, plus the matching gate flag where the command line
-    has one (``--max-highest-risk``, ``--max-average-risk``, ``--max-records-at-risk``).
+    most ``max_value``; ``observed_value`` is that measure (``None`` when unavailable).
+    ``details.assessment`` is ``reident assess --qi ... --json -`` with the same record
+    threshold and population options, plus the matching gate flag where the command line has
+    one (``--max-highest-risk``, ``--max-average-risk``, ``--max-records-at-risk``).
 ``ExpectTableToBeKAnonymous`` (:mod:`.k_anonymity`)
-    Every class has at least ``k`` records; ``observed_value`` is ``reident assess --min-k K``.
+    Every class has at least ``k`` records; ``observed_value`` is the table's k and
+    ``details.assessment`` is ``reident assess --min-k K``.
 ``ExpectTableDirectMatchProtectionToBeAbove`` (:mod:`.direct_match`)
     Column Direct Match Protection of the batch (the released table) against ``original_table``
-    is at least ``target``; ``observed_value`` is the ``reident.direct_match/v1`` JSON.
+    is at least ``target``; ``observed_value`` is the protection (the lowest column's, in
+    percent) and ``details.assessment`` the ``reident.direct_match/v1`` JSON.
 ``ExpectTableToBeLDiverse`` (:mod:`.l_diversity`)
     Every class holds at least ``l`` distinct values of each sensitive column (or has entropy
-    or recursive (c, l)-diversity of at least ``l``: ``measure``); ``observed_value`` is
-    ``reident assess --sensitive COLS --recursive-c C`` (with ``--min-l L`` for ``distinct``).
+    or recursive (c, l)-diversity of at least ``l``: ``measure``); ``observed_value`` is the
+    lowest l over the sensitive columns (``details.values``: each column's) and
+    ``details.assessment`` is ``reident assess --sensitive COLS --recursive-c C`` (with
+    ``--min-l L`` for ``distinct``).
 
 The three assessing expectations rank the QI subsets (the ``attributes`` section) as
 ``reident assess`` does, which needs the class table. ``rank_attributes=False`` skips the

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
+from string import Template
 from typing import Any, ClassVar
 
 from great_expectations.compatibility import pydantic
@@ -104,12 +105,25 @@ def qi_template(qis: Any, params: dict[str, Any]) -> str:
     return template_list("qi", qis, params) or "(no quasi-identifiers given)"
 
 
-def verdict(success: bool, observed: Any, **details: Any) -> dict[str, Any]:
-    """GE's result of an evaluated expectation: the JSON document and its few key numbers.
+def verdict(
+    success: bool,
+    observed: float | None,
+    assessment: Mapping[str, Any],
+    *,
+    measure: str,
+    limit: float,
+    summary: str,
+    **extra: Any,
+) -> dict[str, Any]:
+    """GE's result of an evaluated expectation, shaped as GE's own expectations shape theirs.
 
-    ``details`` holds ``measure``, ``value``, ``limit`` and a one-line ``summary`` (what Data
-    Docs and the alert show), plus whatever else the expectation reports.
+    ``observed_value`` is the one number the verdict compares with ``limit`` (``None`` when the
+    engine reports it unavailable); ``details`` holds ``measure``, ``limit``, a one-line
+    ``summary`` (what the alert shows), whatever else the expectation reports (``extra``) and,
+    under ``assessment``, the whole JSON document the command line prints.
     """
+    details = {"measure": measure, "limit": limit, "summary": summary, **extra}
+    details["assessment"] = dict(assessment)
     return {"success": success, "result": {"observed_value": observed, "details": details}}
 
 
@@ -130,15 +144,25 @@ def _failure(message: str, kind: str) -> dict[str, Any]:
     }
 
 
-def _observed_summary(result: Any) -> str:
-    """One line for the "observed value" column of Data Docs (the full JSON is in the result)."""
-    if result is None:
-        return "--"
-    body = getattr(result, "result", None) or {}
-    details = body.get("details") if isinstance(body, Mapping) else None
-    if not isinstance(details, Mapping) or "summary" not in details:
-        return "--"
-    return str(details["summary"])
+def _observed_params(result: Any) -> tuple[str, dict[str, str]]:
+    """The "observed value" of Data Docs: the scalar with its measure, as a template.
+
+    ``$measure = $observed_value`` (``k = 3``, ``protection = 87.5``); ``unavailable`` for a
+    measure the engine could not compute; the reason for a result that was not evaluated.
+    """
+    body = getattr(result, "result", None) if result is not None else None
+    if not isinstance(body, Mapping) or not body:
+        return "$observed_value", {"observed_value": "--"}
+    found = body.get("details")
+    details: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    if "error" in details:
+        return "not evaluated: $error", {"error": str(details["error"])}
+    value = body.get("observed_value")
+    shown = "unavailable" if value is None else format_number(value)
+    if "measure" not in details:
+        return "$observed_value", {"observed_value": shown}
+    params = {"measure": str(details["measure"]), "observed_value": shown}
+    return "$measure = $observed_value", params
 
 
 class ReidentExpectation(BatchExpectation, abc.ABC):
@@ -306,14 +330,16 @@ class ReidentExpectation(BatchExpectation, abc.ABC):
         runtime_configuration: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> RenderedAtomicContent:
-        """The observed value as the verdict's one-line summary, not the whole JSON."""
+        """The observed value: the scalar the verdict compares, named by its measure."""
+        template, params = _observed_params(result)
         renderer_configuration: RendererConfiguration[Any] = RendererConfiguration(
             configuration=configuration, result=result, runtime_configuration=runtime_configuration
         )
-        renderer_configuration.add_param(name="observed_value", value=_observed_summary(result))
+        for name, value in params.items():
+            renderer_configuration.add_param(name=name, value=value)
         value_obj = renderedAtomicValueSchema.load(
             {
-                "template": "$observed_value",
+                "template": template,
                 "params": renderer_configuration.params.dict(),
                 "schema": {"type": "com.superconductive.rendered.string"},
             }
@@ -333,8 +359,9 @@ class ReidentExpectation(BatchExpectation, abc.ABC):
         runtime_configuration: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> str:
-        """The same one-line summary, for the observed-value column of GE 1.24's HTML pages."""
-        return _observed_summary(result)
+        """The atomic observed value, as the text GE 1.24's HTML pages ask for."""
+        template, params = _observed_params(result)
+        return Template(template).substitute(params)
 
 
 class QuasiIdentifierExpectation(ReidentExpectation):

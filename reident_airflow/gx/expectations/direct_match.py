@@ -32,7 +32,8 @@ class ExpectTableDirectMatchProtectionToBeAbove(ReidentExpectation):
     optional), and rows are aligned on ``key`` (required there: tables have no row order);
     the counting runs in SQL. On pandas it is the path of a CSV (``sep``) or Parquet file, and
     rows are aligned by position unless ``key`` is given. ``result.observed_value`` is the
-    ``reident.direct_match/v1`` JSON (``docs/contract.md`` §3).
+    table's protection; ``result.details.assessment`` the ``reident.direct_match/v1`` JSON
+    (``docs/contract.md`` §3).
     """
 
     original_table: str = pydantic.Field(
@@ -105,9 +106,9 @@ class ExpectTableDirectMatchProtectionToBeAbove(ReidentExpectation):
         )
         return verdict(
             result.passed,
+            result.protection,
             result.to_dict(),
             measure="protection",
-            value=result.protection,
             limit=target,
             below_target=list(result.below_target),
             summary=summary,

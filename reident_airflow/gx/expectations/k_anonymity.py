@@ -20,9 +20,9 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
     Every combination of ``quasi_identifiers`` values that occurs in the table must be shared by
     at least ``k`` records (Sweeney 2002); equivalently the highest prosecutor risk is at most
     ``1/k``. Missing values form a group of their own; records suppressed in every QI (``*``)
-    are left out, as ARX does. ``result.observed_value`` is what ``reident assess --min-k K``
-    prints; with ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is
-    counted.
+    are left out, as ARX does. ``result.observed_value`` is the table's k (its smallest class)
+    and ``result.details.assessment`` what ``reident assess --min-k K`` prints; with
+    ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is counted.
     """
 
     k: int | p.SuiteParameter = pydantic.Field(
@@ -56,9 +56,9 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
         assessment = self._assess(counted, thresholds=Thresholds(min_k=k))
         return verdict(
             assessment.k >= k,
+            assessment.k,
             assessment.to_dict(),
             measure="k",
-            value=assessment.k,
             limit=k,
             summary=f"k = {assessment.k} (required: at least {k})",
         )

@@ -41,9 +41,10 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
     ``"entropy"`` (``exp`` of the entropy of the values) or ``"recursive"`` (recursive (c,
     l)-diversity with ``c``); the expectation holds when the smallest over classes is at least
     ``l`` for every column. The values are counted where the data is (one ``GROUP BY`` per
-    column in a database); only their counts leave it. ``result.observed_value`` is what
-    ``reident assess --sensitive ... --recursive-c C`` prints (with ``--min-l L`` for
-    ``distinct``).
+    column in a database); only their counts leave it. ``result.observed_value`` is the lowest
+    l over the sensitive columns (``result.details.values``: each column's, and
+    ``below_limit`` those under ``l``); ``result.details.assessment`` is what ``reident assess
+    --sensitive ... --recursive-c C`` prints (with ``--min-l L`` for ``distinct``).
     """
 
     sensitive_columns: list[str] = pydantic.Field(
@@ -120,9 +121,9 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
         )
         return verdict(
             not failing,
+            values[lowest],
             document,
             measure=f"l_diversity.{self.measure}",
-            value=values[lowest],
             values=values,
             limit=limit,
             below_limit=failing,

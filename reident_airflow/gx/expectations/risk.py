@@ -55,10 +55,11 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
     (``basis: "sample"``, as ARX). A measure the engine reports as unavailable (``null``, e.g.
     a Pitman fit that does not converge) fails the expectation: it shows nothing.
 
-    ``result.observed_value`` is the ``reident.assessment/v1`` JSON that ``reident assess``
-    prints for the same options, plus the matching gate flag where the command line has one
-    (``--max-highest-risk``, ``--max-average-risk``, ``--max-records-at-risk``);
-    ``result.details`` holds the measure, its value and the limit. With
+    ``result.observed_value`` is the measure's value (``None`` when unavailable);
+    ``result.details`` holds the measure's name, the limit and, under ``assessment``, the
+    ``reident.assessment/v1`` JSON that ``reident assess`` prints for the same options, plus
+    the matching gate flag where the command line has one (``--max-highest-risk``,
+    ``--max-average-risk``, ``--max-records-at-risk``). With
     ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is counted.
     """
 
@@ -150,9 +151,9 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
         shown = "unavailable" if value is None else format_number(value)
         return verdict(
             value is not None and value <= limit,
+            value,
             document,
             measure=self.measure,
-            value=value,
             limit=limit,
             summary=f"{self.measure} = {shown} (limit: at most {format_number(limit)})",
         )
