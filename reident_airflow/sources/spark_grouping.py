@@ -37,6 +37,7 @@ __all__ = [
     "SparkSource",
     "class_size_rows",
     "collect_rows",
+    "functions",
     "is_spark_frame",
     "open_spark_frame",
     "profile_rows",
@@ -68,6 +69,18 @@ def is_spark_frame(obj: Any) -> bool:
         c.__name__ == "DataFrame" and c.__module__.startswith("pyspark.sql")
         for c in type(obj).__mro__
     )
+
+
+def functions(frame: Any) -> Any:
+    """PySpark's column functions for ``frame``: Spark Connect's for a Connect DataFrame
+    (a process may hold a classic session and a Connect one), the classic ones otherwise."""
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions as connect_functions
+
+        return connect_functions
+    from pyspark.sql import functions as classic_functions
+
+    return classic_functions
 
 
 def _kind(data_type: Any) -> str:
@@ -141,7 +154,7 @@ def collect_rows(frame: Any) -> list[tuple[Any, ...]]:
 def _star(source: SparkSource, pos: Sequence[int]) -> Any:
     """``every QI of the class is the text '*'`` over a class table's key columns (false
     where a QI is not text)."""
-    from pyspark.sql import functions as F
+    F = functions(source.frame)
 
     if not all(source.kinds[i] == _TEXT for i in pos):
         return F.lit(False)
@@ -153,7 +166,7 @@ def _star(source: SparkSource, pos: Sequence[int]) -> Any:
 
 def _classes(source: SparkSource, pos: Sequence[int], *aggs: Any) -> Any:
     """One row per class: its keys, its size, ``aggs`` and the suppressed flag."""
-    from pyspark.sql import functions as F
+    F = functions(source.frame)
 
     keys = [F.col(f"c{i}") for i in pos]
     grouped = source.frame.groupBy(*keys).agg(F.count(F.lit(1)).alias(SIZE), *aggs)
@@ -171,7 +184,7 @@ def class_size_rows(
     classes are formed by the records that are not fully suppressed (size 0 rows carry only
     the excluded records of the full set).
     """
-    from pyspark.sql import functions as F
+    F = functions(source.frame)
 
     classes = _classes(source, pos)
     if not subsets:
@@ -201,7 +214,7 @@ def weight_rows(
 ) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
     """``(size, weight sum, suppressed, classes)`` per distinct pair, and the weight checks'
     totals over every record (``wmissing``, ``wtext``, ``wnonpositive``, ``winfinite``)."""
-    from pyspark.sql import functions as F
+    F = functions(source.frame)
 
     raw = F.col(f"c{wpos}")
     num = raw.try_cast("double")
@@ -224,7 +237,7 @@ def weight_rows(
 def profile_rows(source: SparkSource, pos: Sequence[int], spos: int) -> list[tuple[Any, ...]]:
     """``(size, value counts ascending, suppressed, classes)`` per distinct profile of the
     sensitive column at ``spos`` (a missing value counts as one value)."""
-    from pyspark.sql import functions as F
+    F = functions(source.frame)
 
     keys = [F.col(f"c{i}") for i in pos]
     pairs = source.frame.groupBy(*keys, F.col(f"c{spos}")).agg(F.count(F.lit(1)).alias("n"))
