@@ -13,26 +13,23 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from reident_airflow.engine._arrays import FloatArray
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.engine.records import FieldRecord
 
 __all__ = ["ModelInput", "PopulationEstimate", "as_int", "model_input"]
 
 
 @dataclass(frozen=True)
-class PopulationEstimate:
+class PopulationEstimate(FieldRecord):
     """Estimated number of population uniques and that number as a fraction of ``N``."""
 
     uniques: float
     fraction: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"uniques": self.uniques, "fraction": self.fraction}
 
 
 def as_int(value: object, name: str) -> int:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
+from reident_airflow.engine.records import FieldRecord
 
 if TYPE_CHECKING:
     from reident_airflow.engine.attributes import AttributeRisk
@@ -33,7 +34,7 @@ __all__ = ["BreachAdvice", "DataflyOutlook", "RiskDriver", "breach_advice", "dat
 
 
 @dataclass(frozen=True)
-class RiskDriver:
+class RiskDriver(FieldRecord):
     """The QI whose omission lowers the distinction the most.
 
     ``distinction`` is the full QI set's (distinct combinations / records) and
@@ -44,16 +45,9 @@ class RiskDriver:
     distinction: float
     distinction_without: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "column": self.column,
-            "distinction": self.distinction,
-            "distinction_without": self.distinction_without,
-        }
-
 
 @dataclass(frozen=True)
-class DataflyOutlook:
+class DataflyOutlook(FieldRecord):
     """What Datafly at the breached k would do: ``feasible`` with its levels and suppressed
     records, or not (then ``levels`` and ``below_k`` are its most generalized attempt)."""
 
@@ -63,16 +57,6 @@ class DataflyOutlook:
     suppressed_records: int | None
     below_k: int | None
     suppression_limit: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "feasible": self.feasible,
-            "levels": dict(self.levels),
-            "suppressed_records": self.suppressed_records,
-            "below_k": self.below_k,
-            "suppression_limit": self.suppression_limit,
-        }
 
     def describe(self) -> str:
         levels = ", ".join(f"{name}→{level}" for name, level in self.levels.items())
@@ -115,7 +99,7 @@ def datafly_outlook(
 
 
 @dataclass(frozen=True)
-class BreachAdvice:
+class BreachAdvice(FieldRecord):
     """The aggregates behind a breach of ``min_k = k`` (see the module's docstring)."""
 
     k: int
@@ -125,17 +109,6 @@ class BreachAdvice:
     records_below_k: int
     driver: RiskDriver | None
     datafly: DataflyOutlook | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "records": self.records,
-            "classes": self.classes,
-            "classes_below_k": self.classes_below_k,
-            "records_below_k": self.records_below_k,
-            "driver": None if self.driver is None else self.driver.to_dict(),
-            "datafly": None if self.datafly is None else self.datafly.to_dict(),
-        }
 
     def describe(self) -> str:
         """One paragraph for a log line, an exception message or an alert."""

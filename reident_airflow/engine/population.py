@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -75,8 +75,11 @@ class DankarEstimate(FieldRecord):
 
 
 @dataclass(frozen=True)
-class PopulationUniqueness:
-    """Every population model for one sample; ``None`` marks an unavailable estimate."""
+class PopulationUniqueness(FieldRecord):
+    """Every population model for one sample; ``None`` marks an unavailable estimate.
+
+    Its JSON is the ``uniqueness.population`` object of the assessment (docs/contract.md).
+    """
 
     population_size: int
     sampling_fraction: float
@@ -84,17 +87,6 @@ class PopulationUniqueness:
     zayatz: PopulationEstimate | None
     snb: PopulationEstimate | None
     dankar: DankarEstimate | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``uniqueness.population`` object of the assessment JSON (docs/contract.md)."""
-        return {
-            "population_size": self.population_size,
-            "sampling_fraction": self.sampling_fraction,
-            "pitman": None if self.pitman is None else self.pitman.to_dict(),
-            "zayatz": None if self.zayatz is None else self.zayatz.to_dict(),
-            "snb": None if self.snb is None else self.snb.to_dict(),
-            "dankar": None if self.dankar is None else self.dankar.to_dict(),
-        }
 
 
 def resolve_population_size(
