@@ -1,6 +1,7 @@
 """The report as a person sees it: headless Chromium loads it from a file, makes no request
-to anything but that file, shows the verdict and every chart; the screenshots are kept in
-``test-artifacts/``.
+to anything but that file, shows the verdict and every chart, and at 400 px shows every
+threshold's limit and result inside the screen with chart text still legible; the
+screenshots are kept in ``test-artifacts/``.
 
 Chromium is Debian's ``chromium``; when ``/usr/bin/chromium`` is missing the fixture installs it
 with ``apt-get`` (root). Only a non-root run outside CI without it is skipped; under
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 import os
 import struct
+from datetime import date
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from reident_airflow.report import render_release_report, render_report
-from tests.conftest import IN_CI
+from reident_airflow.report import SignOff, render_release_report, render_report
+from reident_airflow.sources.fingerprint import fingerprint_file
+from tests.conftest import IN_CI, oracle_data
 from tests.report._chromium import PageRun, find_chromium, install_chromium, load_page
 from tests.report.conftest import artifacts_dir
 
@@ -96,7 +99,8 @@ def test_adult_report_in_chromium(chromium: str, breaching_assessment: dict[str,
     for chart in charts.values():
         assert chart["width"] > 600 and chart["height"] > 200, chart
         assert chart["paths"] > 20, chart
-    assert found["sections"][:3] == ["gate", "assessment", "assessment-glance"]
+    assert found["sections"][:4] == ["gate", "input", "assessment", "assessment-glance"]
+    assert found["sections"][-2:] == ["sign-off", "about"]
     width, height = _png_size(run.screenshot)
     assert width == 1200 and height > 2500
 
@@ -153,3 +157,110 @@ def test_the_request_check_sees_a_request(chromium: str, tmp_path: Path) -> None
     assert [url for url, _ in run.failed] == ["http://127.0.0.1:9/x.png"]
     with pytest.raises(AssertionError, match="the page requested"):
         _assert_self_contained(run, page.as_uri())
+
+
+# ------------------------------------------------------------------------------ at 400 px
+NARROW = 400
+#: The smallest text the charts draw is 8 pt (bar labels, ``charts.py``) in a drawing
+#: ``viewBox`` 576 pt wide (8 in); on screen it is 8 * rendered width / 576 px.
+SMALLEST_CHART_TEXT_PT = 8.0
+_NARROW_CHECKS = {
+    "viewport": "window.innerWidth",
+    "page_width": "document.documentElement.scrollWidth",
+    "gate": (
+        "Array.from(document.querySelectorAll('#gate tbody tr')).map(tr =>"
+        " Object.fromEntries(['check', 'observed', 'limit', 'result'].map(name => {"
+        "  const td = name === 'check' ? tr.querySelector('td')"
+        '   : tr.querySelector(`td[data-label="${name}"]`);'
+        "  const r = td.getBoundingClientRect();"
+        "  return [name, {left: r.left, right: r.right, width: r.width, height: r.height,"
+        "   text: td.textContent.trim(), clipped: td.scrollWidth > td.clientWidth}]; })))"
+    ),
+    "charts": (
+        "Array.from(document.querySelectorAll('figure.chart svg')).map(s => {"
+        " const r = s.getBoundingClientRect();"
+        " const box = s.closest('.chart-box').getBoundingClientRect();"
+        " return {section: s.closest('section').id, width: r.width,"
+        " drawing: s.viewBox.baseVal.width, box_left: box.left, box_right: box.right}; })"
+    ),
+    "sign_off": (
+        "Array.from(document.querySelectorAll('#sign-off .field')).map(f => {"
+        " const r = f.getBoundingClientRect(); return {left: r.left, right: r.right}; })"
+    ),
+}
+
+
+def _narrow_report(
+    assessment: dict[str, Any], direct_match: dict[str, Any], datafly: dict[str, Any]
+) -> str:
+    with_input = {**assessment, "input": fingerprint_file(oracle_data("adult.csv")).to_dict()}
+    return render_release_report(
+        assessment=with_input,
+        direct_match=direct_match,
+        datafly=datafly,
+        context={"source": "adult.csv", "dag_id": "release_gate"},
+        sign_off=SignOff(reviewer="A. Jones", decision="reject", date=date(2026, 12, 1)),
+    )
+
+
+def _cut_off(found: dict[str, Any]) -> list[str]:
+    """Each gate cell (check, observed, limit, result) not wholly inside the viewport."""
+    width = found["viewport"]
+    bad = []
+    for n, row in enumerate(found["gate"]):
+        for name, cell in row.items():
+            inside = cell["left"] >= 0 and cell["right"] <= width and cell["width"] > 0
+            if not inside or cell["clipped"]:
+                bad.append(f"row {n + 1} {name} {cell['text']!r}: {cell}")
+    return bad
+
+
+def test_report_at_400_px(
+    chromium: str,
+    breaching_assessment: dict[str, Any],
+    direct_match_result: dict[str, Any],
+    datafly_result: dict[str, Any],
+) -> None:
+    html = _narrow_report(breaching_assessment, direct_match_result, datafly_result)
+    out = artifacts_dir()
+    page = out / "report-400px.html"
+    page.write_text(html, encoding="utf-8")
+    url = page.resolve().as_uri()
+    run = load_page(chromium, url, expressions=_NARROW_CHECKS, width=NARROW)
+    (out / "report-400px.png").write_bytes(run.screenshot)
+
+    _assert_self_contained(run, url)
+    found = run.evaluated
+    assert found["viewport"] == NARROW
+    assert found["page_width"] <= NARROW, "the page scrolls sideways at 400 px"
+    assert len(found["gate"]) == 5  # 3 thresholds of the assessment, direct match, Datafly
+    assert _cut_off(found) == []
+    results = [row["result"]["text"] for row in found["gate"]]
+    assert results == ["breached"] * 4 + ["met"]
+    assert [row["limit"]["text"] for row in found["gate"]][:3] == ["50 % (0.5)", "1 % (0.01)", "5"]
+    assert len(found["charts"]) == 5
+    for chart in found["charts"]:
+        smallest_px = SMALLEST_CHART_TEXT_PT * chart["width"] / chart["drawing"]
+        assert smallest_px >= 9.0, chart  # scrolls inside its box instead of shrinking
+        assert chart["box_left"] >= 0 and chart["box_right"] <= NARROW, chart
+    assert found["sign_off"] and all(f["right"] <= NARROW for f in found["sign_off"])
+    width, _ = _png_size(run.screenshot)
+    assert width == NARROW
+
+
+def test_the_400_px_check_sees_a_cut_off_column(
+    chromium: str,
+    breaching_assessment: dict[str, Any],
+    direct_match_result: dict[str, Any],
+    datafly_result: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    """The geometry check is not blind: without the small-screen rules the table keeps its
+    five columns and the limit and result cells fall outside the 400 px viewport."""
+    html = _narrow_report(breaching_assessment, direct_match_result, datafly_result)
+    assert html.count("@media (max-width: 640px)") == 1
+    page = tmp_path / "wide-only.html"
+    page.write_text(html.replace("@media (max-width: 640px)", "@media (max-width: 1px)"))
+    run = load_page(chromium, page.as_uri(), expressions=_NARROW_CHECKS, width=NARROW)
+    cut = _cut_off(run.evaluated)
+    assert any(" result " in c for c in cut) and any(" limit " in c for c in cut), cut
