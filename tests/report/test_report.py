@@ -426,8 +426,9 @@ def test_cli_assess_writes_the_report(tmp_path: Path) -> None:
     payload = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
     assert "BREACHED" in text and f"{payload['classes']:,}" in text
     assert "adult.csv" in text and "usa" in text
-    # the report may not overwrite the JSON
-    bad = [*argv[:-1], str(tmp_path / "a.json")]
+    # the report may not overwrite the JSON (both named .html: the report's own suffix)
+    same = str(tmp_path / "a.html")
+    bad = [*argv[:-3], same, "--report", same]
     assert main(bad, out=io.StringIO(), err=(err := io.StringIO())) == 2
     assert "--report and --json name the same file" in err.getvalue()
 
