@@ -1,11 +1,12 @@
 """Sub-commands of ``reident``, one module each; :mod:`reident_airflow.cli` is the entry point.
 
 Each module listed in :data:`COMMAND_MODULES` defines
-``register(subparsers, parents) -> None``: it adds its sub-parser with
-``set_defaults(handler=callable(args, out) -> exit code)``. Handlers raise
+``register(subparsers, parents) -> None``: it adds its sub-parser
+(:func:`~reident_airflow.commands.common.add_command`) with its handler,
+``handler(args, out, err) -> exit code`` (stdout, stderr). Handlers raise
 :class:`~reident_airflow.engine.errors.ReidentError` for input errors (exit 2) and return
 0 (passed) or 1 (breached) (:mod:`reident_airflow.commands.common`). What the commands share
--- exit codes, argument types, writing ``--json`` and ``--report`` -- is in
+-- exit codes, argument types, progress lines, writing ``--json`` and ``--report`` -- is in
 :mod:`~reident_airflow.commands.common`.
 """
 

@@ -24,15 +24,19 @@ error (one line on stderr).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reident_airflow.commands.common import (
-    EXIT_BREACHED,
-    EXIT_PASSED,
+    Progress,
+    add_command,
+    add_input_arguments,
+    add_output_arguments,
     add_table_arguments,
     columns_as_written,
-    emit_outputs,
+    database_located,
+    finish,
     memory_size,
     positive_int,
     positive_number,
@@ -40,26 +44,59 @@ from reident_airflow.commands.common import (
 )
 from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C, REGIONS
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.options import Thresholds
 
 if TYPE_CHECKING:
     from reident_airflow.engine.options import AssessmentOptions
 
 __all__ = ["FLAG_NAMES", "assessment_options", "register"]
 
+#: The gate's limits: (flag, argument type, help). Each has a warning level ``--warn-...``.
+_GATES: tuple[tuple[str, Callable[[str], Any], str], ...] = (
+    (
+        "--max-highest-risk",
+        share("--max-highest-risk"),
+        "the prosecutor's highest record risk (1 / the smallest class) may be at most X, in (0, 1]",
+    ),
+    (
+        "--max-average-risk",
+        share("--max-average-risk"),
+        "the prosecutor's average record risk (classes / records) may be at most X, in (0, 1]",
+    ),
+    (
+        "--max-records-at-risk",
+        share("--max-records-at-risk", allow_zero=True),
+        "the share of records whose risk is above --record-threshold may be at most X, in [0, 1]",
+    ),
+    (
+        "--min-k",
+        positive_int,
+        "every class (records sharing their QI values) must hold at least K records",
+    ),
+    (
+        "--max-global-risk",
+        share("--max-global-risk"),
+        "the expected share of re-identifications from --weight (individual risk) may be at "
+        "most X, in (0, 1]",
+    ),
+    (
+        "--min-l",
+        positive_int,
+        "every --sensitive column must have at least L distinct values in each class",
+    ),
+)
+
 #: How the options' rules name each field on the command line.
 FLAG_NAMES: Mapping[str, str] = {
     "quasi_identifiers": "--qi",
+    "preset": "--preset",
     "record_threshold": "--record-threshold",
     "population_size": "--population-size",
     "sampling_fraction": "--sampling-fraction",
     "region": "--region",
     "population_table": "--population-table",
-    "max_highest_risk": "--max-highest-risk",
-    "max_average_risk": "--max-average-risk",
-    "max_records_at_risk": "--max-records-at-risk",
-    "min_k": "--min-k",
-    "max_global_risk": "--max-global-risk",
-    "min_l": "--min-l",
+    **{flag[2:].replace("-", "_"): flag for flag, _, _ in _GATES},
+    **{f"warn_{flag[2:].replace('-', '_')}": f"--warn-{flag[2:]}" for flag, _, _ in _GATES},
     "weight": "--weight COL",
     "sensitive": "--sensitive COL[,COL...]",
     "recursive_c": "--recursive-c",
@@ -72,108 +109,41 @@ FLAG_NAMES: Mapping[str, str] = {
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``assess`` to the ``reident`` sub-commands."""
-    a = subparsers.add_parser(
+    a = add_command(
+        subparsers,
         "assess",
-        parents=parents,
-        help="assess re-identification risk of a table",
-        description="Assess re-identification risk of a CSV/Parquet file or a database table.",
+        parents,
+        summary="assess re-identification risk of a table",
+        description="Assess the re-identification risk of a CSV/Parquet file or a database "
+        "table: the prosecutor, journalist and marketer models, uniqueness, the QI ranking and "
+        "the optional measures; gate a release on the limits given.",
+        exit_codes=("passed, or no limit was given", "a limit was breached"),
+        handler=_run,
     )
-    a.add_argument("input", metavar="INPUT", help="CSV or Parquet path, or a SQLAlchemy URL")
-    a.add_argument(
-        "--qi",
-        required=True,
-        type=columns_as_written,
-        metavar="COL[,COL...]",
-        help="quasi-identifier columns, exactly as in the header",
-    )
+    add_input_arguments(a, qi_type=columns_as_written)
     add_table_arguments(a)
-    _population_arguments(a)
-    _gate_arguments(a)
-    _measure_arguments(a)
-    a.add_argument(
-        "--memory-limit",
-        type=memory_size,
-        metavar="SIZE",
-        help="most memory the embedded engine may use for a file (e.g. 1GB); beyond it, it "
-        "spills to a temporary folder",
-    )
-    a.add_argument("--json", metavar="PATH", help="write the assessment JSON here ('-' = stdout)")
-    a.add_argument(
-        "--report",
-        metavar="PATH.html",
-        help="write a self-contained HTML risk report here (needs the 'report' extra)",
-    )
-    a.set_defaults(handler=_run)
-
-
-def _population_arguments(a: argparse.ArgumentParser) -> None:
-    """``--record-threshold`` and the population the table was drawn from."""
     a.add_argument(
         "--record-threshold",
         type=share("--record-threshold"),
         default=DEFAULT_RECORD_THRESHOLD,
         metavar="T",
-        help=f"record risk above which a record is 'at risk' ({DEFAULT_RECORD_THRESHOLD:g})",
+        help="a record is 'at risk' when its risk is above T, in (0, 1] "
+        f"(default {DEFAULT_RECORD_THRESHOLD:g})",
     )
     pop = a.add_mutually_exclusive_group()
-    pop.add_argument(
-        "--population-size",
-        type=positive_int,
-        metavar="N",
-        help="size of the population the table was drawn from",
-    )
-    pop.add_argument(
-        "--sampling-fraction",
-        type=share("--sampling-fraction"),
-        metavar="F",
-        help="n / N, the share of the population in the table",
-    )
     presets = ", ".join(f"{name}: {size:,}" for name, size in REGIONS.items())
-    pop.add_argument("--region", choices=sorted(REGIONS), help=f"population preset ({presets})")
-    a.add_argument(
-        "--population-table",
-        metavar="PATH_OR_TABLE",
-        help="register of the population on the same QIs (file, or a table of the "
-        "same database): journalist and marketer are measured against it",
-    )
-
-
-def _gate_arguments(a: argparse.ArgumentParser) -> None:
-    """The release gate's limits."""
-    a.add_argument("--max-highest-risk", type=share("--max-highest-risk"), metavar="X")
-    a.add_argument("--max-average-risk", type=share("--max-average-risk"), metavar="X")
-    a.add_argument(
-        "--max-records-at-risk", type=share("--max-records-at-risk", allow_zero=True), metavar="X"
-    )
-    a.add_argument("--min-k", type=positive_int, metavar="K")
-    a.add_argument(
-        "--max-global-risk",
-        type=share("--max-global-risk"),
-        metavar="X",
-        help="gate: expected share of re-identifications from --weight (individual risk)",
-    )
-    a.add_argument(
-        "--min-l",
-        type=positive_int,
-        metavar="L",
-        help="gate: smallest distinct l-diversity of every --sensitive column",
-    )
-
-
-def _measure_arguments(a: argparse.ArgumentParser) -> None:
-    """The optional measures: weights, sensitive columns, SUDA2 and the QI ranking."""
-    a.add_argument(
-        "--weight",
-        metavar="COL",
-        help="sampling-weight column: individual risk (sdcMicro's Benedetti-Franconi "
-        "approximation) and the journalist's risk estimated from it",
-    )
-    a.add_argument(
-        "--sensitive",
-        type=columns_as_written,
-        metavar="COL[,COL...]",
-        help="sensitive columns: distinct, entropy and recursive (c,l) l-diversity",
-    )
+    for flag, kind, help_text in (
+        ("--population-size", positive_int, "size N of the population the table was drawn from"),
+        ("--sampling-fraction", share("--sampling-fraction"), "n / N, its share in the table"),
+        ("--region", str, f"a population of known size ({presets})"),
+    ):
+        choices = sorted(REGIONS) if flag == "--region" else None
+        pop.add_argument(
+            flag, type=kind, choices=choices, metavar=_METAVARS.get(flag), help=help_text
+        )
+    _gate_arguments(a)
+    for flag, kind, help_text in _OPTIONS:
+        a.add_argument(flag, type=kind, metavar=_METAVARS.get(flag, "X"), help=help_text)
     a.add_argument(
         "--recursive-c",
         type=positive_number,
@@ -181,60 +151,129 @@ def _measure_arguments(a: argparse.ArgumentParser) -> None:
         metavar="C",
         help=f"c of recursive (c,l)-diversity (default {DEFAULT_RECURSIVE_C:g}, as sdcMicro)",
     )
-    a.add_argument(
-        "--suda",
-        action="store_true",
-        help="special uniques: SUDA2 scores and per-column contributions (sdcMicro's suda2)",
+    for flag, help_text in _SWITCHES:
+        a.add_argument(flag, action="store_true", help=help_text)
+    add_output_arguments(
+        a,
+        json_help="write the assessment JSON here",
+        report_help="write a self-contained HTML risk report here (needs the 'report' extra)",
     )
+
+
+def _gate_arguments(a: argparse.ArgumentParser) -> None:
+    """``--preset``, the gate's limits and their warning levels."""
+    from reident_airflow.engine.presets import PRESETS
+
+    names = ", ".join(PRESETS)
     a.add_argument(
+        "--preset",
+        metavar="NAME",
+        help=f"a gate from published guidance ({names}; see docs/metrics.md); "
+        "a limit given below wins over the preset's",
+    )
+    for flag, kind, help_text in _GATES:
+        metavar = _METAVARS.get(flag, "X")
+        a.add_argument(flag, type=kind, metavar=metavar, help=f"gate: {help_text}")
+    for flag, kind, _ in _GATES:
+        a.add_argument(
+            f"--warn-{flag[2:]}",
+            type=kind,
+            metavar=_METAVARS.get(flag, "X"),
+            help=f"warning level of {flag}: a breach is listed under 'warnings' and the run "
+            "still passes; at most as lax as the failing level",
+        )
+
+
+_METAVARS = {
+    "--population-size": "N",
+    "--sampling-fraction": "F",
+    "--population-table": "PATH_OR_TABLE",
+    "--weight": "COL",
+    "--sensitive": "COL[,COL...]",
+    "--suda-max-size": "K",
+    "--max-subset-size": "S",
+    "--memory-limit": "SIZE",
+    "--min-k": "K",
+    "--min-l": "L",
+}
+
+#: The flags taking a value, after the population: (flag, argument type, help).
+_OPTIONS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
+    (
+        "--population-table",
+        str,
+        "register of the population on the same QIs (a file, or a table of the same "
+        "database): journalist and marketer are measured against it",
+    ),
+    (
+        "--weight",
+        str,
+        "sampling-weight column: individual risk (sdcMicro's Benedetti-Franconi "
+        "approximation) and the journalist's risk estimated from it",
+    ),
+    (
+        "--sensitive",
+        columns_as_written,
+        "sensitive columns: distinct, entropy and recursive (c,l) l-diversity",
+    ),
+    (
         "--suda-max-size",
-        type=positive_int,
-        metavar="K",
-        help="largest minimal sample unique searched by --suda (default: all QIs, up to 16)",
-    )
-    a.add_argument(
+        positive_int,
+        "largest minimal sample unique searched by --suda (default: all QIs, up to 16)",
+    ),
+    (
         "--max-subset-size",
-        type=positive_int,
-        metavar="S",
-        help="rank QI subsets up to S columns (default: every subset when there are at most 8 "
+        positive_int,
+        "rank QI subsets up to S columns (default: every subset when there are at most 8 "
         "QIs; otherwise subsets of 1 and 2 columns and the full set)",
-    )
-    a.add_argument(
+    ),
+    (
+        "--memory-limit",
+        memory_size,
+        "most memory the embedded engine may use for a file (e.g. 1GB); beyond it, it "
+        "spills to a temporary folder",
+    ),
+)
+
+#: The on/off flags: (flag, help).
+_SWITCHES = (
+    ("--suda", "special uniques: SUDA2 scores and per-column contributions (sdcMicro's suda2)"),
+    (
         "--no-ranking",
-        action="store_true",
-        help="skip the QI ranking (which columns re-identify): the verdict then needs only "
-        "the class-size histogram, counted where the data is",
-    )
+        "skip the QI ranking (which columns re-identify): the verdict then needs only the "
+        "class-size histogram, counted where the data is",
+    ),
+)
+
+#: The option fields whose flag sets the opposite (``--no-ranking`` -> ``rank_attributes``).
+_NEGATED = frozenset({"rank_attributes"})
 
 
 # --------------------------------------------------------------------------------- the run
-def assessment_options(args: argparse.Namespace) -> AssessmentOptions:
-    """The options the parsed arguments describe; a broken rule names the flags at fault."""
-    from reident_airflow.engine.options import AssessmentOptions, OptionError, Thresholds
+def _dest(flag: str) -> str:
+    """The attribute argparse stores ``flag`` under (``--no-ranking`` -> ``no_ranking``)."""
+    return flag.split()[0].lstrip("-").replace("-", "_")
 
+
+def assessment_options(args: argparse.Namespace) -> AssessmentOptions:
+    """The options the parsed arguments describe (each field from its flag in
+    :data:`FLAG_NAMES`); a broken rule names the flags at fault."""
+    from reident_airflow.engine.options import AssessmentOptions, OptionError
+
+    values: dict[str, Any] = {}
+    for name, flag in FLAG_NAMES.items():
+        value = getattr(args, _dest(flag))
+        if name in _NEGATED:
+            value = not value
+        elif isinstance(value, list):
+            value = tuple(value)
+        values[name] = None if value == "" else value
+    values["sensitive"] = values["sensitive"] or ()
+    limits = {f.name: values.pop(f.name) for f in fields(Thresholds)}
+    warn = {f.name: values.pop(f"warn_{f.name}") for f in fields(Thresholds)}
     try:
         return AssessmentOptions(
-            quasi_identifiers=tuple(args.qi),
-            thresholds=Thresholds(
-                max_highest_risk=args.max_highest_risk,
-                max_average_risk=args.max_average_risk,
-                max_records_at_risk=args.max_records_at_risk,
-                min_k=args.min_k,
-                max_global_risk=args.max_global_risk,
-                min_l=args.min_l,
-            ),
-            record_threshold=args.record_threshold,
-            population_size=args.population_size,
-            sampling_fraction=args.sampling_fraction,
-            region=args.region,
-            population_table=args.population_table or None,
-            weight=args.weight or None,
-            sensitive=tuple(args.sensitive or ()),
-            recursive_c=args.recursive_c,
-            rank_attributes=not args.no_ranking,
-            max_subset_size=args.max_subset_size,
-            suda=args.suda,
-            suda_max_msu_size=args.suda_max_size,
+            thresholds=Thresholds(**limits), warn_thresholds=Thresholds(**warn), **values
         )
     except OptionError as exc:
         exc.spelled(FLAG_NAMES)
@@ -269,32 +308,44 @@ def _load(
     )
 
 
-def _run(args: argparse.Namespace, out: TextIO) -> int:
-    from reident_airflow.engine.assessment import assess
-
-    options = assessment_options(args)
-    weights = sensitive = None
+def _read(args: argparse.Namespace, options: AssessmentOptions, progress: Progress) -> Any:
+    """The counts of INPUT the options need, and of the register if one is given: (class
+    table or histogram, weights, sensitive, register)."""
+    weights = sensitive = register = None
+    progress(f"reading and grouping {_label(args)} on {len(options.quasi_identifiers)} QIs")
     if options.weight or options.sensitive:
         aggregates = _load(
             args, "aggregates", weight=options.weight, sensitive=args.sensitive or ()
         )
         table, weights = aggregates.table, aggregates.weights
         sensitive = aggregates.sensitive if options.sensitive else None
-    elif options.needs_class_table:
-        table = _load(args, "class_table")
     else:
-        table = _load(args, "histogram")
-    register = None
+        table = _load(args, "class_table" if options.needs_class_table else "histogram")
+    progress(f"grouped {table.records:,} records into {table.classes:,} classes")
     if options.population_table:
-        if "://" in args.input:
-            register = _load(args, "class_table", table=options.population_table)
-        else:
-            register = _load(args, "class_table", path=options.population_table)
-    result = assess(table, options, population_table=register, weights=weights, sensitive=sensitive)
-    payload = result.to_dict()
+        progress("reading and grouping the population register")
+        where = "table" if "://" in args.input else "path"
+        register = _load(args, "class_table", **{where: options.population_table})
+    return table, weights, sensitive, register
+
+
+def _label(args: argparse.Namespace) -> str:
+    """How progress names INPUT: the file, or the table (never a URL: it may hold a password)."""
+    return f"table {args.table!r}" if "://" in args.input else str(args.input)
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from reident_airflow.engine.assessment import assess
     from reident_airflow.summary import assessment_summary
 
-    emit_outputs(
-        args, payload, kind="assessment", out=out, summary=lambda: assessment_summary(payload)
-    )
-    return EXIT_PASSED if result.passed else EXIT_BREACHED
+    options = assessment_options(args)
+    with Progress.of("assess", args, err) as progress, database_located(args.input):
+        table, weights, sensitive, register = _read(args, options, progress)
+        progress("computing the measures")
+        result = assess(
+            table, options, population_table=register, weights=weights, sensitive=sensitive
+        )
+        payload = result.to_dict()
+        progress("writing the outputs")
+        summary = lambda: assessment_summary(payload)  # noqa: E731
+        return finish(args, payload, kind="assessment", streams=(out, err), summary=summary)

@@ -1,4 +1,5 @@
-"""What the ``reident`` commands share: exit codes, argument types and their outputs.
+"""What the ``reident`` commands share: exit codes, argument types, the parser of a command,
+progress lines and the outputs.
 
 Every command module imports these public names; :mod:`reident_airflow.cli` (the entry point)
 imports the commands, never the reverse. The module loads nothing heavy: ``reident --help``
@@ -10,19 +11,35 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Callable
+import os
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
 __all__ = [
     "EXIT_BREACHED",
+    "EXIT_INTERRUPTED",
     "EXIT_PASSED",
     "EXIT_USAGE",
+    "PROGRESS_DELAY",
+    "Handler",
+    "Progress",
+    "add_command",
+    "add_input_arguments",
+    "add_output_arguments",
     "add_table_arguments",
     "check_run_paths",
     "column_names",
     "columns_as_written",
+    "database_located",
     "emit_outputs",
+    "exit_codes_text",
+    "finish",
+    "html_path",
     "memory_size",
     "positive_int",
     "positive_number",
@@ -37,6 +54,29 @@ EXIT_PASSED = 0
 EXIT_BREACHED = 1
 #: A usage or input error: one line on stderr.
 EXIT_USAGE = 2
+#: Interrupted (Ctrl-C).
+EXIT_INTERRUPTED = 130
+
+#: What a command does: ``handler(args, out, err) -> exit code``; ``out`` is stdout (the JSON
+#: or the summary), ``err`` stderr (progress lines, where the report went).
+Handler = Callable[[argparse.Namespace, TextIO, TextIO], int]
+
+
+def exit_codes_text(passed: str, breached: str) -> str:
+    """The ``exit codes:`` block of a ``--help`` (docs/contract.md §1), with the meaning of
+    0 and 1 for one command."""
+    rows = (
+        (EXIT_PASSED, passed),
+        (EXIT_BREACHED, breached),
+        (EXIT_USAGE, "usage or input error: one line on stderr (the traceback with --debug)"),
+        (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    )
+    lines = ["exit codes:"]
+    for code, meaning in rows:
+        wrapped = textwrap.wrap(meaning, width=78)
+        lines.append(f"  {code:<5}{wrapped[0]}")
+        lines.extend(f"       {more}" for more in wrapped[1:])
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- argument types
@@ -115,12 +155,174 @@ def separator(text: str) -> str:
     return text
 
 
+def html_path(text: str) -> str:
+    """An argument type: where ``--report`` goes, a name ending in ``.html`` or ``.htm``
+    (a local path or an object-storage URL): the report is HTML whatever the name says."""
+    name = text.strip().rstrip("/")
+    if not name.lower().endswith((".html", ".htm")):
+        raise argparse.ArgumentTypeError(
+            f"the report is an HTML page: the name must end in .html or .htm, got {text!r}"
+        )
+    return text
+
+
+# ------------------------------------------------------------------------------- the parsers
+def add_command(
+    subparsers: Any,
+    name: str,
+    parents: list[argparse.ArgumentParser],
+    *,
+    summary: str,
+    description: str,
+    exit_codes: tuple[str, str],
+    handler: Handler,
+) -> argparse.ArgumentParser:
+    """Add the sub-command ``name``: its one-line ``summary`` (in ``reident --help``), its
+    ``description`` and the meaning of its exit codes 0 and 1 (at the end of its ``--help``);
+    ``handler`` runs it."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        parents=parents,
+        help=summary,
+        description=textwrap.fill(description, width=78),
+        epilog=exit_codes_text(*exit_codes),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_input_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    qi_type: Callable[[str], list[str]],
+    qi_help: str = "quasi-identifier columns, exactly as in the header",
+) -> None:
+    """``INPUT`` and ``--qi``: the table a command reads and its quasi-identifiers."""
+    parser.add_argument("input", metavar="INPUT", help="CSV or Parquet path, or a SQLAlchemy URL")
+    parser.add_argument("--qi", required=True, type=qi_type, metavar="COL[,COL...]", help=qi_help)
+
+
+def add_output_arguments(
+    parser: argparse.ArgumentParser, *, json_help: str, report_help: str
+) -> None:
+    """``--json``, ``--report`` and ``--quiet``: what every command leaves behind, and its
+    progress lines."""
+    parser.add_argument("--json", metavar="PATH", help=f"{json_help} ('-' = stdout)")
+    parser.add_argument("--report", type=html_path, metavar="PATH.html", help=report_help)
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines and no report location on stderr (errors are still shown)",
+    )
+
+
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
     """``--sep``, ``--table`` and ``--schema``: how a command reads its INPUT, a CSV or Parquet
     file or a table of the database a SQLAlchemy URL names."""
-    parser.add_argument("--sep", type=separator, default=",", help="CSV separator (default ',')")
-    parser.add_argument("--table", help="table name when INPUT is a database URL")
-    parser.add_argument("--schema", help="schema of --table (database input)")
+    parser.add_argument(
+        "--sep",
+        type=separator,
+        default=",",
+        metavar="CHAR",
+        help="CSV separator (default ','; 'tab' for a tab)",
+    )
+    parser.add_argument("--table", metavar="NAME", help="table name when INPUT is a database URL")
+    parser.add_argument("--schema", metavar="NAME", help="schema of --table (database input)")
+
+
+# ---------------------------------------------------------------------------------- progress
+#: Seconds a command may work in silence before ``assess`` and ``direct-match`` show their
+#: progress: a quick run prints nothing on stderr, a long one says what it is doing.
+PROGRESS_DELAY = 1.0
+
+
+class Progress:
+    """Progress lines on stderr: ``reident COMMAND [  12.34s] what it is doing``.
+
+    Call it with each step's message. With ``delay`` 0 every step is shown as it starts
+    (``datafly``). Otherwise nothing is shown until the run has lasted ``delay`` seconds; then
+    the step under way is shown (a timer thread wakes up for it, since one step -- reading and
+    grouping 20M rows -- can take most of the run), and every later step as it starts; the
+    run then ends with a ``done`` line. ``quiet`` shows nothing. Messages name files, tables,
+    columns and counts, never a value.
+    """
+
+    def __init__(self, command: str, err: TextIO, *, quiet: bool, delay: float = 0.0) -> None:
+        self._prefix = f"reident {command}"
+        self._err = err
+        self._quiet = quiet
+        self._start = time.perf_counter()
+        self._lock = threading.Lock()
+        self._shown = delay <= 0
+        self._step: str | None = None
+        self._timer: threading.Timer | None = None
+        if not quiet and delay > 0:
+            self._timer = threading.Timer(delay, self._wake)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def __call__(self, message: str) -> None:
+        with self._lock:
+            self._step = message
+            if self._shown:
+                self._write(message)
+
+    def _wake(self) -> None:
+        with self._lock:
+            if not self._shown and self._step is not None:
+                self._write(f"{self._step} ...")
+            self._shown = True
+
+    def _write(self, message: str) -> None:
+        if self._quiet:
+            return
+        elapsed = time.perf_counter() - self._start
+        self._err.write(f"{self._prefix} [{elapsed:7.2f}s] {message}\n")
+        self._err.flush()
+
+    def close(self, last: str | None = "done") -> None:
+        """Stop the timer; a run whose progress was shown ends with ``last``."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer.join()
+        with self._lock:
+            if self._step is not None and self._timer is not None and self._shown and last:
+                self._write(last)
+            self._step = None
+
+    @classmethod
+    @contextmanager
+    def of(cls, command: str, args: argparse.Namespace, err: TextIO) -> Iterator[Progress]:
+        """The delayed progress of a run (:data:`PROGRESS_DELAY`; ``--quiet`` shows nothing),
+        closed on leaving: ``done`` after a run that went well, nothing more after an error
+        (the error line follows)."""
+        quiet = bool(getattr(args, "quiet", False))
+        progress = cls(command, err, quiet=quiet, delay=PROGRESS_DELAY)
+        try:
+            yield progress
+        except BaseException:
+            progress.close(last=None)
+            raise
+        progress.close()
+
+
+@contextmanager
+def database_located(source: str | None) -> Iterator[None]:
+    """Inside, a failure to reach the database of ``source`` (a SQLAlchemy URL) names its
+    host, port and database (:func:`~reident_airflow.sources.db_errors.located_error`);
+    a file ``source`` changes nothing."""
+    try:
+        yield
+    except Exception as exc:
+        if not source or "://" not in source:
+            raise
+        from reident_airflow.sources.db_errors import located_error
+
+        located = located_error(exc, source)
+        if located is exc:
+            raise
+        raise located from None
 
 
 # ----------------------------------------------------------------------------------- outputs
@@ -130,17 +332,38 @@ def emit_outputs(
     *,
     kind: str,
     out: TextIO,
+    err: TextIO,
     summary: Callable[[], str] | None = None,
 ) -> None:
-    """What every command leaves behind: ``--json``, ``--report``, then the text summary
-    (unless the JSON went to stdout)."""
+    """What every command leaves behind: ``--json``, ``--report`` (its location then goes to
+    ``err``, one line, unless ``--quiet``), then the text summary (unless the JSON went to
+    stdout)."""
     _emit_json(payload, args.json, out)
-    if getattr(args, "report", None):
+    report = getattr(args, "report", None)
+    if report:
         from reident_airflow.report.runs import cli_report
 
         cli_report(args, payload, kind=kind)
+        if not getattr(args, "quiet", False):
+            where = report if "://" in report else os.path.abspath(report)
+            err.write(f"reident: report written to {where}\n")
     if summary is not None and args.json != "-":
         out.write(summary())
+
+
+def finish(
+    args: argparse.Namespace,
+    payload: dict[str, Any],
+    *,
+    kind: str,
+    streams: tuple[TextIO, TextIO],
+    summary: Callable[[], str] | None = None,
+) -> int:
+    """Leave the outputs of a run (:func:`emit_outputs`; ``streams`` are stdout and stderr)
+    and return its exit code: 0 when ``payload["passed"]``, else 1."""
+    out, err = streams
+    emit_outputs(args, payload, kind=kind, out=out, err=err, summary=summary)
+    return EXIT_PASSED if payload["passed"] else EXIT_BREACHED
 
 
 def _emit_json(payload: dict[str, Any], dest: str | None, out: TextIO) -> None:

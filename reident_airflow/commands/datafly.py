@@ -29,17 +29,18 @@ Progress goes to stderr, one line per step (``--quiet`` silences it).
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from reident_airflow.commands.common import (
-    EXIT_BREACHED,
-    EXIT_PASSED,
+    Progress,
+    add_command,
+    add_input_arguments,
+    add_output_arguments,
     add_table_arguments,
     column_names,
-    emit_outputs,
+    database_located,
+    finish,
     separator,
 )
 from reident_airflow.engine.errors import InvalidInputError
@@ -73,24 +74,25 @@ def _hierarchy_arg(text: str) -> tuple[str, str]:
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
+    """Add ``datafly`` to the ``reident`` sub-commands."""
+    p = add_command(
+        subparsers,
         "datafly",
-        parents=parents,
-        help="k-anonymize a table with Datafly (generalize, then suppress)",
-        description=(
-            "Generalize the quasi-identifiers one level at a time (the one with the most "
-            "distinct values first) until every record shares its values with at least k-1 "
-            "others, except at most --suppression-limit records, which are removed. Exit 0: "
-            "done; 1: k cannot be reached within the limit (nothing written); 2: input error."
+        parents,
+        summary="k-anonymize a table with Datafly (generalize, then suppress)",
+        description="Generalize the quasi-identifiers one level at a time (the one with the "
+        "most distinct values first) until every record shares its values with at least k-1 "
+        "others, except at most --suppression-limit records, which are removed.",
+        exit_codes=(
+            "k reached: the anonymized table is written",
+            "k cannot be reached within the suppression limit: nothing is written",
         ),
+        handler=_cmd_datafly,
     )
-    p.add_argument("input", metavar="INPUT", help="CSV or Parquet path, or a SQLAlchemy URL")
-    p.add_argument(
-        "--qi",
-        required=True,
-        type=column_names,
-        metavar="COL[,COL...]",
-        help="quasi-identifier columns, exactly as in the header (ties go to the first)",
+    add_input_arguments(
+        p,
+        qi_type=column_names,
+        qi_help="quasi-identifier columns, exactly as in the header (ties go to the first)",
     )
     p.add_argument("--k", required=True, type=_whole_number, metavar="K", help="the k to reach")
     p.add_argument(
@@ -122,29 +124,11 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="where to write the anonymized table: *.csv or *.parquet (atomically)",
     )
     add_table_arguments(p)
-    p.add_argument("--json", metavar="PATH", help="write the Datafly JSON here ('-' = stdout)")
-    p.add_argument(
-        "--report",
-        metavar="PATH.html",
-        help="write a self-contained HTML report here, also when k cannot be reached",
+    add_output_arguments(
+        p,
+        json_help="write the Datafly JSON here",
+        report_help="write a self-contained HTML report here, also when k cannot be reached",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.set_defaults(handler=_cmd_datafly)
-
-
-class _Progress:
-    """One line per event on stderr, with the time since the start."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.start = time.perf_counter()
-
-    def __call__(self, message: str) -> None:
-        if self.quiet:
-            return
-        elapsed = time.perf_counter() - self.start
-        sys.stderr.write(f"reident datafly [{elapsed:7.2f}s] {message}\n")
-        sys.stderr.flush()
 
 
 def _load_hierarchies(args: argparse.Namespace) -> dict[str, Any]:
@@ -172,19 +156,28 @@ def _load_hierarchies(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _read_input(args: argparse.Namespace) -> Any:
+    """INPUT as a frame; every QI a column of it (an unknown one gets a suggestion)."""
+    from reident_airflow.sources.file_source import unknown_column
+
     source: str = args.input
     if "://" in source:
         from reident_airflow.sources.writers import read_sql_frame
 
         if not args.table:
             raise InvalidInputError("a database URL needs --table NAME")
-        frame, _ = read_sql_frame(source, table=args.table, schema=args.schema)
-        return frame
-    if args.table:
-        raise InvalidInputError("--table applies only to a database URL")
-    from reident_airflow.sources.writers import read_file_frame
+        with database_located(source):
+            frame, _ = read_sql_frame(source, table=args.table, schema=args.schema)
+    else:
+        if args.table:
+            raise InvalidInputError("--table applies only to a database URL")
+        from reident_airflow.sources.writers import read_file_frame
 
-    return read_file_frame(source, sep=args.sep, categorical=args.qi)
+        frame = read_file_frame(source, sep=args.sep, categorical=args.qi)
+    names = [str(c) for c in frame.columns]
+    for qi in args.qi:
+        if qi not in names:
+            raise InvalidInputError(unknown_column(qi, names, "quasi-identifier"))
+    return frame
 
 
 def _check_output(args: argparse.Namespace) -> Path:
@@ -219,12 +212,12 @@ def _summary(report: dict[str, Any], output: Path) -> str:
     )
 
 
-def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
+def _cmd_datafly(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from reident_airflow.engine.datafly import datafly, infeasible_report
     from reident_airflow.engine.errors import AnonymizationInfeasibleError
     from reident_airflow.sources.writers import file_format, write_file_atomic
 
-    progress = _Progress(args.quiet)
+    progress = Progress("datafly", err, quiet=args.quiet)
     output = _check_output(args)
     hierarchies = _load_hierarchies(args)
     frame = _read_input(args)
@@ -233,9 +226,9 @@ def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
         result = datafly(frame, args.qi, hierarchies, args.k, args.suppression_limit, progress)
     except AnonymizationInfeasibleError as exc:
         report = infeasible_report(exc, len(frame), args.k)
-        emit_outputs(args, report, kind="datafly", out=out)
-        sys.stderr.write(f"reident: datafly: {exc}; nothing was written\n")
-        return EXIT_BREACHED
+        code = finish(args, report, kind="datafly", streams=(out, err))
+        err.write(f"reident: datafly: {exc}; nothing was written\n")
+        return code
     progress(
         f"suppressing {result.suppressed_records:,} records; writing "
         f"{result.released_records:,} records to {output}"
@@ -245,5 +238,5 @@ def _cmd_datafly(args: argparse.Namespace, out: TextIO) -> int:
     report = result.to_dict()
     report["passed"] = True
     report["output"] = {"path": str(output), "format": file_format(output), "records": written}
-    emit_outputs(args, report, kind="datafly", out=out, summary=lambda: _summary(report, output))
-    return EXIT_PASSED
+    summary = lambda: _summary(report, output)  # noqa: E731
+    return finish(args, report, kind="datafly", streams=(out, err), summary=summary)

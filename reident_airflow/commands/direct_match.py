@@ -32,10 +32,12 @@ import math
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reident_airflow.commands.common import (
-    EXIT_BREACHED,
-    EXIT_PASSED,
+    Progress,
+    add_command,
+    add_output_arguments,
     column_names,
-    emit_outputs,
+    database_located,
+    finish,
     separator,
 )
 from reident_airflow.engine.defaults import DEFAULT_TARGET
@@ -78,14 +80,15 @@ def _frame(source: str, table: str | None, schema: str | None, sep: str) -> pd.D
     if _is_url(source):
         from reident_airflow.sources.direct_match_sql import read_table_frame
 
-        return read_table_frame(source, table or "", schema)
+        with database_located(source):
+            return read_table_frame(source, table or "", schema)
     from reident_airflow.sources.tables import read_compared_frame
 
     return read_compared_frame(source, sep=sep)
 
 
-def compute(args: argparse.Namespace) -> DirectMatchResult:
-    """The result for parsed arguments (input errors raise :class:`InvalidInputError`)."""
+def _check_sides(args: argparse.Namespace) -> None:
+    """Each side's table flag matches its source; a database side needs ``--key``."""
     from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
 
     sides = (
@@ -102,6 +105,32 @@ def compute(args: argparse.Namespace) -> DirectMatchResult:
         raise InvalidInputError("--schema and --avatar-schema apply only to database URLs")
     if has_db and not args.key:
         raise InvalidInputError(f"{NO_KEY_MESSAGE} (--key COL)")
+
+
+def _check_names(frame: pd.DataFrame, side: str, args: argparse.Namespace) -> None:
+    """``--key`` and ``--columns`` name columns of ``frame``, the ``side`` table: the engine's
+    message (the same as for a database table) with a hint -- the closest column, or the
+    ``--sep`` to try when the header came back as one column."""
+    from reident_airflow.sources.file_source import column_hint
+
+    names = [str(c) for c in frame.columns]
+    if args.key and args.key not in names:
+        raise InvalidInputError(
+            f"key column {args.key!r} is missing from the {side} table"
+            f"{column_hint(args.key, names)}"
+        )
+    missing = [c for c in args.columns or () if c not in names]
+    if missing:
+        raise InvalidInputError(
+            f"columns missing from the {side} table: {missing!r}{column_hint(missing[0], names)}"
+        )
+
+
+def compute(args: argparse.Namespace, progress: Progress | None = None) -> DirectMatchResult:
+    """The result for parsed arguments (input errors raise :class:`InvalidInputError`);
+    ``progress`` is told each step."""
+    step = progress or (lambda message: None)
+    _check_sides(args)
     avatar_schema = args.avatar_schema or args.schema
     if (
         _is_url(args.original)
@@ -110,18 +139,25 @@ def compute(args: argparse.Namespace) -> DirectMatchResult:
     ):
         from reident_airflow.sources.direct_match_sql import direct_match_in_database
 
-        return direct_match_in_database(
-            args.original,
-            args.original_table,
-            args.avatar_table,
-            key=args.key,
-            target=args.target,
-            columns=args.columns,
-            schema=args.schema,
-            avatar_schema=avatar_schema,
-        )
+        step("comparing the two tables in the database")
+        with database_located(args.original):
+            return direct_match_in_database(
+                args.original,
+                args.original_table,
+                args.avatar_table,
+                key=args.key,
+                target=args.target,
+                columns=args.columns,
+                schema=args.schema,
+                avatar_schema=avatar_schema,
+            )
+    step("reading ORIGINAL")
     original = _frame(args.original, args.original_table, args.schema, args.sep)
+    _check_names(original, "original", args)
+    step(f"reading AVATAR ({len(original):,} records in ORIGINAL)")
     avatar = _frame(args.avatar, args.avatar_table, avatar_schema, args.sep)
+    _check_names(avatar, "avatar", args)
+    step(f"comparing {len(avatar):,} records")
     from reident_airflow.engine.direct_match import direct_match_protection
 
     return direct_match_protection(
@@ -129,35 +165,42 @@ def compute(args: argparse.Namespace) -> DirectMatchResult:
     )
 
 
-def _run(args: argparse.Namespace, out: TextIO) -> int:
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from reident_airflow.engine.direct_match import direct_match_report
     from reident_airflow.summary import direct_match_summary
 
-    result = compute(args)
-    report = direct_match_report(result)
-    emit_outputs(
-        args, report, kind="direct_match", out=out, summary=lambda: direct_match_summary(report)
-    )
-    return EXIT_PASSED if result.passed else EXIT_BREACHED
+    with Progress.of("direct-match", args, err) as progress:
+        report = direct_match_report(compute(args, progress))
+        progress("writing the outputs")
+        summary = lambda: direct_match_summary(report)  # noqa: E731
+        return finish(args, report, kind="direct_match", streams=(out, err), summary=summary)
 
 
 # ----------------------------------------------------------------------------------- parser
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
+    """Add ``direct-match`` to the ``reident`` sub-commands."""
+    p = add_command(
+        subparsers,
         "direct-match",
-        parents=parents,
-        help="column direct match protection of a released table against its original",
-        description=(
-            "Column Direct Match Protection (docs/metrics.md §8): for each column, how many "
-            "released values equal the original ones, weighed by the column's distinct values; the "
-            "result is the lowest column's protection, in percent. ORIGINAL and AVATAR are CSV "
-            "or Parquet paths, or SQLAlchemy URLs with --original-table / --avatar-table (two "
-            "tables of one database are compared in the database; they need --key)."
-        ),
+        parents,
+        summary="column direct match protection of a released table against its original",
+        description="Column Direct Match Protection (docs/metrics.md §8): for each column, how "
+        "many released values equal the original ones, weighed by the column's distinct "
+        "values; the result is the lowest column's protection, in percent. ORIGINAL and AVATAR "
+        "are CSV or Parquet paths, or SQLAlchemy URLs with --original-table / --avatar-table "
+        "(two tables of one database are compared in the database; they need --key).",
+        exit_codes=("the protection is at least --target", "the protection is below --target"),
+        handler=_run,
     )
     p.add_argument("original", metavar="ORIGINAL", help="original table: file or database URL")
     p.add_argument("avatar", metavar="AVATAR", help="released table: file or database URL")
-    p.add_argument("--sep", type=separator, default=",", help="CSV separator (default ',')")
+    p.add_argument(
+        "--sep",
+        type=separator,
+        default=",",
+        metavar="CHAR",
+        help="CSV separator of both files (default ','; 'tab' for a tab)",
+    )
     p.add_argument(
         "--key",
         metavar="COL",
@@ -178,10 +221,15 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="COL[,COL...]",
         help="score only these columns (default: every column of both tables but the key)",
     )
-    p.add_argument("--original-table", metavar="NAME", help="table of ORIGINAL (database URL)")
-    p.add_argument("--avatar-table", metavar="NAME", help="table of AVATAR (database URL)")
-    p.add_argument("--schema", metavar="NAME", help="schema of both tables (database URLs)")
-    p.add_argument("--avatar-schema", metavar="NAME", help="schema of the avatar table")
-    p.add_argument("--json", metavar="PATH", help="write the JSON here ('-' = stdout)")
-    p.add_argument("--report", metavar="PATH.html", help="write a self-contained HTML report here")
-    p.set_defaults(handler=_run)
+    for flag, help_text in (
+        ("--original-table", "table of ORIGINAL (database URL)"),
+        ("--avatar-table", "table of AVATAR (database URL)"),
+        ("--schema", "schema of both tables (database URLs)"),
+        ("--avatar-schema", "schema of the avatar table, when it differs from --schema"),
+    ):
+        p.add_argument(flag, metavar="NAME", help=help_text)
+    add_output_arguments(
+        p,
+        json_help="write the direct-match JSON here",
+        report_help="write a self-contained HTML report here",
+    )

@@ -4,7 +4,8 @@ A CSV file (plain or gzip-compressed), a Parquet file, a directory or glob of Pa
 pandas DataFrame or an Arrow table is described as a :class:`Source`: the columns exactly as the
 source spells them, and what DuckDB is handed (:mod:`~reident_airflow.sources.files` reads it).
 Column names are resolved here (:func:`resolve_columns`): exactly first, then without
-surrounding spaces; an unknown name lists the columns and the closest match. Only the header
+surrounding spaces; an unknown name lists the columns and the closest match, or, when the header
+came back as one column (``sex;age;race``), the ``--sep`` to try. Only the header
 (or the Parquet schema) is read; messages name the file and the columns, never a value.
 """
 
@@ -25,11 +26,14 @@ from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 __all__ = [
     "PARQUET_SUFFIXES",
     "Source",
+    "column_hint",
     "file_columns",
+    "header_separator",
     "is_parquet",
     "open_file",
     "open_frame",
     "resolve_columns",
+    "unknown_column",
 ]
 
 _PARQUET_MAGIC = b"PAR1"
@@ -59,7 +63,7 @@ def resolve_columns(
         if not hits:  # then without surrounding spaces, on both sides
             hits = [i for i, a in enumerate(avail) if a.strip() == name.strip()]
         if not hits:
-            raise InvalidInputError(_unknown(name, avail, kind))
+            raise InvalidInputError(unknown_column(name, avail, kind))
         if len(hits) > 1:
             where = ", ".join(str(i + 1) for i in hits)
             raise InvalidInputError(
@@ -75,21 +79,49 @@ def resolve_columns(
     return tuple(positions)
 
 
-def _unknown(name: str, avail: Sequence[str], kind: str) -> str:
-    text = f"unknown {kind} {name!r}"
+#: Separators a header read as one column is checked for, most common first.
+_SEPARATORS = (",", ";", "\t", "|")
+
+
+def header_separator(available: Sequence[str]) -> str | None:
+    """The separator a header read as one column holds (``sex;age;race`` -> ``;``), as
+    ``--sep`` spells it (``\\t`` for a tab), or ``None``: the header has several columns, or
+    its one name holds none of ``, ; tab |``. Of several, the most frequent is chosen."""
+    if len(available) != 1:
+        return None
+    name = str(available[0])
+    counts = [(name.count(sep), -i, sep) for i, sep in enumerate(_SEPARATORS) if sep in name]
+    if not counts:
+        return None
+    sep = max(counts)[2]
+    return "\\t" if sep == "\t" else sep
+
+
+def column_hint(name: str, available: Sequence[str]) -> str:
+    """What to add to a message about ``name``, which is not among ``available``: the
+    ``--sep`` to try when the header came back as one column
+    (``; the header reads as one column, 'sex;age;race': did you mean --sep ';'?``), else the
+    closest column (`` (did you mean 'age'?)``), else nothing."""
+    avail = [str(a) for a in available]
+    sep = header_separator(avail)
+    if sep is not None:
+        header = avail[0] if len(avail[0]) <= 60 else f"{avail[0][:57]}..."
+        return f"; the header reads as one column, {header!r}: did you mean --sep '{sep}'?"
     close = difflib.get_close_matches(name.strip(), avail, n=1)
-    if close:
-        text += f" (did you mean {close[0]!r}?)"
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_column(name: str, available: Sequence[str], kind: str = "column") -> str:
+    """The message for ``name``, of the given ``kind``, that is not among ``available``, with
+    :func:`column_hint` and, unless the header came back as one column, the columns (names
+    only, up to 50)."""
+    avail = [str(a) for a in available]
+    text = f"unknown {kind} {name!r}{column_hint(name, avail)}"
+    if header_separator(avail) is not None:
+        return text
     shown = ", ".join(repr(a) for a in avail[:50])
     more = f" and {len(avail) - 50} more" if len(avail) > 50 else ""
-    text += f"; available columns: {shown}{more}"
-    if len(avail) == 1:
-        for sep in (";", "\t", "|"):
-            if sep in avail[0]:
-                shown_sep = "\\t" if sep == "\t" else sep
-                text += f" (the header reads as one column: try --sep '{shown_sep}')"
-                break
-    return text
+    return f"{text}; available columns: {shown}{more}"
 
 
 # ------------------------------------------------------------------------------- sources

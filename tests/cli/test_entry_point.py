@@ -38,8 +38,10 @@ def test_every_command_module_is_registered_in_help_order() -> None:
 
 
 def test_every_option_has_a_flag_of_the_assess_parser(capsys: pytest.CaptureFixture[str]) -> None:
-    fields = {f.name for f in dataclasses.fields(AssessmentOptions)} - {"thresholds"}
-    fields |= {f.name for f in dataclasses.fields(Thresholds)}
+    fields = {f.name for f in dataclasses.fields(AssessmentOptions)}
+    fields -= {"thresholds", "warn_thresholds"}
+    limits = {f.name for f in dataclasses.fields(Thresholds)}
+    fields |= limits | {f"warn_{name}" for name in limits}
     assert set(FLAG_NAMES) == fields
     with pytest.raises(SystemExit):
         build_parser().parse_args(["assess", "--help"])

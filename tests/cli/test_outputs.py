@@ -81,8 +81,12 @@ def test_assess_report_over_its_input_and_json_over_a_link_to_it(
     data: Path, tmp_path: Path
 ) -> None:
     before = digest(data)
-    code, _, err = run("assess", str(data), "--qi", "a", "--report", str(data))
-    one_line_error(code, err)
+    # --report takes only an HTML name: an input named like one is still never overwritten
+    named_html = tmp_path / "d.html"
+    named_html.write_bytes(data.read_bytes())
+    code, _, err = run("assess", str(named_html), "--qi", "a", "--report", str(named_html))
+    assert "input file" in one_line_error(code, err)
+    assert digest(named_html) == before
     link = tmp_path / "link.json"
     link.symlink_to(data)
     code, _, err = run("assess", str(data), "--qi", "a", "--json", str(link))
@@ -107,7 +111,7 @@ def test_assess_json_over_the_population_table(data: Path, tmp_path: Path) -> No
 
 
 def test_json_and_report_naming_the_same_file(data: Path, tmp_path: Path) -> None:
-    out = tmp_path / "x.json"
+    out = tmp_path / "x.html"
     code, _, err = run("assess", str(data), "--qi", "a", "--json", str(out), "--report", str(out))
     assert "name the same file" in one_line_error(code, err)
     assert not out.exists()
@@ -129,12 +133,14 @@ def test_datafly_output_over_a_hierarchy_file(data: Path, hierarchy: Path) -> No
 
 
 def test_datafly_report_over_a_hierarchy_file(data: Path, hierarchy: Path, tmp_path: Path) -> None:
-    before = digest(hierarchy)
+    named_html = tmp_path / "h_a.html"  # --report takes only an HTML name
+    named_html.write_bytes(hierarchy.read_bytes())
+    before = digest(named_html)
     code, _, err = run(
-        *datafly_args(data, hierarchy, tmp_path / "r.csv", "--report", str(hierarchy))
+        *datafly_args(data, named_html, tmp_path / "r.csv", "--report", str(named_html))
     )
-    one_line_error(code, err)
-    assert digest(hierarchy) == before
+    assert "hierarchy file of a" in one_line_error(code, err)
+    assert digest(named_html) == before
 
 
 def test_datafly_json_in_a_missing_directory_replaces_nothing(
