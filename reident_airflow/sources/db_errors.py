@@ -9,9 +9,11 @@ syntax for type integer: "..."``, a text that cannot be decoded, a duplicate key
   class, its message naming only the driver's exception class and code
   (:class:`DriverErrorWithheld`);
 - connecting (:func:`connection_error`): no statement has run and no record has been read, so
-  the driver's own message is shown (``server does not support SSL``, ``access denied``), with
-  any ``[SQL: ...]`` or ``[parameters: ...]`` part cut off; the SQLAlchemy class is kept, so
-  Airflow still retries it as a connection error;
+  the driver's own message is shown (``server does not support SSL``, ``access denied``), on
+  one line, with any ``[SQL: ...]`` or ``[parameters: ...]`` part cut off and the URL's
+  password masked; given the URL, the message also names the backend, host, port, database and
+  user (:func:`describe_database`; :func:`located_error` adds them later). The SQLAlchemy class
+  is kept, so Airflow still retries it as a connection error;
 - writes (:func:`write_error`): a :class:`TableWriteError` naming the step, the table, the counts
   and the database's code, and whether a retry can help (``deterministic``).
 """
@@ -36,8 +38,11 @@ __all__ = [
     "connection_error",
     "database_error_code",
     "database_errors",
+    "describe_database",
     "driver_error",
+    "failure_message",
     "guarded",
+    "located_error",
     "wrapped_driver_error",
     "write_error",
 ]
@@ -135,8 +140,20 @@ class DriverConnectionError(Exception):
 
     Connecting runs no statement of ours and reads no record, so the message (a refused TLS
     handshake, a wrong password, an unknown host) holds nothing of the data and is what the
-    user needs to act on.
+    user needs to act on. ``reason`` is that message, ``driver`` the driver's class and code,
+    ``location`` where the connection was going (:func:`describe_database`; ``None``: not
+    known where the error was made).
     """
+
+    def __init__(self, reason: str, driver: str, location: str | None = None) -> None:
+        self.reason = reason
+        self.driver = driver
+        self.location = location
+        where = f" to {location}" if location else ""
+        super().__init__(f"{driver}: could not connect{where}: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason, self.driver, self.location))
 
 
 class TableWriteError(ReidentError):
@@ -282,13 +299,96 @@ def _withheld(exc: DBAPIError) -> DBAPIError:
     )
 
 
-def connection_error(exc: DBAPIError) -> DBAPIError:
+# Default ports of the backends, for a URL that names none.
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306, "mssql": 1433, "oracle": 1521}
+
+
+def describe_database(url: str | sa.URL) -> str:
+    """Where a URL points, for messages: ``the postgresql database 'test' on 127.0.0.1:5432
+    as user 'etl'`` (the port the driver uses when the URL names none); never the password or
+    the query string. A URL SQLAlchemy cannot parse is ``the database``."""
+    try:
+        parsed = sa.make_url(url)
+    except (sa.exc.ArgumentError, ValueError):
+        return "the database"
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return f"the sqlite database {parsed.database or ':memory:'!r}"
+    text = f"the {backend} database"
+    if parsed.database:
+        text += f" {parsed.database!r}"
+    port = parsed.port or _DEFAULT_PORTS.get(backend)
+    if parsed.host:
+        text += f" on {parsed.host}{f':{port}' if port else ''}"
+    if parsed.username:
+        text += f" as user {parsed.username!r}"
+    return text
+
+
+def _reason(orig: BaseException | None, password: str | None) -> str:
+    """A driver's connection message on one line, without SQLAlchemy's additions and with the
+    password masked (a driver may echo its connection string)."""
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    if len(args) == 2 and isinstance(args[0], int) and isinstance(args[1], str):
+        text = args[1]  # PyMySQL/mysqlclient: (errno, message)
+    else:
+        text = str(orig)
+    text = _SQLALCHEMY_PARTS.sub("", text)
+    if password:
+        text = text.replace(password, "***")
+    return " ".join(text.split()) or "no message"
+
+
+def connection_error(exc: DBAPIError, url: str | sa.URL | None = None) -> DBAPIError:
     """An error raised while connecting, as the same SQLAlchemy class with the driver's own
-    message (and its class and code), cut before any ``[SQL: ...]``/``[parameters: ...]``."""
-    message = _SQLALCHEMY_PARTS.sub("", str(exc.orig)).strip() or "no message"
+    message (and its class and code), cut before any ``[SQL: ...]``/``[parameters: ...]``;
+    with ``url``, naming where the connection was going (:func:`describe_database`)."""
+    password = _password(url)
+    location = describe_database(url) if url is not None else None
     return _standing_in(
-        exc, DriverConnectionError(f"{driver_error(exc.orig)}: could not connect: {message}")
+        exc, DriverConnectionError(_reason(exc.orig, password), driver_error(exc.orig), location)
     )
+
+
+def _password(url: str | sa.URL | None) -> str | None:
+    if url is None:
+        return None
+    try:
+        password = sa.make_url(url).password
+    except (sa.exc.ArgumentError, ValueError):
+        return None
+    return str(password) if password else None
+
+
+def located_error(exc: BaseException, url: str | sa.URL) -> BaseException:
+    """``exc`` naming the database of ``url`` when it is a failure to connect made by
+    :func:`connection_error` without a location (the same SQLAlchemy class); any other
+    exception is returned as it is."""
+    orig = getattr(exc, "orig", None)
+    if not isinstance(exc, DBAPIError) or not isinstance(orig, DriverConnectionError):
+        return exc
+    if orig.location is not None:
+        return exc
+    reason = orig.reason
+    password = _password(url)
+    if password:
+        reason = reason.replace(password, "***")
+    return _standing_in(exc, DriverConnectionError(reason, orig.driver, describe_database(url)))
+
+
+def failure_message(exc: BaseException) -> str | None:
+    """What to tell a user about a database failure made by this module: the connection
+    failure (where and why), or a failure during a read (the driver's class and code only);
+    ``None`` for any other exception."""
+    orig = getattr(exc, "orig", None)
+    if not isinstance(exc, DBAPIError):
+        return None
+    if isinstance(orig, DriverConnectionError):
+        where = f" to {orig.location}" if orig.location else ""
+        return f"could not connect{where}: {orig.reason} ({orig.driver})"
+    if isinstance(orig, DriverErrorWithheld):
+        return f"the database failed during the read: {orig}"
+    return None
 
 
 @contextmanager
