@@ -338,6 +338,10 @@ class StagedTableOperator(ReidentOperator):
             return [(None, None, str(self.path))]
         if self.table:
             return [(self.conn_id, self.schema or None, str(self.table))]
+        if self.sql and self.conn_id:
+            from reident_airflow.operators.lineage import tables_in_sql
+
+            return [(self.conn_id, schema, table) for schema, table in tables_in_sql(self.sql)]
         return []
 
     def read_table(self, from_file: Callable[[Path], T], from_engine: Callable[[Engine], T]) -> T:

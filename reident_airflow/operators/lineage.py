@@ -28,6 +28,7 @@ __all__ = [
     "file_dataset",
     "operator_lineage",
     "report_assertions",
+    "tables_in_sql",
 ]
 
 #: Threshold name -> (measure in the assessment JSON, ``"<="`` or ``">="``).
@@ -184,6 +185,20 @@ def dataset_of(
     if scheme == "postgres":
         return namespace, ".".join([str(db), schema or "public", table])
     return namespace, ".".join(str(p) for p in (schema or db, table) if p)
+
+
+def tables_in_sql(sql: str) -> list[tuple[str | None, str]]:
+    """``(schema, table)`` of each table a ``SELECT`` reads, by the OpenLineage provider's SQL
+    parser; empty without the provider or when the statement cannot be parsed."""
+    try:
+        from airflow.providers.openlineage.sqlparser import SQLParser
+
+        meta = SQLParser(dialect="generic").parse([sql])
+    except Exception:  # no provider, or a statement the parser does not know
+        return []
+    if meta is None:
+        return []
+    return [(t.schema, t.name) for t in meta.in_tables]
 
 
 def _report_of(operator: Any, task_instance: Any) -> Mapping[str, Any] | None:

@@ -1,0 +1,78 @@
+"""The DAG of ``test_lineage.py``, run by ``dag.test()`` in a subprocess whose Airflow home
+has the OpenLineage file transport configured (see that test). Prints ``RESULT <json>``:
+the task states and each task's report link as the run stored it."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+
+from airflow.sdk import DAG
+
+from reident_airflow.operators import DataflyOperator, ReidentificationRiskOperator
+
+CSV = os.environ["REIDENT_LINEAGE_CSV"]
+OUT = os.environ["REIDENT_LINEAGE_OUT"]
+
+with DAG(
+    "reident_lineage",
+    schedule=None,
+    start_date=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+    params={"staged": "staged"},
+) as dag:
+    ReidentificationRiskOperator(
+        task_id="passes",
+        path=CSV,
+        sep=";",
+        quasi_identifiers="age",
+        min_k=1,
+        max_average_risk=0.6,
+        report_path=f"{OUT}/passes.html",
+        report_base_url="https://reports.example.org/runs/",
+    )
+    ReidentificationRiskOperator(
+        task_id="breaches",
+        conn_id="lineage_db",
+        sql="release.sql",  # a template file next to this DAG
+        quasi_identifiers="age,gender,zipcode",
+        min_k=2,
+        report_path=f"file://{OUT}/breaches.html",
+    )
+    ReidentificationRiskOperator(
+        task_id="partition",
+        conn_id="lineage_db",
+        table="staged",
+        where="gender = 'male'",
+        quasi_identifiers="age",
+        min_k=1,
+    )
+    DataflyOperator(
+        task_id="datafly",
+        path=CSV,
+        sep=";",
+        quasi_identifiers="age",
+        k=2,
+        hierarchies={"age": {"type": "interval", "widths": [10], "top": "*"}},
+        target_path=f"{OUT}/release.csv",
+    )
+
+
+def main() -> None:
+    from airflow.serialization.definitions.operatorlink import XComOperatorLink
+
+    from reident_airflow.operators.report_link import ReidentReportLink
+
+    run = dag.test()
+    link = ReidentReportLink()
+    # what the UI renders: the serialized operator's link reads the XCom the task stored
+    shown = XComOperatorLink(name=link.name, xcom_key=link.xcom_key)
+    result = {
+        ti.task_id: {"state": str(ti.state), "link": shown.get_link(None, ti_key=ti.key)}
+        for ti in run.get_task_instances()
+    }
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

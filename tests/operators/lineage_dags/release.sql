@@ -1,0 +1,1 @@
+SELECT age, gender, zipcode FROM {{ params.staged }}
