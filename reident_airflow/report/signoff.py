@@ -33,34 +33,18 @@ _TEXTS = ("reviewer", "role", "conditions")
 
 @dataclass(frozen=True, kw_only=True)
 class SignOff:
-    """A reviewer's decision on a release; any field left ``None`` is a blank to fill in.
-
-    ``decision`` is one of :data:`DECISIONS`; ``conditions`` only goes with
-    ``"approve with conditions"``.
-    """
+    """A reviewer's decision on a release; any field left ``None`` is a blank to fill in."""
 
     reviewer: str | None = None
+    """Who reviewed the release."""
     role: str | None = None
+    """Their role (e.g. "privacy officer", "data custodian")."""
     decision: str | None = None
+    """One of :data:`DECISIONS`."""
     conditions: str | None = None
+    """The conditions of an ``"approve with conditions"`` (with no other decision)."""
     date: Date | None = None
-
-    def __post_init__(self) -> None:
-        for name in _TEXTS:
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(f"sign-off {name} must be text, got {value!r}")
-        if self.decision is not None and self.decision not in DECISIONS:
-            raise InvalidInputError(
-                f"sign-off decision must be one of {', '.join(map(repr, DECISIONS))}, "
-                f"got {self.decision!r}"
-            )
-        if self.conditions and self.decision not in (None, "approve with conditions"):
-            raise InvalidInputError(
-                f"sign-off conditions go with 'approve with conditions', not {self.decision!r}"
-            )
-        if self.date is not None and not isinstance(self.date, Date):
-            raise InvalidInputError(f"sign-off date must be a date, got {self.date!r}")
+    """The day of the decision."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -76,3 +60,20 @@ class SignOff:
             except ValueError:
                 raise InvalidInputError(f"sign-off date is not an ISO date: {raw_date!r}") from None
         return cls(**{**data, "date": raw_date})
+
+    def __post_init__(self) -> None:
+        not_text = [n for n in _TEXTS if not isinstance(getattr(self, n), str | None)]
+        if not_text:
+            value = getattr(self, not_text[0])
+            raise InvalidInputError(f"sign-off {not_text[0]} must be text, got {value!r}")
+        if self.decision is not None and self.decision not in DECISIONS:
+            raise InvalidInputError(
+                f"sign-off decision must be one of {', '.join(map(repr, DECISIONS))}, "
+                f"got {self.decision!r}"
+            )
+        if self.conditions and self.decision not in (None, "approve with conditions"):
+            raise InvalidInputError(
+                f"sign-off conditions go with 'approve with conditions', not {self.decision!r}"
+            )
+        if self.date is not None and not isinstance(self.date, Date):
+            raise InvalidInputError(f"sign-off date must be a date, got {self.date!r}")

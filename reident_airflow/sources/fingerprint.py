@@ -65,28 +65,33 @@ CHUNK_BYTES = 1 << 20
 
 @dataclass(frozen=True, kw_only=True)
 class InputFingerprint:
-    """What identifies the input of an assessment (see the module's docstring).
-
-    ``kind`` is ``"file"`` or ``"database"``; ``location`` the path, or the database URL
-    without its password; ``table`` the table as named (``schema.table``); ``query_sha256``
-    the SHA-256 of a query's text; ``rows`` the number of rows read; ``size_bytes`` and
-    ``sha256`` a file's size and content hash; ``snapshot`` what identifies the database
-    snapshot; ``server_time`` the database's clock when it was read; ``taken_at`` this
-    machine's UTC clock when the fingerprint was taken. ``None``: not available for this kind
-    of input.
-    """
+    """What identifies the input of an assessment (see the module's docstring); a field is
+    ``None`` when it is not available for this kind of input."""
 
     kind: str
+    """``"file"`` or ``"database"``."""
     location: str
+    """The path, or the database URL without its password and query options."""
     taken_at: str
+    """This machine's UTC clock when the fingerprint was taken (ISO 8601)."""
     table: str | None = None
+    """The table as named (``schema.table``); ``None`` for a file or a query."""
     query_sha256: str | None = None
+    """The SHA-256 of a query's text (the text itself is not kept)."""
     rows: int | None = None
+    """How many rows were read (a Parquet footer's count, a database's ``COUNT(*)``, or the
+    count the caller passed)."""
     size_bytes: int | None = None
+    """A file's size (a directory's: the sum of its files')."""
     sha256: str | None = None
+    """A file's content hash (a directory's: one digest over its files' digests)."""
     dialect: str | None = None
+    """The database's SQLAlchemy dialect (``postgresql``, ``mariadb``, ``mysql``, ``sqlite``)."""
     snapshot: str | None = None
+    """What identifies the snapshot the count saw (PostgreSQL ``pg_current_snapshot()``,
+    MariaDB ``@@gtid_current_pos``)."""
     server_time: str | None = None
+    """The database's clock when it was read."""
 
     def to_dict(self) -> dict[str, Any]:
         """The assessment JSON's ``"input"`` object (every key present; ``null`` when not
