@@ -279,7 +279,13 @@ class ReidentOperator(BaseOperator):
 
 class StagedTableOperator(ReidentOperator):
     """A reident operator that reads one staged table: a file (``path``, ``sep``) or a table
-    or query of a connection (``conn_id`` with ``table`` or ``sql``, and ``schema``)."""
+    or query of a connection (``conn_id`` with ``table`` or ``sql``, and ``schema``).
+
+    ``sql`` may name a ``.sql`` file (read as a Jinja template, like Airflow's SQL operators).
+    ``where`` (with ``table`` only) gates one partition without a whole ``SELECT``:
+    ``where="day = '{{ ds }}'"`` reads ``SELECT * FROM <table> WHERE day = '...'``, the table
+    quoted by the database's dialect; the condition is SQL of the DAG's author, as ``sql`` is.
+    """
 
     def __init__(
         self,

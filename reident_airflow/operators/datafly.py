@@ -60,15 +60,19 @@ class DataflyOperator(StagedTableOperator):
 
     Returns the ``reident.datafly/v1`` report (aggregates only: levels, steps, counts,
     information loss) with ``"passed": true`` and ``"output"`` (where it wrote and how many
-    records) as XCom, also pushed under ``reident_report``. When k cannot be reached within the
+    records) as XCom (``return_value``). When k cannot be reached within the
     limit the task fails without retries (:class:`ReidentificationBreach`, ``check="datafly"``)
-    after pushing the best attempt (``"passed": false``); nothing is written. Bad parameters and
+    after pushing the best attempt (``"passed": false``, as ``return_value``); nothing is
+    written. Bad parameters and
     input (unknown QI, a hierarchy that does not cover a value) fail now too; connection and
     SQL errors are raised as they are, so Airflow's retries apply.
 
     ``report_path`` (templated; a local path or an object-storage URL): where to write a
     self-contained HTML report of the run, also when k cannot be reached; its location is
-    pushed to XCom under ``reident_report_path``. Needs the ``report`` extra (matplotlib).
+    pushed to XCom under ``report_location`` and its URL, when it has one (``report_base_url``
+    or an object-storage URL), under ``report_url``: the task's "Re-identification report"
+    link. Needs the ``report`` extra (matplotlib). ``where``, ``database``, ``hook_params``:
+    see :class:`~reident_airflow.operators.base.ReidentOperator` and ``StagedTableOperator``.
     """
 
     template_fields: Sequence[str] = (

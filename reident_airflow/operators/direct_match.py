@@ -47,14 +47,16 @@ class DirectMatchProtectionOperator(ReidentOperator):
     :param columns: score only these columns (list or comma-separated string); default: every
         column of both tables but the key.
     :param report_path: where to write the HTML report of the run (templated; a local path or
-        an object-storage URL); its location is pushed to XCom under ``reident_report_path``.
+        an object-storage URL); its location is pushed to XCom under ``report_location`` and
+        its URL (``report_base_url``, or an object-storage URL) under ``report_url``, the
+        task's "Re-identification report" link.
     :param on_breach: ``"fail"`` (default: :class:`ReidentificationBreach`, no retries, the
         breach notifier's ``check`` is ``"direct_match"``), ``"skip"`` (the task and its
         downstream are skipped) or ``"warn"`` (log, succeed).
 
     Returns the ``reident.direct_match/v1`` JSON (aggregates only: counts, protections, column
-    names; it is what ``reident direct-match --json`` writes) as XCom, and also pushes it under
-    ``reident_report`` before failing on a breach. Bad parameters and bad input (different row
+    names; it is what ``reident direct-match --json`` writes) as XCom (``return_value``, pushed
+    before failing on a breach too). Bad parameters and bad input (different row
     counts, a key missing or not unique, no column in common, an empty table) fail now;
     connection and SQL errors are raised as they are, so Airflow's retries apply.
     """

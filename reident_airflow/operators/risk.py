@@ -29,7 +29,9 @@ class ReidentificationRiskOperator(StagedTableOperator):
 
     The table is either in a database (``conn_id`` with ``table`` or ``sql``; the ``GROUP BY``
     runs in the database and only one row per equivalence class is fetched) or a CSV / Parquet
-    file (``path``, local or an object-storage URL Airflow supports).
+    file (``path``, local or an object-storage URL Airflow supports). ``where`` narrows a
+    ``table`` to the rows of one partition (``"day = '{{ ds }}'"``) without a whole ``SELECT``;
+    ``sql`` may name a ``.sql`` template file.
 
     :param quasi_identifiers: QI columns (list, or comma-separated string; templated).
     :param conn_id: Airflow connection of the staging database.
@@ -62,10 +64,12 @@ class ReidentificationRiskOperator(StagedTableOperator):
         (e.g. ``"1GB"``; templated); beyond it, it spills to a temporary folder.
     :param report_path: where to write a self-contained HTML risk report (templated; a local
         path or an object-storage URL), also when the gate is breached; its location is pushed
-        to XCom under ``reident_report_path``. Needs the ``report`` extra (matplotlib).
+        to XCom under ``report_location``, its URL (``report_base_url``, or an object-storage
+        URL) under ``report_url``: the task's "Re-identification report" link. Needs the
+        ``report`` extra (matplotlib).
 
-    Returns the assessment JSON (``reident.assessment/v1``, aggregates only) as XCom, and also
-    pushes it under ``reident_report`` before failing on a breach. Connection and SQL errors
+    Returns the assessment JSON (``reident.assessment/v1``, aggregates only) as XCom
+    (``return_value``, pushed before failing on a breach too). Connection and SQL errors
     are raised as they are, so Airflow's retries apply; bad parameters and breaches fail now.
     """
 
