@@ -61,7 +61,8 @@ table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; font-size: 1
 th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); }
 th { color: var(--muted); font-weight: 600; font-size: 12.5px; text-transform: uppercase;
      letter-spacing: 0.03em; background: #fafbfc; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
 tr.chosen td { background: #eaf3f8; font-weight: 600; }
 tr.breach td { background: var(--bad-bg); }
 .badge {
@@ -114,7 +115,7 @@ td code, dd { overflow-wrap: anywhere; }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
 /* narrow screens (phones, split windows): every table reflows into one block per row, each
    cell under its column's name, so no column is cut off at the right edge */
-@media (max-width: 640px) {
+@media screen and (max-width: 760px) {
   body { font-size: 14.5px; }
   main { padding: 16px 10px 28px; }
   section.card { padding: 14px 12px; }
@@ -144,7 +145,10 @@ td code, dd { overflow-wrap: anywhere; }
   section.card, .verdict, tr, figure.chart { box-shadow: none; break-inside: avoid-page; }
   figure.chart .chart-box { overflow: visible; }
   figure.chart svg.chart { min-width: 0; }
+  table { font-size: 12px; }
+  th, td { padding: 4px 6px; }
   nav.toc { display: none; }
   a { color: inherit; text-decoration: none; }
+  .verdict, .badge, tr.breach td { print-color-adjust: exact; -webkit-print-color-adjust: exact; }
 }
 """

@@ -159,9 +159,11 @@ def load_page(
     expressions: dict[str, str],
     width: int = 1200,
     settle: float = 0.3,
+    media: str | None = None,
 ) -> PageRun:
     """Open ``url``, record every request, evaluate ``expressions`` (name -> JS returning a
-    JSON value) and take a full-page PNG screenshot."""
+    JSON value) and take a full-page PNG screenshot; ``media="print"`` lays the page out
+    with its print styles (CSS media emulation), as a browser does for a printout."""
     run = PageRun()
     with tempfile.TemporaryDirectory(prefix="reident-chromium-") as profile:
         in_r, in_w = os.pipe()  # we write, Chromium reads on fd 3
@@ -185,7 +187,7 @@ def load_page(
         os.close(child_out)
         pipe = _Pipe(proc, in_w, out_r)
         try:
-            _drive(pipe, url, expressions, width, settle, run)
+            _drive(pipe, url, expressions, (width, media), settle, run)
         finally:
             try:
                 pipe.send("Browser.close")
@@ -199,8 +201,14 @@ def load_page(
 
 
 def _drive(
-    pipe: _Pipe, url: str, expressions: dict[str, str], width: int, settle: float, run: PageRun
+    pipe: _Pipe,
+    url: str,
+    expressions: dict[str, str],
+    layout: tuple[int, str | None],
+    settle: float,
+    run: PageRun,
 ) -> None:
+    width, media = layout
     target = pipe.call("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = pipe.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     for domain in ("Page", "Network", "Runtime", "Log"):
@@ -210,6 +218,8 @@ def _drive(
         {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
         session=session,
     )
+    if media is not None:
+        pipe.call("Emulation.setEmulatedMedia", {"media": media}, session=session)
     pipe.events.clear()
     pipe.call("Page.navigate", {"url": url}, session=session)
     pipe.wait_event("Page.loadEventFired")

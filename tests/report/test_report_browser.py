@@ -258,9 +258,39 @@ def test_the_400_px_check_sees_a_cut_off_column(
     """The geometry check is not blind: without the small-screen rules the table keeps its
     five columns and the limit and result cells fall outside the 400 px viewport."""
     html = _narrow_report(breaching_assessment, direct_match_result, datafly_result)
-    assert html.count("@media (max-width: 640px)") == 1
+    assert html.count("@media screen and (max-width: 760px)") == 1
     page = tmp_path / "wide-only.html"
-    page.write_text(html.replace("@media (max-width: 640px)", "@media (max-width: 1px)"))
+    page.write_text(
+        html.replace("@media screen and (max-width: 760px)", "@media screen and (max-width: 1px)")
+    )
     run = load_page(chromium, page.as_uri(), expressions=_NARROW_CHECKS, width=NARROW)
     cut = _cut_off(run.evaluated)
     assert any(" result " in c for c in cut) and any(" limit " in c for c in cut), cut
+
+
+def test_report_in_print_layout(
+    chromium: str,
+    breaching_assessment: dict[str, Any],
+    direct_match_result: dict[str, Any],
+    datafly_result: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    """Printed on A4 portrait (210 mm = 794 CSS px, less about 10 mm margins each side: about
+    720 px): no sideways overflow, the threshold table keeps its columns, the charts fit the
+    page (no scrolling on paper), the navigation is left out."""
+    html = _narrow_report(breaching_assessment, direct_match_result, datafly_result)
+    page = tmp_path / "print.html"
+    page.write_text(html, encoding="utf-8")
+    checks = {
+        **_NARROW_CHECKS,
+        "header_shown": "getComputedStyle(document.querySelector('#gate thead')).display",
+        "toc": "getComputedStyle(document.querySelector('nav.toc')).display",
+    }
+    run = load_page(chromium, page.as_uri(), expressions=checks, width=720, media="print")
+    (artifacts_dir() / "report-print.png").write_bytes(run.screenshot)
+    found = run.evaluated
+    assert found["page_width"] <= 720
+    assert found["header_shown"] != "none" and found["toc"] == "none"
+    assert _cut_off(found) == []
+    for chart in found["charts"]:
+        assert chart["box_right"] <= 720 and chart["width"] <= 720, chart
