@@ -133,6 +133,8 @@ def test_sphinx_markup_is_rendered(site: Path) -> None:
     # a role naming a documented object is a link to its entry (the operator's docstring
     # names ReidentificationBreach, documented on the same page)
     assert 'href="#reident_airflow.outcomes.ReidentificationBreach"' in pages["operators"]
+    # a docstring's "docs/metrics.md §6" is a link to that section of the site
+    assert 'href="../../metrics/#6-individual-risk-and-special-uniques"' in pages["operators"]
     # a `#:` comment above a constant is its docstring, so the constant is documented
     assert 'id="reident_airflow.gx.MEASURES"' in pages["gx"]
 

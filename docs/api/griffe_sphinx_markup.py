@@ -11,7 +11,9 @@ Markdown, where none of these but the fields mean anything. This extension, load
   entry when the site documents it, its name in code font otherwise (never a warning);
 - a ``#:`` comment block above an attribute becomes that attribute's docstring;
 - ``text::`` before an indented block becomes ``text:``, and a ``.. code-block::`` line is
-  dropped: the indented block is then a Markdown code block.
+  dropped: the indented block is then a Markdown code block;
+- a citation of a reference page, ``docs/metrics.md §4``, becomes a link to that section of
+  the site (to the page alone when it has no such section).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import griffe
+from markdown.extensions.toc import slugify
 
 __all__ = ["SphinxMarkup"]
 
@@ -33,6 +36,36 @@ DIRECTIVE = re.compile(r"^\s*\.\. code-block::.*$", re.MULTILINE)
 #: reST's literal-block markers: ``text::`` reads "text:", `` ::`` and a lone ``::`` vanish.
 LITERAL_ALONE = re.compile(r"^\s*::\s*$|\s+::$", re.MULTILINE)
 LITERAL_INTRO = re.compile(r"::$", re.MULTILINE)
+
+#: ``docs/metrics.md``, ````docs/metrics.md````, either followed by ``§4``.
+PAGE_CITATION = re.compile(
+    r"(?<![\w/])(?P<code>``)?docs/(?P<page>[a-z_]+)\.md(?(code)``)(?:\s*§\s*(?P<section>\d+))?"
+)
+#: The site's pages (this file is in docs/api/; the API pages are one folder down from them).
+DOCS = Path(__file__).resolve().parent.parent
+SECTION_HEADING = re.compile(r"^## (?P<number>\d+)\. .*$", re.MULTILINE)
+
+
+def _section_slugs(page: str) -> dict[str, str] | None:
+    """``{"4": "4-population-uniqueness", ...}`` of a reference page; None if no such page."""
+    path = DOCS / f"{page}.md"
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    return {m["number"]: slugify(m[0][3:].strip(), "-") for m in SECTION_HEADING.finditer(text)}
+
+
+def _citation(match: re.Match[str]) -> str:
+    slugs = _section_slugs(match["page"])
+    if slugs is None:
+        return match[0]
+    section = match["section"]
+    anchor = f"#{slugs[section]}" if section in slugs else ""
+    name = f"docs/{match['page']}.md"
+    title = f"`{name}`" if match["code"] else name
+    if section:
+        title += f" §{section}"
+    return f"[{title}](../{match['page']}.md{anchor})"
 
 
 def _resolve(obj: griffe.Object, target: str) -> str:
@@ -79,6 +112,7 @@ def _convert(obj: griffe.Object, text: str) -> str:
     text = DIRECTIVE.sub("", text)
     text = LITERAL_ALONE.sub("", text)
     text = LITERAL_INTRO.sub(":", text)
+    text = PAGE_CITATION.sub(_citation, text)
     return ROLE.sub(lambda match: _role(obj, match), text)
 
 
