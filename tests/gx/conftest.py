@@ -117,3 +117,15 @@ def postgres_adult() -> Iterator[tuple[str, str]]:
         with engine.begin() as conn:
             sa.Table(table, sa.MetaData()).drop(conn, checkfirst=True)
         engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def fresh_process(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What one fresh interpreter saw before and after ``import reident_airflow.gx``.
+
+    See :mod:`tests.gx._fresh`: saved contexts run without and with the package, the suite
+    file read by plain GE, GE's registries, ``check_context``.
+    """
+    from tests.gx._fresh import run_fresh
+
+    return run_fresh(tmp_path_factory.mktemp("fresh-process"))

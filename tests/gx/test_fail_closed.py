@@ -3,16 +3,14 @@
 GE 1.24 drops every expectation whose type is not registered when it loads a suite (it logs a
 traceback and goes on) and validates what is left, so a file context saved with the reident
 suite, loaded by a process that never imported ``reident_airflow.gx``, validated a k = 1
-table as ``success=True`` (issue 16). Each process below is a fresh interpreter: the one
-that saves the context imports the package, the one that runs it may not.
+table as ``success=True`` (issue 16). The contexts are saved by this process, which imports
+the package; they are loaded and run by a fresh interpreter, first without the package, then
+with it (``fresh_process``, :mod:`tests.gx._fresh`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,135 +28,51 @@ from reident_airflow.gx import (
     load_suite,
     run_release_checkpoint,
 )
-from tests.conftest import ROOT
+from tests.gx._fresh import SUITE
 from tests.gx.conftest import new_context
 
-SUITE = ROOT / "expectations" / "adult_release.suite.json"
-#: every record unique on sex, age, race: k = 1
-UNIQUE = "sex,age,race\nMale,30,White\nFemale,40,Black\nMale,50,Asian-Pac-Islander\n"
 
-SAVE = """
-import json, sys
-import great_expectations as gx
-from great_expectations.core.expectation_suite import ExpectationSuite
-from reident_airflow.gx import load_suite
-
-root, guarded = sys.argv[1], sys.argv[2] == "guarded"
-context = gx.get_context(mode="file", project_root_dir=root)
-suite = load_suite({suite!r})
-if not guarded:  # the suite as saved before the guard existed
-    suite = ExpectationSuite(name=suite.name, expectations=suite.expectations[1:])
-suite = context.suites.add(suite)
-source = context.data_sources.add_pandas_filesystem("files", base_directory=root)
-batch = source.add_csv_asset("release").add_batch_definition_path("one", path="release.csv")
-definition = context.validation_definitions.add(
-    gx.ValidationDefinition(name="release", data=batch, suite=suite)
-)
-context.checkpoints.add(gx.Checkpoint(name="release_gate", validation_definitions=[definition]))
-"""
-
-RUN = """
-import json, sys
-import great_expectations as gx
-if sys.argv[2] == "import":
-    import reident_airflow.gx
-context = gx.get_context(mode="file", project_root_dir=sys.argv[1])
-out = {"loaded": len(context.suites.get("adult_release").expectations)}
-try:
-    result = context.checkpoints.get("release_gate").run()
-except Exception as exc:
-    out.update(success=None, error=type(exc).__name__, message=str(exc))
-else:
-    [validation] = result.run_results.values()
-    out.update(success=result.success, evaluated=len(validation.results))
-out["reident_imported"] = "reident_airflow.gx" in sys.modules
-print(json.dumps(out))
-"""
-
-
-def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GX_ANALYTICS_ENABLED": "false"}
-    return subprocess.run(
-        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", code, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
-
-
-def saved_context(root: Path, *, guarded: bool) -> Path:
-    """A file context at ``root`` with the example suite and a checkpoint on a k = 1 CSV."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "release.csv").write_text(UNIQUE, encoding="utf-8")
-    done = _python(SAVE.format(suite=str(SUITE)), str(root), "guarded" if guarded else "bare")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return root
-
-
-def run_saved(root: Path, *, import_reident: bool) -> dict[str, Any]:
-    done = _python(RUN, str(root), "import" if import_reident else "no-import")
-    assert done.returncode == 0, done.stderr[-3000:]
-    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["reident_imported"] is import_reident
-    return out
-
-
-def test_without_the_package_a_guarded_suite_does_not_succeed(tmp_path: Path) -> None:
+def test_without_the_package_a_guarded_suite_does_not_succeed(
+    fresh_process: dict[str, Any],
+) -> None:
     """The fix: the saved suite carries the guard; without the package GE raises."""
-    out = run_saved(saved_context(tmp_path, guarded=True), import_reident=False)
+    out = fresh_process["without"]["guarded"]
+    assert out["reident_imported"] is False
     assert out["loaded"] == 1  # GE kept the guard only: the reident expectations are gone
     assert out["success"] is None
     assert out["error"] == "SuiteParameterError"
     assert "reident_expectations_loaded" in out["message"]
 
 
-def test_with_the_package_the_guarded_suite_evaluates_everything(tmp_path: Path) -> None:
-    out = run_saved(saved_context(tmp_path, guarded=True), import_reident=True)
+def test_with_the_package_the_guarded_suite_evaluates_everything(
+    fresh_process: dict[str, Any],
+) -> None:
+    out = fresh_process["with"]["guarded"]
     assert out == {"loaded": 5, "success": False, "evaluated": 5, "reident_imported": True}
 
 
-def test_without_the_guard_ge_still_fails_open(tmp_path: Path) -> None:
+def test_without_the_guard_ge_still_fails_open(fresh_process: dict[str, Any]) -> None:
     """What remains (README): a suite saved without the guard still succeeds without the package.
 
     This is issue 16 as reported, and what every suite saved before the guard does: GE drops
     the four reident expectations and the checkpoint validates nothing, successfully. If GE
     ever refuses this, the test fails and the README can say so.
     """
-    root = saved_context(tmp_path, guarded=False)
-    assert run_saved(root, import_reident=False) == {
+    assert fresh_process["without"]["bare"] == {
         "loaded": 0,
         "success": True,
         "evaluated": 0,
         "reident_imported": False,
     }
-    out = run_saved(root, import_reident=True)
-    assert out["loaded"] == 4 and out["success"] is False
+    out = fresh_process["with"]["bare"]
+    assert out["loaded"] == 4 and out["success"] is False and out["reident_imported"] is True
 
 
-CHECK = """
-import json, sys
-import great_expectations as gx
-from reident_airflow.gx import SuiteIncompleteError, check_context
-context = gx.get_context(mode="file", project_root_dir=sys.argv[1])
-try:
-    print(json.dumps({"counts": check_context(context)}))
-except SuiteIncompleteError as exc:
-    print(json.dumps({"error": str(exc)}))
-"""
-
-
-def test_check_context_accepts_a_guarded_suite_and_names_a_bare_one(tmp_path: Path) -> None:
-    guarded = saved_context(tmp_path / "guarded", guarded=True)
-    bare = saved_context(tmp_path / "bare", guarded=False)
-    outputs = []
-    for root in (guarded, bare):
-        done = _python(CHECK, str(root))
-        assert done.returncode == 0, done.stderr[-3000:]
-        outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert outputs[0] == {"counts": {"adult_release": 5}}
-    assert outputs[1] == {
+def test_check_context_accepts_a_guarded_suite_and_names_a_bare_one(
+    fresh_process: dict[str, Any],
+) -> None:
+    assert fresh_process["check"]["guarded"] == {"counts": {"adult_release": 5}}
+    assert fresh_process["check"]["bare"] == {
         "error": "suite 'adult_release': reident expectations without the guard "
         "(add reident_airflow.gx.guard_expectation() and save the suite)"
     }
@@ -249,26 +163,10 @@ def test_the_gx_dag_fails_an_incomplete_suite_without_retry(
     assert got["publish"][0] == "upstream_failed"
 
 
-PLAIN = """
-import json, sys
-import great_expectations as gx
-import pandas as pd
-suite = gx.ExpectationSuite(**json.loads(open(sys.argv[1], encoding="utf-8").read()))
-frame = pd.DataFrame({"sex": ["Male"], "age": ["30"], "race": ["White"]})
-source = gx.get_context(mode="ephemeral").data_sources.add_pandas("p")
-batch = source.add_dataframe_asset("a").add_batch_definition_whole_dataframe("w")
-out = {"loaded": len(suite.expectations)}
-try:
-    out["success"] = batch.get_batch(batch_parameters={"dataframe": frame}).validate(suite).success
-except Exception as exc:
-    out["error"] = type(exc).__name__
-print(json.dumps(out))
-"""
-
-
-def test_the_suite_file_read_by_plain_ge_does_not_succeed() -> None:
+def test_the_suite_file_read_by_plain_ge_does_not_succeed(fresh_process: dict[str, Any]) -> None:
     """``ExpectationSuite(**json)`` and ``batch.validate`` without the package: GE raises."""
-    done = _python(PLAIN, str(SUITE))
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out == {"loaded": 1, "error": "SuiteParameterError"}
+    assert fresh_process["without"]["plain"] == {
+        "loaded": 1,
+        "error": "SuiteParameterError",
+        "reident_imported": False,
+    }

@@ -2,47 +2,21 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from typing import Any
 
 import reident_airflow.gx as rgx
 
-PROBE = """
-import warnings
-warnings.simplefilter("ignore", DeprecationWarning)
-from great_expectations.checkpoint.actions import _VALIDATION_ACTION_REGISTRY
-from great_expectations.expectations import registry
 
-def state():
-    expectations = [n for n in {types!r} if n in registry._registered_expectations]
-    metrics = {{
-        n: sorted(registry._registered_metrics[n]["providers"])
-        for n in {metrics!r} if n in registry._registered_metrics
-    }}
-    try:
-        action = _VALIDATION_ACTION_REGISTRY.get("reident_alert").__name__
-    except Exception:
-        action = None
-    return expectations, metrics, action
-
-print(state())
-import reident_airflow.gx
-print(state())
-"""
-
-
-def test_import_registers_everything() -> None:
-    code = PROBE.format(types=rgx.EXPECTATION_TYPES, metrics=rgx.METRIC_NAMES)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    before, after = done.stdout.strip().splitlines()
-    assert before == "([], {}, None)"
+def test_import_registers_everything(fresh_process: dict[str, Any]) -> None:
+    """In a fresh interpreter GE knows none of them until ``import reident_airflow.gx``."""
+    assert fresh_process["registries_before"] == "([], {}, None)"
     engines = ["PandasExecutionEngine", "SqlAlchemyExecutionEngine"]
     expected = (
         list(rgx.EXPECTATION_TYPES),
         {name: engines for name in rgx.METRIC_NAMES},
         "ReidentAlertAction",
     )
-    assert after == repr(expected)
+    assert fresh_process["registries_after"] == repr(expected)
 
 
 def test_register_is_idempotent_and_names_what_it_registered() -> None:
