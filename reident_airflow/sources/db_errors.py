@@ -336,7 +336,8 @@ def _reason(orig: BaseException | None, password: str | None) -> str:
     text = _SQLALCHEMY_PARTS.sub("", text)
     if password:
         text = text.replace(password, "***")
-    return " ".join(text.split()) or "no message"
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return "; ".join(line for line in lines if line) or "no message"
 
 
 def connection_error(exc: DBAPIError, url: str | sa.URL | None = None) -> DBAPIError:
@@ -361,19 +362,26 @@ def _password(url: str | sa.URL | None) -> str | None:
 
 
 def located_error(exc: BaseException, url: str | sa.URL) -> BaseException:
-    """``exc`` naming the database of ``url`` when it is a failure to connect made by
-    :func:`connection_error` without a location (the same SQLAlchemy class); any other
-    exception is returned as it is."""
-    orig = getattr(exc, "orig", None)
-    if not isinstance(exc, DBAPIError) or not isinstance(orig, DriverConnectionError):
+    """``exc`` naming the database of ``url`` when it is a failure to connect: one made by
+    :func:`connection_error` without a location, or a raw SQLAlchemy ``OperationalError``
+    raised before any statement ran (``statement`` is ``None``: a reader that called
+    ``engine.connect()`` itself), then shown as :func:`connection_error` shows it. The same
+    SQLAlchemy class; any other exception is returned as it is."""
+    if not isinstance(exc, DBAPIError):
         return exc
-    if orig.location is not None:
-        return exc
-    reason = orig.reason
-    password = _password(url)
-    if password:
-        reason = reason.replace(password, "***")
-    return _standing_in(exc, DriverConnectionError(reason, orig.driver, describe_database(url)))
+    orig = exc.orig
+    if isinstance(orig, DriverConnectionError):
+        if orig.location is not None:
+            return exc
+        reason = orig.reason
+        password = _password(url)
+        if password:
+            reason = reason.replace(password, "***")
+        return _standing_in(exc, DriverConnectionError(reason, orig.driver, describe_database(url)))
+    raw = not isinstance(orig, DriverErrorWithheld)
+    if raw and isinstance(exc, sa.exc.OperationalError) and exc.statement is None:
+        return connection_error(exc, url)
+    return exc
 
 
 def failure_message(exc: BaseException) -> str | None:
