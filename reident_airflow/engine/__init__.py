@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 #: The modules (under ``reident_airflow.engine``) and the public names each one defines.
 _EXPORTS: dict[str, str] = {
+    "advice": "BreachAdvice DataflyOutlook RiskDriver breach_advice datafly_outlook",
     "aggregates": (
         "ClassAggregates ClassWeights PairCounts ValueCounts aggregate_grouped build_aggregates "
         "check_extra_columns check_weight_counts"
@@ -48,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "hierarchies": "Hierarchy date_hierarchy interval_hierarchy load_hierarchy masking_hierarchy",
     "individual_risk": "IndividualRisk",
     "options": "AssessmentOptions OptionError Thresholds",
+    "presets": "PRESETS Preset find_preset",
     "population": (
         "DankarEstimate PopulationEstimate PopulationUniqueness pitman "
         "population_uniqueness resolve_population_size snb zayatz"
