@@ -39,7 +39,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -61,10 +61,15 @@ __all__ = [
     "DataflyAttempt",
     "DataflyResult",
     "DataflyStep",
+    "Histogram",
+    "HistogramAt",
     "InformationLoss",
+    "SearchSpace",
     "datafly",
+    "datafly_search",
     "infeasible_report",
     "parse_suppression_limit",
+    "records_below",
     "resolve_suppression_limit",
 ]
 
@@ -314,10 +319,6 @@ def _encode_column(name: str, values: pd.Series, hierarchy: Hierarchy) -> _Colum
     )
 
 
-def _below(sizes: IntArray, k: int) -> int:
-    return int(sizes[sizes < k].sum())
-
-
 def datafly(
     frame: pd.DataFrame,
     qis: Sequence[str],
@@ -359,7 +360,10 @@ def datafly(
     )
     assert row_class is not None
     base = _Base(base_codes, base_sizes, row_class)
-    levels, steps = _search(columns, base, k=k, limit=limit, progress=progress)
+    space = SearchSpace(names=names, cards=tuple(c.cards for c in columns))
+    levels, steps = datafly_search(
+        space, _PandasHistograms(columns, base), k=k, limit=limit, progress=progress
+    )
     return _release(frame, columns, base, levels, k=k, limit=limit, steps=steps)
 
 
@@ -372,70 +376,129 @@ class _Base:
     row_class: IntArray
 
 
-def _search(
-    columns: list[_Column],
-    base: _Base,
+#: A class-size histogram: the distinct class sizes (ascending) and how many classes have each.
+Histogram: TypeAlias = tuple[IntArray, IntArray]
+#: The seam of the search: the class-size histogram the records form when each QI is at the
+#: given level (one level per QI, in QI order). Called once per step, each call one level
+#: above the previous one on one QI; wherever the records are (pandas here, Spark in
+#: :mod:`reident_airflow.sources.spark_release`).
+HistogramAt: TypeAlias = Callable[[Sequence[int]], Histogram]
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What Datafly's search needs of the QIs besides the histograms: their names (in
+    tie-breaking order) and, per QI and level, the distinct labels of the values present."""
+
+    names: tuple[str, ...]
+    cards: tuple[tuple[int, ...], ...]  # cards[i][level]; len(cards[i]) - 1 is the top level
+
+    def top(self, i: int) -> int:
+        return len(self.cards[i]) - 1
+
+
+def records_below(histogram: Histogram, k: int) -> int:
+    """The records in classes of fewer than ``k`` records."""
+    sizes, counts = histogram
+    small = sizes < k
+    return int((sizes[small] * counts[small]).sum())
+
+
+class _PandasHistograms:
+    """:data:`HistogramAt` on the encoded columns: each step regroups the current class table
+    (the generalized QI mapped one level up) or, where the hierarchy is not a tree at that
+    level, the base class table (always exact)."""
+
+    def __init__(self, columns: list[_Column], base: _Base) -> None:
+        self._columns = columns
+        self._base = base
+        self._levels = [0] * len(columns)
+        self._codes, self._sizes = base.codes, base.sizes
+
+    def __call__(self, levels: Sequence[int]) -> Histogram:
+        columns, m = self._columns, len(self._columns)
+        moved = [i for i in range(m) if levels[i] != self._levels[i]]
+        cards = [columns[i].cards[levels[i]] for i in range(m)]
+        if len(moved) == 1 and levels[moved[0]] == self._levels[moved[0]] + 1:
+            chosen = moved[0]
+            transition = columns[chosen].transitions[self._levels[chosen]]
+        else:
+            chosen, transition = -1, None
+        if transition is not None:
+            mapped = [
+                transition[self._codes[:, i]] if i == chosen else self._codes[:, i]
+                for i in range(m)
+            ]
+            self._codes, self._sizes, _ = group_codes(mapped, cards, weights=self._sizes)
+        elif moved:
+            base = self._base
+            mapped = [columns[i].level_maps[levels[i]][base.codes[:, i]] for i in range(m)]
+            self._codes, self._sizes, _ = group_codes(mapped, cards, weights=base.sizes)
+        self._levels = list(levels)
+        sizes, counts = np.unique(self._sizes, return_counts=True)
+        return sizes.astype(np.int64, copy=False), counts.astype(np.int64, copy=False)
+
+
+def datafly_search(
+    space: SearchSpace,
+    histogram_at: HistogramAt,
     *,
     k: int,
     limit: int,
-    progress: Callable[[str], None] | None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[list[int], list[DataflyStep]]:
     """Sweeney's greedy search: generalize the QI with the most distinct values one level at
     a time until at most ``limit`` records are in classes below ``k``.
 
+    ``histogram_at`` gives the class-size histogram at each state (:data:`HistogramAt`).
     Returns the final level of every QI and the steps taken; raises
     :class:`AnonymizationInfeasibleError` (with the best attempt) when every QI is at its top
     level and still too many records are below ``k``.
     """
-    m = len(columns)
+    m = len(space.names)
     levels = [0] * m
-    cur_codes, cur_sizes = base.codes, base.sizes
-    below = _below(cur_sizes, k)
+    first = histogram_at(levels)
+    below = records_below(first, k)
     steps: list[DataflyStep] = []
-    best = (below, 0)  # (records below k, number of steps) of the best state so far
-    best_levels = list(levels)
+    best = (below, 0, list(levels))  # records below k, steps, levels of the best state
     if progress is not None:
+        records, classes = int((first[0] * first[1]).sum()), int(first[1].sum())
         progress(
-            f"step 0: {int(base.sizes.sum()):,} records in {cur_sizes.shape[0]:,} classes; "
+            f"step 0: {records:,} records in {classes:,} classes; "
             f"{below:,} records in classes below k={k} (limit {limit:,})"
         )
     while below > limit:
-        candidates = [i for i in range(m) if levels[i] < columns[i].top]
+        candidates = [i for i in range(m) if levels[i] < space.top(i)]
         if not candidates:
-            attempt = DataflyAttempt(
-                levels={columns[i].name: best_levels[i] for i in range(m)},
-                below_k=best[0],
-                suppression_limit=limit,
-                steps=tuple(steps[: best[1]]),
-            )
-            raise _infeasible(k, limit, below, attempt)
+            raise _infeasible(k, limit, below, _attempt(space, best, steps, limit))
         # The QI with the most distinct values in the current generalized table; ties: the
         # first given. Generalization never drops a record, so a QI's distinct values at its
         # level are the distinct labels of the values present: ``cards[level]``.
-        chosen = max(candidates, key=lambda i: (columns[i].cards[levels[i]], -i))
-        transition = columns[chosen].transitions[levels[chosen]]
+        chosen = max(candidates, key=lambda i: (space.cards[i][levels[i]], -i))
         levels[chosen] += 1
-        cards = [columns[i].cards[levels[i]] for i in range(m)]
-        if transition is not None:
-            mapped = [
-                transition[cur_codes[:, i]] if i == chosen else cur_codes[:, i] for i in range(m)
-            ]
-            cur_codes, cur_sizes, _ = group_codes(mapped, cards, weights=cur_sizes)
-        else:  # not a tree at this level: regroup the base class table (always exact)
-            mapped = [columns[i].level_maps[levels[i]][base.codes[:, i]] for i in range(m)]
-            cur_codes, cur_sizes, _ = group_codes(mapped, cards, weights=base.sizes)
-        below = _below(cur_sizes, k)
-        name = columns[chosen].name
+        below = records_below(histogram_at(levels), k)
+        name = space.names[chosen]
         steps.append(DataflyStep(generalized=name, level=levels[chosen], below_k=below))
         if below <= best[0]:
-            best = (below, len(steps))
-            best_levels = list(levels)
+            best = (below, len(steps), list(levels))
         if progress is not None:
             progress(
                 f"step {len(steps)}: generalized {name} to level {levels[chosen]}; "
                 f"{below:,} records in classes below k"
             )
     return levels, steps
+
+
+def _attempt(
+    space: SearchSpace, best: tuple[int, int, list[int]], steps: list[DataflyStep], limit: int
+) -> DataflyAttempt:
+    below, taken, levels = best
+    return DataflyAttempt(
+        levels=dict(zip(space.names, levels, strict=True)),
+        below_k=below,
+        suppression_limit=limit,
+        steps=tuple(steps[:taken]),
+    )
 
 
 def _infeasible(
