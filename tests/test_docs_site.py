@@ -32,17 +32,22 @@ API_ANCHORS: dict[str, tuple[str, ...]] = {
         "reident_airflow.engine.options.AssessmentOptions",
         "reident_airflow.engine.options.Thresholds",
         "reident_airflow.engine.errors.ReidentError",
+        "reident_airflow.engine.presets.PRESETS",
+        "reident_airflow.engine.advice.breach_advice",
     ),
     "sources": (
         "reident_airflow.sources.files.histogram_from_file",
         "reident_airflow.sources.sql.histogram_from_sql",
         "reident_airflow.sources.tables.read_compared_frame",
+        "reident_airflow.sources.spark.assess_spark_frame",
     ),
     "operators": (
         "reident_airflow.operators.risk.ReidentificationRiskOperator",
         "reident_airflow.operators.direct_match.DirectMatchProtectionOperator",
         "reident_airflow.operators.datafly.DataflyOperator",
         "reident_airflow.outcomes.ReidentificationBreach",
+        "reident_airflow.operators.report_link.ReidentReportLink",
+        "reident_airflow.operators.lineage.operator_lineage",
     ),
     "notifiers": ("reident_airflow.notifiers.breach.ReidentBreachNotifier",),
 }
