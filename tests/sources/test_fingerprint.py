@@ -198,3 +198,36 @@ def test_the_location_holds_no_password() -> None:
     assert "s3cret" not in text and "tok3n" not in text and "***" not in text
     assert found.location == "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
     assert found.rows == 1
+
+
+@pytest.mark.db
+def test_postgresql_counts_in_a_repeatable_read_transaction_in_a_schema() -> None:
+    """The snapshot and the count are read in one REPEATABLE READ transaction (PostgreSQL's
+    default is READ COMMITTED, where each statement could see other data)."""
+    engine = sa.create_engine(require_server("postgresql"))
+    schema, name = f"fp schema {uuid.uuid4().hex[:6]}", "visits"
+    levels: list[str] = []
+
+    def seen(conn: sa.Connection, cursor: object, statement: str, *args: object) -> None:
+        if "count(" in statement.lower():
+            levels.append(conn.get_isolation_level())
+
+    with engine.begin() as conn:
+        conn.execute(sa.schema.CreateSchema(schema))
+        table = sa.Table(name, sa.MetaData(), sa.Column("day", sa.Integer), schema=schema)
+        table.create(conn)
+        conn.execute(table.insert(), [{"day": d} for d in (1, 1, 2)])  # 3 rows
+    sa.event.listen(engine, "before_cursor_execute", seen)
+    try:
+        found = fingerprint_sql(engine, name, schema=schema)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", seen)
+        with engine.begin() as conn:
+            conn.execute(sa.schema.DropSchema(schema, cascade=True))
+        engine.dispose()
+    assert found.rows == 3 and found.table == f"{schema}.{name}"
+    assert levels == ["REPEATABLE READ"]
+    other = sa.create_engine(require_server("postgresql"))
+    with other.connect() as fresh:
+        assert fresh.get_isolation_level() == "READ COMMITTED"  # the server's default
+    other.dispose()
