@@ -37,6 +37,7 @@ from reident_airflow.commands.common import (
     columns_as_written,
     database_located,
     finish,
+    input_label,
     memory_size,
     positive_int,
     positive_number,
@@ -312,7 +313,7 @@ def _read(args: argparse.Namespace, options: AssessmentOptions, progress: Progre
     """The counts of INPUT the options need, and of the register if one is given: (class
     table or histogram, weights, sensitive, register)."""
     weights = sensitive = register = None
-    progress(f"reading and grouping {_label(args)} on {len(options.quasi_identifiers)} QIs")
+    progress(f"reading and grouping {input_label(args)} on {len(options.quasi_identifiers)} QIs")
     if options.weight or options.sensitive:
         aggregates = _load(
             args, "aggregates", weight=options.weight, sensitive=args.sensitive or ()
@@ -327,11 +328,6 @@ def _read(args: argparse.Namespace, options: AssessmentOptions, progress: Progre
         where = "table" if "://" in args.input else "path"
         register = _load(args, "class_table", **{where: options.population_table})
     return table, weights, sensitive, register
-
-
-def _label(args: argparse.Namespace) -> str:
-    """How progress names INPUT: the file, or the table (never a URL: it may hold a password)."""
-    return f"table {args.table!r}" if "://" in args.input else str(args.input)
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -40,6 +40,7 @@ __all__ = [
     "exit_codes_text",
     "finish",
     "html_path",
+    "input_label",
     "memory_size",
     "positive_int",
     "positive_number",
@@ -305,6 +306,12 @@ class Progress:
             progress.close(last=None)
             raise
         progress.close()
+
+
+def input_label(args: argparse.Namespace) -> str:
+    """How progress names INPUT: the file, or the table (never the URL: it may hold a
+    password)."""
+    return f"table {args.table!r}" if "://" in args.input else str(args.input)
 
 
 @contextmanager

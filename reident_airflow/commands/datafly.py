@@ -227,7 +227,7 @@ def _cmd_datafly(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except AnonymizationInfeasibleError as exc:
         report = infeasible_report(exc, len(frame), args.k)
         code = finish(args, report, kind="datafly", streams=(out, err))
-        err.write(f"reident: datafly: {exc}; nothing was written\n")
+        err.write(f"reident: datafly: {exc}; nothing was written to {output}\n")
         return code
     progress(
         f"suppressing {result.suppressed_records:,} records; writing "
