@@ -54,6 +54,9 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
             "This assessment is incomplete: it does not say how many records and classes "
             "were measured, so it cannot support a release decision."
         )
+    mismatch = _rows_mismatch(view)
+    if mismatch is not None:
+        part.notes.append(mismatch)
     sections: list[tuple[str, str, Callable[[], str]]] = [
         ("At a glance", "glance", lambda: _glance(view)),
         ("Attacker models", "models", lambda: _attacker_models(view)),
@@ -83,6 +86,21 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
     sections.append(("Inputs", "inputs", lambda: _inputs(view)))
     part.add_sections("assessment", sections)
     return part
+
+
+def _rows_mismatch(view: AssessmentView) -> str | None:
+    """A note when the input's fingerprint counted other rows than the assessment measured
+    (records + excluded records: every row is one or the other, docs/reading.md)."""
+    fp = view.fingerprint
+    if fp is None or fp.rows is None or view.records is None:
+        return None
+    measured = view.records + (view.excluded_records or 0)
+    if measured == fp.rows:
+        return None
+    return (
+        f"The input's fingerprint counted {count(fp.rows)} rows but the assessment measured "
+        f"{count(measured)}: the two may not describe the same data."
+    )
 
 
 # ------------------------------------------------------------------------------------ gate

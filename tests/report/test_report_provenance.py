@@ -187,3 +187,18 @@ def test_a_result_without_fingerprint_says_so(
     assert view.fingerprint is not None
     assert view.fingerprint.rows is None and view.fingerprint.sha256 is None
     check_page(render_report(odd))
+
+
+def test_a_row_count_that_differs_from_the_assessment_is_flagged(
+    breaching_assessment: dict[str, Any], adult_csv: Path
+) -> None:
+    """Adult: 30,162 records measured, none excluded (ARX C1); a fingerprint of 30,162 rows
+    agrees, one of 30,000 does not."""
+    assert breaching_assessment["records"] == ARX_C1["records"] == 30162
+    assert breaching_assessment["excluded_records"] == 0
+    same = {**breaching_assessment, "input": fingerprint_file(adult_csv, rows=30162).to_dict()}
+    assert "may not describe the same data" not in render_report(same)
+    other = {**breaching_assessment, "input": fingerprint_file(adult_csv, rows=30000).to_dict()}
+    html = render_report(other)
+    verdict = html[html.index('id="verdict"') : html.index('id="gate"')]
+    assert "counted 30,000 rows but the assessment measured 30,162" in verdict
