@@ -4,12 +4,14 @@
 
     reident assess INPUT --qi COL[,COL...] [--sep CHAR] [--table NAME [--schema S]]
                    [--record-threshold T] [--population-size N | --sampling-fraction F |
-                   --region R] [--population-table PATH_OR_TABLE]
+                   --region R] [--population-table PATH_OR_TABLE] [--preset NAME]
                    [--max-highest-risk X] [--max-average-risk X] [--max-records-at-risk X]
-                   [--min-k K] [--max-global-risk X] [--min-l L]
+                   [--min-k K] [--max-global-risk X] [--min-l L] [--warn-max-highest-risk X]
+                   [--warn-max-average-risk X] [--warn-max-records-at-risk X] [--warn-min-k K]
+                   [--warn-max-global-risk X] [--warn-min-l L]
                    [--weight COL] [--sensitive COL[,COL...]] [--recursive-c C]
                    [--suda [--suda-max-size K]] [--max-subset-size S | --no-ranking]
-                   [--memory-limit SIZE] [--json PATH] [--report PATH.html]
+                   [--memory-limit SIZE] [--json PATH] [--report PATH.html] [--quiet]
 
 The parsed arguments are converted into one
 :class:`~reident_airflow.engine.options.AssessmentOptions` (whose rules name the flags at
@@ -17,8 +19,10 @@ fault, :data:`FLAG_NAMES`); the source then counts what those options need where
 -- only the class-size histogram when no measure needs more -- and
 :func:`~reident_airflow.engine.assessment.assess` computes the result.
 
-Exit codes: 0 passed (or no thresholds given), 1 a threshold was breached, 2 usage or input
-error (one line on stderr).
+Exit codes: 0 passed (or no thresholds given; warnings do not fail), 1 a threshold was
+breached, 2 usage or input error (one line on stderr). A run that lasts more than a second
+shows its steps on stderr (:class:`~reident_airflow.commands.common.Progress`; ``--quiet``
+silences them).
 """
 
 from __future__ import annotations
@@ -45,7 +49,6 @@ from reident_airflow.commands.common import (
 )
 from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C, REGIONS
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.options import Thresholds
 
 if TYPE_CHECKING:
     from reident_airflow.engine.options import AssessmentOptions
@@ -259,7 +262,7 @@ def _dest(flag: str) -> str:
 def assessment_options(args: argparse.Namespace) -> AssessmentOptions:
     """The options the parsed arguments describe (each field from its flag in
     :data:`FLAG_NAMES`); a broken rule names the flags at fault."""
-    from reident_airflow.engine.options import AssessmentOptions, OptionError
+    from reident_airflow.engine.options import AssessmentOptions, OptionError, Thresholds
 
     values: dict[str, Any] = {}
     for name, flag in FLAG_NAMES.items():
