@@ -70,3 +70,28 @@ def test_every_gx_module_exports_what_it_lists() -> None:
     for module in (guard, parameters, base, direct_match, k_anonymity, l_diversity, risk):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"
+
+
+def test_each_expectation_declares_its_own_and_inherits_the_rest() -> None:
+    """Success keys, field checks and cross checks: the inherited ones first, then its own."""
+    from reident_airflow.gx import parameters as p
+
+    qi = ("quasi_identifiers", "max_subset_size", "rank_attributes")
+    population = ("population_size", "sampling_fraction", "region")
+    assert rgx.ExpectTableToBeKAnonymous.success_keys == (*qi, "k")
+    assert rgx.ExpectTableReidentificationRiskToBeBelow.success_keys == (
+        *qi,
+        *("measure", "max_value", "record_threshold", *population),
+    )
+    assert rgx.ExpectTableToBeLDiverse.success_keys == (
+        *qi,
+        *("sensitive_columns", "l", "measure", "c"),
+    )
+    assert rgx.ExpectTableDirectMatchProtectionToBeAbove.success_keys == (
+        *("original_table", "original_schema", "key", "columns", "target", "sep"),
+    )
+    assert list(rgx.ExpectTableToBeKAnonymous.field_checks) == [*qi, "k"]
+    assert rgx.ExpectTableToBeKAnonymous.field_checks["k"] is p.check_k
+    assert rgx.ExpectTableToBeLDiverse.cross_checks == (p.check_ranking, p.check_l_required)
+    assert rgx.ExpectTableDirectMatchProtectionToBeAbove.cross_checks == ()
+    assert rgx.ExpectTableToBeKAnonymous.schema()["title"] == "Expect table to be k-anonymous"

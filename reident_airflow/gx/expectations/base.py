@@ -3,11 +3,14 @@
 :class:`ReidentExpectation` is abstract, so GE registers only its subclasses;
 :class:`QuasiIdentifierExpectation` adds the fields of an expectation over the classes of
 quasi-identifiers, and :class:`ClassSizeExpectation` the choice of the metric for a verdict
-that needs only the class sizes. A subclass
-declares its fields, which check of :mod:`reident_airflow.gx.parameters` applies to each
-(``field_checks``) and the rules over several fields (``cross_checks``); it writes its Data
-Docs sentence once (:meth:`ReidentExpectation._sentence`) and turns its metric's value into a
-verdict (:meth:`ReidentExpectation._evaluate`).
+that needs only the class sizes. A subclass declares only its own fields (each one a success
+key), which check of :mod:`reident_airflow.gx.parameters` applies to each (``field_checks``),
+the rules over several fields (``cross_checks``) and its schema's ``title``: what it inherits
+is added by :meth:`ReidentExpectation.__init_subclass__`. It writes its Data Docs sentence
+once (:meth:`ReidentExpectation._sentence`; an expectation over quasi-identifiers writes only
+its requirement, :meth:`QuasiIdentifierExpectation._requirement`) and turns its metric's
+value into a verdict (:meth:`ReidentExpectation._evaluate`, with :func:`verdict`: the scalar
+as ``observed_value``, the command line's document under ``details.assessment``).
 
 Rendering follows GE 1.24's current API: the sentence is an atomic prescriptive template
 (:meth:`~great_expectations.expectations.expectation.Expectation._prescriptive_template`) and
@@ -23,7 +26,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from string import Template
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from great_expectations.compatibility import pydantic
 from great_expectations.expectations.expectation import (
@@ -180,8 +183,23 @@ class ReidentExpectation(BatchExpectation, abc.ABC):
     field_checks: ClassVar[Mapping[str, FieldCheck]] = {}
     #: Rules over several fields, run in order once every field is valid.
     cross_checks: ClassVar[tuple[CrossCheck, ...]] = ()
-    #: The short description of GE's JSON schema of the expectation.
+    #: The title and short description of GE's JSON schema of the expectation.
+    title: ClassVar[str] = ""
     short_description: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Extend what a subclass inherits by what it declares, so it declares only its own.
+
+        Every field a reident class declares decides success (GE's ``success_keys``), after
+        those of its base; its ``field_checks`` are added to the inherited ones and its
+        ``cross_checks`` run after the inherited ones.
+        """
+        super().__init_subclass__(**kwargs)
+        own, base = cls.__dict__, cast("type[ReidentExpectation]", cls.__mro__[1])
+        fields = [name for name in own.get("__annotations__", {}) if name in cls.__fields__]
+        cls.success_keys = (*base.success_keys, *fields)
+        cls.field_checks = {**base.field_checks, **own.get("field_checks", {})}
+        cls.cross_checks = (*base.cross_checks, *own.get("cross_checks", ()))
 
     @pydantic.validator("*", pre=True)
     def _check_field(cls, value: Any, values: dict[str, Any], field: Any) -> Any:
@@ -199,6 +217,7 @@ class ReidentExpectation(BatchExpectation, abc.ABC):
         def schema_extra(schema: dict[str, Any], model: type[ReidentExpectation]) -> None:
             """GE's JSON schema of an expectation, with its Data Docs metadata."""
             BatchExpectation.Config.schema_extra(schema, model)
+            schema["title"] = model.title or schema["title"]
             schema["properties"]["metadata"]["properties"].update(
                 {
                     "short_description": {
@@ -383,17 +402,24 @@ class QuasiIdentifierExpectation(ReidentExpectation):
         description="Rank the QI subsets in the 'attributes' section (which columns re-identify).",
     )
 
-    success_keys: ClassVar[tuple[str, ...]] = (
-        "quasi_identifiers",
-        "max_subset_size",
-        "rank_attributes",
-    )
     field_checks: ClassVar[Mapping[str, FieldCheck]] = {
         "quasi_identifiers": check_quasi_identifiers,
         "max_subset_size": check_max_subset_size,
         "rank_attributes": check_rank_attributes,
     }
     cross_checks: ClassVar[tuple[CrossCheck, ...]] = (check_ranking,)
+
+    @classmethod
+    def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        params: dict[str, Any] = {}
+        qis = qi_template(kwargs.get("quasi_identifiers"), params)
+        return cls._requirement(kwargs, qis, params), params
+
+    @classmethod
+    @abc.abstractmethod
+    def _requirement(cls, kwargs: Mapping[str, Any], qis: str, params: dict[str, Any]) -> str:
+        """The sentence's template, on the quasi-identifiers ``qis`` (a template already in
+        ``params``); the requirement's own parameters are added to ``params``."""
 
     def _assess(
         self,

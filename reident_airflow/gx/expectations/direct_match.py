@@ -55,21 +55,17 @@ class ExpectTableDirectMatchProtectionToBeAbove(ReidentExpectation):
     sep: str = pydantic.Field(default=",", description="CSV separator of original_table.")
 
     metric_dependencies = (DIRECT_MATCH_METRIC,)
-    success_keys = ("original_table", "original_schema", "key", "columns", "target", "sep")
     args_keys = ("original_table", "target")
-
     field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
         "original_table": p.check_original_table,
         "columns": p.check_direct_match_columns,
         "target": p.check_target_field,
         "sep": p.check_sep,
     }
+    title: ClassVar[str] = "Expect table direct match protection to be above"
     short_description: ClassVar[str] = (
         "Expect column direct match protection to be at least a target."
     )
-
-    class Config:
-        title = "Expect table direct match protection to be above"
 
     @classmethod
     def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

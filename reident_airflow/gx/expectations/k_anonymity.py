@@ -9,7 +9,7 @@ from great_expectations.compatibility import pydantic
 
 from reident_airflow.engine import ClassSizes, ClassTable, Thresholds
 from reident_airflow.gx import parameters as p
-from reident_airflow.gx.expectations.base import ClassSizeExpectation, qi_template, verdict
+from reident_airflow.gx.expectations.base import ClassSizeExpectation, verdict
 
 __all__ = ["ExpectTableToBeKAnonymous"]
 
@@ -29,27 +29,18 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
         description="The smallest acceptable number of records sharing a QI combination."
     )
 
-    success_keys = (*ClassSizeExpectation.success_keys, "k")
     args_keys = ("quasi_identifiers", "k")
-
-    field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
-        **ClassSizeExpectation.field_checks,
-        "k": p.check_k,
-    }
+    field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {"k": p.check_k}
+    title: ClassVar[str] = "Expect table to be k-anonymous"
     short_description: ClassVar[str] = "Expect every quasi-identifier combination to occur k times."
 
-    class Config:
-        title = "Expect table to be k-anonymous"
-
     @classmethod
-    def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        params: dict[str, Any] = {"k": kwargs.get("k")}
-        qis = qi_template(kwargs.get("quasi_identifiers"), params)
-        template = (
+    def _requirement(cls, kwargs: Mapping[str, Any], qis: str, params: dict[str, Any]) -> str:
+        params["k"] = kwargs.get("k")
+        return (
             f"Must be k-anonymous for k = $k on quasi-identifiers {qis}: every combination of "
             "their values must be shared by at least $k records."
         )
-        return template, params
 
     def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
         k = p.check_whole(self.k, "k", 1)

@@ -16,7 +16,6 @@ from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
     QuasiIdentifierExpectation,
     format_number,
-    qi_template,
     template_list,
     verdict,
 )
@@ -61,46 +60,29 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
     )
 
     metric_dependencies = (SENSITIVE_COUNTS_METRIC,)
-    success_keys = (
-        *QuasiIdentifierExpectation.success_keys,
-        "sensitive_columns",
-        "l",
-        "measure",
-        "c",
-    )
     args_keys = ("quasi_identifiers", "sensitive_columns", "l")
-
     field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
-        **QuasiIdentifierExpectation.field_checks,
         "sensitive_columns": p.check_sensitive_columns,
         "measure": p.check_l_measure,
         "c": p.check_recursive_c,
     }
-    cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (
-        *QuasiIdentifierExpectation.cross_checks,
-        p.check_l_required,
-    )
+    cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (p.check_l_required,)
+    title: ClassVar[str] = "Expect table to be l-diverse"
     short_description: ClassVar[str] = (
         "Expect every group to hold l values of each sensitive column."
     )
 
-    class Config:
-        title = "Expect table to be l-diverse"
-
     @classmethod
-    def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        params: dict[str, Any] = {"l": kwargs.get("l")}
-        qis = qi_template(kwargs.get("quasi_identifiers"), params)
+    def _requirement(cls, kwargs: Mapping[str, Any], qis: str, params: dict[str, Any]) -> str:
+        params["l"] = kwargs.get("l")
         columns = kwargs.get("sensitive_columns") or []
         sensitive = template_list("sensitive", columns, params) or "(none given)"
         measure = str(kwargs.get("measure", "distinct"))
         if measure == "recursive":
             params["c"] = kwargs.get("c", DEFAULT_RECURSIVE_C)
         what = _REQUIREMENT.get(measure, _REQUIREMENT["distinct"])
-        template = (
-            f"Every group of records sharing quasi-identifiers {qis} {what} in each of {sensitive}."
-        )
-        return template, params
+        sharing = f"Every group of records sharing quasi-identifiers {qis}"
+        return f"{sharing} {what} in each of {sensitive}."
 
     def _evaluate(self, counted: ClassAggregates) -> dict[str, Any]:
         limit = p.check_l(self.l, self.measure)

@@ -16,7 +16,6 @@ from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
     ClassSizeExpectation,
     format_number,
-    qi_template,
     verdict,
 )
 
@@ -84,17 +83,8 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
         default=None, description="A population preset (e.g. 'usa'), instead of the size."
     )
 
-    success_keys = (
-        *ClassSizeExpectation.success_keys,
-        "measure",
-        "max_value",
-        "record_threshold",
-        *p.POPULATION_KEYS,
-    )
     args_keys = ("quasi_identifiers", "measure", "max_value")
-
     field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
-        **ClassSizeExpectation.field_checks,
         "measure": p.check_measure,
         "max_value": p.check_max_value,
         "record_threshold": p.check_record_threshold,
@@ -102,28 +92,23 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
         "sampling_fraction": p.check_sampling_fraction,
     }
     cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (
-        *ClassSizeExpectation.cross_checks,
         p.check_max_value_for_measure,
         p.check_population,
         p.check_needs_population,
     )
+    title: ClassVar[str] = "Expect table re-identification risk to be below"
     short_description: ClassVar[str] = (
         "Expect a re-identification risk measure to be at most a limit."
     )
 
-    class Config:
-        title = "Expect table re-identification risk to be below"
-
     @classmethod
-    def _sentence(cls, kwargs: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        params: dict[str, Any] = {}
+    def _requirement(cls, kwargs: Mapping[str, Any], qis: str, params: dict[str, Any]) -> str:
         measure = str(kwargs.get("measure", "prosecutor.highest_risk"))
         known = p.MEASURES.get(measure)
         label = known.label if known is not None else "risk measure $measure"
         if known is None:
             params["measure"] = measure
         params["max_value"] = kwargs.get("max_value")
-        qis = qi_template(kwargs.get("quasi_identifiers"), params)
         sentence = f"{label} on quasi-identifiers {qis} must be at most $max_value"
         template = sentence[:1].upper() + sentence[1:]
         if measure.endswith("records_at_risk"):
@@ -133,7 +118,7 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
             if kwargs.get(key) is not None:
                 params[key] = kwargs[key]
                 template += f", assuming {words}"
-        return template + ".", params
+        return template + "."
 
     def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
         limit = p.check_limit(self.measure, self.max_value)
