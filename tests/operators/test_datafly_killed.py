@@ -10,14 +10,15 @@ once it logs that it is writing. The file targets are killed the same way in
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
+from multiprocessing.synchronize import Event
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -26,26 +27,40 @@ import sqlalchemy as sa
 from reident_airflow.sources.writers import read_sql_frame, write_table_atomic
 from tests.conftest import require_server
 
-ROOT = Path(__file__).resolve().parents[2]
 ROWS = 40_000
 
-_SCRIPT = """
-import signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)
-from reident_airflow.operators.datafly import DataflyOperator
-source, target, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
-DataflyOperator(
-    task_id="datafly",
-    path=source,
-    quasi_identifiers=["age"],
-    k=2,
-    hierarchies={"age": {"type": "interval", "widths": [10], "top": "*"}},
-    target_conn_id="release_db",
-    target_table=target,
-    chunk_rows=500,
-).execute({})
-print("PUBLISHED-WHOLE", flush=True)
-"""
+# The nine runs fork from one process that has imported the operator (a forkserver): each
+# run is still its own process, killed from outside, without paying Airflow's import again.
+_FORKS = multiprocessing.get_context("forkserver")
+_FORKS.set_forkserver_preload(["reident_airflow.operators.datafly", __name__])
+
+
+def _publish(url: str, source: str, target: str, writing: Event) -> None:
+    """The task: Datafly from ``source`` to ``target`` on ``url`` (in the forked process)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.environ["AIRFLOW_CONN_RELEASE_DB"] = json.dumps(
+        {"conn_type": "generic", "extra": {"sqlalchemy_url": url}}
+    )
+    from reident_airflow.operators.datafly import DataflyOperator
+
+    op = DataflyOperator(
+        task_id="datafly",
+        path=source,
+        quasi_identifiers=["age"],
+        k=2,
+        hierarchies={"age": {"type": "interval", "widths": [10], "top": "*"}},
+        target_conn_id="release_db",
+        target_table=target,
+        chunk_rows=500,
+    )
+    write = op._write
+
+    def writing_now(*args: Any) -> Any:  # called right after "... writing N records"
+        writing.set()
+        return write(*args)
+
+    op._write = writing_now  # type: ignore[method-assign]
+    op.execute({})  # type: ignore[arg-type]
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
@@ -70,30 +85,22 @@ def _source(tmp_path: Path) -> Path:
 
 
 def _run_until_writing(url: str, source: Path, target: str, signum: int) -> None:
-    env = dict(os.environ)
-    env["AIRFLOW_CONN_RELEASE_DB"] = json.dumps(
-        {"conn_type": "generic", "extra": {"sqlalchemy_url": url}}
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SCRIPT, str(source), target, str(ROWS)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # the operator logs "... writing N records" before it writes
-        if "writing" in line and "records" in line:
-            break
-    else:
-        proc.wait(timeout=60)
-        raise AssertionError(f"the operator never started writing (exit {proc.returncode})")
-    time.sleep(0.3)
-    proc.send_signal(signum)
-    rest = proc.communicate(timeout=120)[0]
-    assert proc.returncode != 0, rest
-    assert "PUBLISHED-WHOLE" not in rest
+    writing = _FORKS.Event()
+    proc: Any = _FORKS.Process(target=_publish, args=(url, str(source), target, writing))
+    proc.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not writing.wait(timeout=0.1):
+            if not proc.is_alive() or time.monotonic() > deadline:
+                raise AssertionError(f"the operator never started writing (exit {proc.exitcode})")
+        time.sleep(0.3)
+        os.kill(proc.pid, signum)
+        proc.join(timeout=120)
+        assert proc.exitcode not in (None, 0)  # killed before the release was whole
+    finally:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
 
 def _tables(engine: sa.Engine, target: str) -> set[str]:
