@@ -45,14 +45,28 @@ from reident_airflow.gx.guard import (
     is_guard,
 )
 
-#: The suite-parameter function of the guard expectation; only this package defines it.
-
 __all__ = [
     "ReleaseCheckpointResult",
     "load_checkpoint_config",
     "load_suite",
     "run_release_checkpoint",
 ]
+
+
+@dataclass(frozen=True)
+class ReleaseCheckpointResult:
+    """The outcome of :func:`run_release_checkpoint`: the GE result and its aggregates."""
+
+    success: bool
+    checkpoint_result: CheckpointResult
+    alert: dict[str, Any]
+
+    def failed_expectations(self) -> list[dict[str, Any]]:
+        return [f for v in self.alert["validations"] for f in v["failed"]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable summary (aggregates only): fit for an XCom value or a log line."""
+        return self.alert
 
 
 def _read_json(source: str | Path | Mapping[str, Any], what: str) -> dict[str, Any]:
@@ -150,22 +164,6 @@ def load_checkpoint_config(source: str | Path | Mapping[str, Any]) -> dict[str, 
     return data
 
 
-@dataclass(frozen=True)
-class ReleaseCheckpointResult:
-    """The outcome of :func:`run_release_checkpoint`: the GE result and its aggregates."""
-
-    success: bool
-    checkpoint_result: CheckpointResult
-    alert: dict[str, Any]
-
-    def failed_expectations(self) -> list[dict[str, Any]]:
-        return [f for v in self.alert["validations"] for f in v["failed"]]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable summary (aggregates only): fit for an XCom value or a log line."""
-        return self.alert
-
-
 def _data_source(
     context: Any,
     *,
@@ -206,18 +204,41 @@ def _data_source(
     return asset.add_batch_definition_whole_table("whole"), {}
 
 
+def _with_targets(action: Any, given: Mapping[str, Any]) -> Any:
+    """``action`` with the alert targets ``given``, if it is a ``reident_alert`` action."""
+    if isinstance(action, dict) and action.get("type") == "reident_alert":
+        return {**action, **given}
+    if isinstance(action, ReidentAlertAction):
+        return action.copy(update=dict(given))
+    return action
+
+
 def _override_alerts(actions: list[Any], overrides: Mapping[str, Any]) -> list[Any]:
+    """The checkpoint's actions, each ``reident_alert`` sent to the targets given instead."""
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in overrides.items() if v}
-    if not given:
-        return actions
-    out = []
-    for action in actions:
-        if isinstance(action, dict) and action.get("type") == "reident_alert":
-            action = {**action, **given}
-        elif isinstance(action, ReidentAlertAction):
-            action = action.copy(update=given)
-        out.append(action)
-    return out
+    return [_with_targets(action, given) for action in actions] if given else actions
+
+
+def _stored_suite(context: Any, suite: ExpectationSuite) -> ExpectationSuite:
+    """``suite`` as added to ``context``, refused if GE dropped any of its expectations."""
+    stored: ExpectationSuite = context.suites.add(suite)
+    if len(stored.expectations) != len(suite.expectations):
+        raise SuiteIncompleteError(
+            f"suite {suite.name!r}: {len(suite.expectations)} expectations, "
+            f"{len(stored.expectations)} in the context"
+        )
+    return stored
+
+
+def _run(checkpoint: Checkpoint, batch_parameters: Any, parameters: Any) -> CheckpointResult:
+    """Run ``checkpoint``; a suite parameter resolved to a bad value is an input error."""
+    try:
+        return checkpoint.run(
+            batch_parameters=batch_parameters, expectation_parameters=dict(parameters or {})
+        )
+    except pydantic.ValidationError as exc:
+        [definition] = checkpoint.validation_definitions
+        raise InvalidInputError(f"suite {definition.suite.name!r}: {_config_error(exc)}") from exc
 
 
 def _checkpoint(
@@ -293,8 +314,7 @@ def run_release_checkpoint(
     :class:`SuiteIncompleteError` when a validation did not evaluate every expectation of the
     suite (never a success with expectations dropped).
     """
-    expectation_suite = load_suite(suite)
-    expected = len(expectation_suite.expectations)  # load_suite kept every one of the JSON
+    expectation_suite = load_suite(suite)  # every expectation of the JSON, or an error
     config = load_checkpoint_config(checkpoint) if checkpoint is not None else {}
     overrides = {"alert_file": alert_file, "webhook_url": webhook_url, "callback": callback}
     configured = _override_alerts(list(config.get("actions") or []), overrides)
@@ -303,23 +323,10 @@ def run_release_checkpoint(
     batch_definition, batch_parameters = _data_source(
         context, dataframe=dataframe, csv=csv, sep=sep, url=url, table=table, schema=schema
     )
-    expectation_suite = context.suites.add(expectation_suite)
-    gx_checkpoint = _checkpoint(
-        context, expectation_suite, batch_definition, config, [*configured, *actions]
-    )
-    if len(expectation_suite.expectations) != expected:
-        raise SuiteIncompleteError(
-            f"suite {expectation_suite.name!r}: {expected} expectations, "
-            f"{len(expectation_suite.expectations)} in the context"
-        )
-    try:
-        result = gx_checkpoint.run(
-            batch_parameters=batch_parameters,
-            expectation_parameters=dict(expectation_parameters or {}),
-        )
-    except pydantic.ValidationError as exc:  # a suite parameter resolved to a bad value
-        raise InvalidInputError(f"suite {expectation_suite.name!r}: {_config_error(exc)}") from exc
-    check_result(result, expected)
+    stored = _stored_suite(context, expectation_suite)
+    gx_checkpoint = _checkpoint(context, stored, batch_definition, config, [*configured, *actions])
+    result = _run(gx_checkpoint, batch_parameters, expectation_parameters)
+    check_result(result, len(expectation_suite.expectations))
     outcome = ReleaseCheckpointResult(
         success=bool(result.success), checkpoint_result=result, alert=alert_document(result)
     )

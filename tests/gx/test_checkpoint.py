@@ -168,3 +168,12 @@ def test_bad_suite_names_the_expectation_and_the_parameter(adult: pd.DataFrame) 
 def test_bad_inputs(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         run_release_checkpoint(suite=SUITE, **kwargs)
+
+
+def test_a_suite_parameter_resolved_to_a_bad_value_is_an_input_error(
+    adult: pd.DataFrame,
+) -> None:
+    suite = json.loads(SUITE.read_text(encoding="utf-8"))
+    suite["expectations"][1]["kwargs"]["k"] = {"$PARAMETER": "k"}
+    with pytest.raises(InvalidInputError, match=r"^suite 'adult_release': .*k must be >= 1"):
+        run_release_checkpoint(suite=suite, dataframe=adult, expectation_parameters={"k": 0})
