@@ -205,7 +205,10 @@ def aggregates_from_spark(
     if isinstance(sensitive, str):
         sensitive = [sensitive]
     if weight is not None or sensitive:
-        weight, extra = check_extra_columns(names, source.names, weight=weight, sensitive=sensitive)
+        spos = [source.positions([s], kind="sensitive column")[0] for s in sensitive]
+        weight, extra = check_extra_columns(
+            names, source.names, weight=weight, sensitive=[source.names[i] for i in spos]
+        )
         sensitive = list(extra)
     tables: list[ClassSizes] = []
     collected = 0

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reident_airflow.engine.encoding import SUPPRESSION_MARKER, validate_quasi_identifiers
+from reident_airflow.engine.encoding import SUPPRESSION_MARKER
 from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = [
@@ -112,27 +112,18 @@ class SparkSource:
     label: str = "Spark DataFrame"
 
     def positions(self, columns: Sequence[str], kind: str = "quasi-identifier") -> list[int]:
-        """The positions of ``columns`` (each must be a column, named once in the frame)."""
-        out = []
-        for name in columns:
-            found = [i for i, n in enumerate(self.names) if n == name]
-            if not found:
-                raise InvalidInputError(
-                    f"{kind} {name!r} is not a column of the {self.label} "
-                    f"(columns: {', '.join(map(repr, self.names))})"
-                )
-            if len(found) > 1:
-                raise InvalidInputError(
-                    f"{kind} {name!r} names {len(found)} columns of the {self.label}: "
-                    "rename them apart first"
-                )
-            out.append(found[0])
-        return out
+        """The positions of ``columns``, looked up as a file's header is
+        (:func:`~reident_airflow.sources.file_source.resolve_columns`)."""
+        from reident_airflow.sources.file_source import resolve_columns
+
+        return list(resolve_columns(columns, self.names, kind=kind))
 
     def qi_positions(self, qis: Sequence[str]) -> tuple[tuple[str, ...], list[int]]:
-        """The checked QI names (as :func:`validate_quasi_identifiers`) and positions."""
-        names = validate_quasi_identifiers(qis, self.names)
-        return names, self.positions(names)
+        """The QIs' column names (as the frame spells them) and positions."""
+        if isinstance(qis, str) or not list(qis):
+            raise InvalidInputError("no quasi-identifiers given: name at least one column")
+        pos = self.positions(qis)
+        return tuple(self.names[i] for i in pos), pos
 
 
 def open_spark_frame(frame: Any, label: str = "Spark DataFrame") -> SparkSource:
