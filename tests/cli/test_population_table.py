@@ -102,4 +102,5 @@ def test_operator_with_a_register(database: str) -> None:
         def xcom_push(self, key: str, value: Any) -> None:
             pass
 
-    _check(op.execute({"ti": _TI()}))
+    context: Any = {"ti": _TI()}  # the only key the operator reads
+    _check(op.execute(context))
