@@ -158,6 +158,28 @@ def test_report_link_of_each_task_instance(lineage_run: dict[str, Any]) -> None:
     assert (out / "passes.html").is_file() and (out / "breaches.html").is_file()
 
 
+def test_one_xcom_copy_of_the_report_and_its_location(lineage_run: dict[str, Any]) -> None:
+    """The report once, as ``return_value`` (``passed`` shown here), also from the failed
+    task; the location and URL under their own keys; no ``reident_report`` any more."""
+    xcoms = {task: r["xcom"] for task, r in lineage_run["result"].items()}
+    out = lineage_run["out"]
+    link = "_link_ReidentReportLink"
+    breach_url = f"file://{out}/breaches.html"
+    assert xcoms["breaches"] == {
+        "return_value": False,
+        "report_location": breach_url,
+        "report_url": breach_url,
+        link: breach_url,
+    }
+    assert xcoms["passes"] == {
+        "return_value": True,
+        "report_location": str(out / "passes.html"),
+        "report_url": "https://reports.example.org/runs/passes.html",
+        link: "https://reports.example.org/runs/passes.html",
+    }
+    assert xcoms["partition"] == {"return_value": True, link: ""}
+
+
 def test_without_the_provider_there_is_no_lineage(monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from typing import Any
 
 from airflow.sdk import DAG
 
@@ -58,6 +59,28 @@ with DAG(
     )
 
 
+def _xcoms(ti: Any) -> dict[str, Any]:
+    """The XComs the task instance stored, by key (the report's ``passed`` only)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.execute(
+            XComModel.get_many(
+                run_id=ti.run_id, dag_ids=ti.dag_id, task_ids=ti.task_id
+            ).with_only_columns(XComModel.key, XComModel.value)
+        ).all()
+    out: dict[str, Any] = {}
+    for key, value in rows:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:  # stored as plain text
+                pass
+        out[key] = value.get("passed") if isinstance(value, dict) else value
+    return out
+
+
 def main() -> None:
     from airflow.serialization.definitions.operatorlink import XComOperatorLink
 
@@ -68,7 +91,11 @@ def main() -> None:
     # what the UI renders: the serialized operator's link reads the XCom the task stored
     shown = XComOperatorLink(name=link.name, xcom_key=link.xcom_key)
     result = {
-        ti.task_id: {"state": str(ti.state), "link": shown.get_link(None, ti_key=ti.key)}
+        ti.task_id: {
+            "state": str(ti.state),
+            "link": shown.get_link(None, ti_key=ti.key),
+            "xcom": _xcoms(ti),
+        }
         for ti in run.get_task_instances()
     }
     print("RESULT " + json.dumps(result), flush=True)
