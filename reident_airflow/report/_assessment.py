@@ -8,10 +8,10 @@ direction comes from :data:`~reident_airflow.report.view.THRESHOLDS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from reident_airflow.report._format import NA, count, number, percent, share_text
+from reident_airflow.report._format import NA, count, number, percent
+from reident_airflow.report._gate import gate_rows, verdict
 from reident_airflow.report._html import cards, dl, na, note, table, text
 from reident_airflow.report._measures import (
     attributes,
@@ -22,15 +22,10 @@ from reident_airflow.report._measures import (
     risk_distribution,
     suda,
 )
-from reident_airflow.report._page import BREACHED, PASSED, UNGATED, UNKNOWN, GateRow, Part, plural
+from reident_airflow.report._page import Part
 from reident_airflow.report.view import (
-    THRESHOLDS,
     AssessmentView,
-    BreachView,
-    Number,
     RiskMeasures,
-    ThresholdSpec,
-    threshold_of,
 )
 
 __all__ = ["build_assessment"]
@@ -45,10 +40,12 @@ _BASIS = {
 
 def build_assessment(view: AssessmentView, top: int) -> Part:
     """The assessment's part: verdict, gate rows, notes and sections (``top`` column sets)."""
-    gate = _gate(view)
-    verdict, headline = _verdict(view, gate)
-    part = Part.of("assessment", verdict, headline, gate, view.schema)
+    gate = gate_rows(view)
+    status, headline = verdict(view, gate)
+    part = Part.of("assessment", status, headline, gate, view.schema)
     part.thresholds_known = view.thresholds is not None or bool(gate)
+    if view.preset is not None:
+        part.notes.append(f"The thresholds are those of the preset {view.preset!r}.")
     if not view.complete:
         part.notes.append(
             "This assessment is incomplete: it does not say how many records and classes "
@@ -101,113 +98,6 @@ def _rows_mismatch(view: AssessmentView) -> str | None:
         f"The input's fingerprint counted {count(fp.rows)} rows but the assessment measured "
         f"{count(measured)}: the two may not describe the same data."
     )
-
-
-# ------------------------------------------------------------------------------------ gate
-def _relation(spec: ThresholdSpec | None) -> str:
-    if spec is None:
-        return ""
-    return "≥" if spec.minimum else "≤"
-
-
-def _formatter(spec: ThresholdSpec | None) -> Callable[[Any], str]:
-    if spec is None:
-        return number
-    return share_text if spec.share else count
-
-
-def _status(
-    metric: str, breached: Mapping[str, BreachView], observed: Number | None, passed: bool | None
-) -> str:
-    if metric in breached:
-        return BREACHED
-    if passed is True or (passed is False and observed is not None):
-        return PASSED  # the result says no threshold, or not this one, was breached
-    return UNKNOWN
-
-
-def _label(spec: ThresholdSpec, view: AssessmentView, metric: str) -> str:
-    """A gate row's check: the threshold's label, with the record-risk threshold or the
-    sensitive column it applies to."""
-    if spec.name == "min_l":
-        return f"{spec.label} of {metric.removeprefix('l_diversity.').removesuffix('.distinct')}"
-    t = view.record_threshold
-    if spec.name == "max_records_at_risk" and t is not None:
-        return f"Records at risk (record risk > {number(t)})"
-    return spec.label
-
-
-def _gate(view: AssessmentView) -> list[GateRow]:
-    """Every threshold the result lists against its observed value, then any breach of a
-    threshold it does not list."""
-    breached = {b.metric: b for b in view.breaches}
-    rows: list[GateRow] = []
-    seen: set[str] = set()
-    for name, limit in view.thresholds or ():
-        if limit is None:
-            continue
-        spec = THRESHOLDS.get(name)
-        if spec is None:  # a threshold this report does not know: show it as given
-            status = PASSED if view.passed is True else UNKNOWN
-            rows.append(GateRow(name, name, NA, "", text(limit), status))
-            continue
-        if spec.name == "min_l":
-            rows.extend(_l_diversity_gate(view, spec, limit, breached, seen))
-            continue
-        seen.add(spec.metric)
-        observed = view.observed(spec.metric)
-        fmt = _formatter(spec)
-        status = _status(spec.metric, breached, observed, view.passed)
-        label = _label(spec, view, spec.metric)
-        rows.append(GateRow(label, spec.metric, fmt(observed), _relation(spec), fmt(limit), status))
-    for metric, b in breached.items():
-        if metric in seen:
-            continue
-        spec = threshold_of(metric)
-        if spec is not None and spec.name == "min_l":
-            spec = None  # without min_l in the thresholds: shown as the result names it
-        fmt = _formatter(spec)
-        label = metric if spec is None else spec.label
-        rows.append(
-            GateRow(label, metric, fmt(b.observed), _relation(spec), fmt(b.limit), BREACHED)
-        )
-    return rows
-
-
-def _l_diversity_gate(
-    view: AssessmentView,
-    spec: ThresholdSpec,
-    limit: Any,
-    breached: Mapping[str, BreachView],
-    seen: set[str],
-) -> list[GateRow]:
-    """``min_l``: one row per sensitive column (metric ``l_diversity.<column>.distinct``)."""
-    if not view.l_diversity:
-        status = PASSED if view.passed is True else UNKNOWN
-        check = f"{spec.label} (no sensitive column in the result)"
-        return [GateRow(check, spec.metric, NA, "≥", count(limit), status)]
-    rows = []
-    for column in view.l_diversity:
-        metric = f"l_diversity.{column.column}.distinct"
-        seen.add(metric)
-        status = _status(metric, breached, column.distinct, view.passed)
-        label = _label(spec, view, metric)
-        rows.append(GateRow(label, metric, count(column.distinct), "≥", count(limit), status))
-    return rows
-
-
-def _verdict(view: AssessmentView, gate: list[GateRow]) -> tuple[str, str]:
-    breached = [g for g in gate if g.status == BREACHED]
-    n = len(gate)
-    if view.passed is False or breached:
-        return BREACHED, f"{len(breached)} of {n} {plural(n, 'threshold')} breached"
-    if view.passed is True:
-        if not gate:
-            return UNGATED, "no thresholds were given: risk measured, nothing gated"
-        if any(g.status == UNKNOWN for g in gate):
-            return UNKNOWN, "some thresholds could not be checked against the result"
-        return PASSED, f"all {n} {plural(n, 'threshold')} met"
-    return UNKNOWN, "the result holds no verdict (“passed” is missing)"
 
 
 # -------------------------------------------------------------------------------- sections
@@ -295,7 +185,10 @@ def _inputs(view: AssessmentView) -> str:
         limits = ", ".join(f"{k} = {text(v)}" for k, v in view.thresholds)
     else:
         limits = "none (risk measured, nothing gated)"
-    extra = []
+    extra = [("preset", view.preset)] if view.preset is not None else []
+    if view.warn_thresholds:
+        levels = ", ".join(f"{k} = {text(v)}" for k, v in view.warn_thresholds)
+        extra.append(("warning levels", levels))
     if view.individual_risk is not None and view.individual_risk.weight is not None:
         extra.append(("sampling weights", view.individual_risk.weight))
     if view.l_diversity:

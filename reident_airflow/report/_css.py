@@ -56,6 +56,8 @@ p.lead { color: var(--muted); margin: 0 0 12px; }
 .verdict.unknown { background: var(--warn-bg); border-color: #f1d19b; }
 .verdict.unknown .word { background: var(--warn); }
 .verdict.ungated { background: var(--none-bg); border-color: #d3d9df; }
+.verdict.warned { background: var(--warn-bg); border-color: #f1d19b; }
+.verdict.warned .word { background: var(--warn); }
 .verdict.ungated .word { background: var(--none); }
 table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; font-size: 14px; }
 th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); }
@@ -65,13 +67,16 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; }
 tr.chosen td { background: #eaf3f8; font-weight: 600; }
 tr.breach td { background: var(--bad-bg); }
+tr.warned td { background: var(--warn-bg); }
 .badge {
   display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px;
   font-weight: 700; letter-spacing: 0.03em; white-space: nowrap;
 }
 .badge.ok { background: var(--ok-bg); color: var(--ok); border: 1px solid #b7dfb9; }
 .badge.bad { background: var(--bad-bg); color: var(--bad); border: 1px solid #f3b8b0; }
-.badge.unknown { background: var(--warn-bg); color: var(--warn); border: 1px solid #f1d19b; }
+.badge.unknown, .badge.warn {
+  background: var(--warn-bg); color: var(--warn); border: 1px solid #f1d19b;
+}
 .badge.none { background: var(--none-bg); color: var(--none); border: 1px solid #d3d9df; }
 .badge.info { background: #eaf3f8; color: var(--accent); border: 1px solid #c3dbe8; }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr));
@@ -149,6 +154,8 @@ td code, dd { overflow-wrap: anywhere; }
   th, td { padding: 4px 6px; }
   nav.toc { display: none; }
   a { color: inherit; text-decoration: none; }
-  .verdict, .badge, tr.breach td { print-color-adjust: exact; -webkit-print-color-adjust: exact; }
+  .verdict, .badge, tr.breach td, tr.warned td {
+    print-color-adjust: exact; -webkit-print-color-adjust: exact;
+  }
 }
 """

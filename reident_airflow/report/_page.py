@@ -23,6 +23,7 @@ __all__ = [
     "UNGATED",
     "UNKNOWN",
     "VERDICT_WORDS",
+    "WARNED",
     "GateRow",
     "Part",
     "badge",
@@ -38,9 +39,12 @@ KINDS: dict[str, str] = {
 _KNOWN_VERSION = "v1"
 
 PASSED, BREACHED, UNKNOWN, UNGATED = "passed", "breached", "unknown", "ungated"
+#: Passed, with a warning level crossed: the release goes ahead, the crossing is reported.
+WARNED = "warned"
 #: The word the verdict box shows for each verdict.
 VERDICT_WORDS = {
     PASSED: "PASSED",
+    WARNED: "WARNING",
     BREACHED: "BREACHED",
     UNKNOWN: "INCOMPLETE",
     UNGATED: "NOT GATED",
@@ -49,14 +53,16 @@ VERDICT_WORDS = {
 
 @dataclass(frozen=True)
 class GateRow:
-    """One row of the threshold table: a check, its observed value and its limit, as text."""
+    """One row of the threshold table: a check, its observed value and its limit, as text;
+    ``warning`` for a warning level's row (its crossing is :data:`WARNED`, not a breach)."""
 
     check: str
     metric: str
     observed: str
     relation: str
     limit: str
-    status: str  # PASSED / BREACHED / UNKNOWN
+    status: str  # PASSED / BREACHED / WARNED / UNKNOWN
+    warning: bool = False
 
 
 @dataclass
@@ -129,6 +135,7 @@ def badge(status: str) -> str:
     cls, word = {
         PASSED: ("ok", "met"),
         BREACHED: ("bad", "breached"),
+        WARNED: ("warn", "warning"),
         UNKNOWN: ("unknown", "unknown"),
         UNGATED: ("none", "not gated"),
     }[status]

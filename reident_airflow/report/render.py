@@ -32,6 +32,7 @@ from reident_airflow.report._page import (
     UNGATED,
     UNKNOWN,
     VERDICT_WORDS,
+    WARNED,
     Part,
     badge,
 )
@@ -178,6 +179,9 @@ _CONTEXT_LABELS = {
 }
 
 
+_ROW_CLASSES = {BREACHED: "breach", WARNED: "warned"}
+
+
 def _overall(parts: Sequence[Part]) -> str:
     verdicts = {p.verdict for p in parts}
     if not parts:
@@ -186,6 +190,8 @@ def _overall(parts: Sequence[Part]) -> str:
         return BREACHED
     if UNKNOWN in verdicts:
         return UNKNOWN
+    if WARNED in verdicts:
+        return WARNED
     if PASSED in verdicts:
         return PASSED
     return UNGATED
@@ -211,6 +217,7 @@ def _verdict_box(parts: Sequence[Part]) -> str:
         lead = {
             PASSED: "The release may proceed as far as these checks go.",
             BREACHED: "The release does not meet its thresholds.",
+            WARNED: "The release may proceed; some measures crossed their warning levels.",
             UNKNOWN: "The result is incomplete: do not sign off a release on it.",
             UNGATED: "Risk was measured; no threshold was set, so nothing was gated.",
         }[overall]
@@ -245,7 +252,7 @@ def _gate_section(parts: Sequence[Part]) -> str:
                 for g in rows
             ],
             numeric=(1, 3),
-            row_classes=["breach" if g.status == BREACHED else "" for g in rows],
+            row_classes=[_ROW_CLASSES.get(g.status, "") for g in rows],
             escaped=True,
             labels=["check", "observed", "must be", "limit", "result"],
         )

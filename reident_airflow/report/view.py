@@ -51,6 +51,7 @@ from reident_airflow.report._release_view import (
     DataflyView,
     DirectMatchView,
 )
+from reident_airflow.report._thresholds import THRESHOLDS, BreachView, ThresholdSpec, threshold_of
 
 __all__ = [
     "MODEL_NAMES",
@@ -78,74 +79,6 @@ __all__ = [
     "ThresholdSpec",
     "threshold_of",
 ]
-
-
-# ---------------------------------------------------------------------------- thresholds
-@dataclass(frozen=True)
-class ThresholdSpec:
-    """What one threshold of the gate checks (``Thresholds`` in the engine).
-
-    ``metric`` is the dotted name breaches carry (``l_diversity.<column>.distinct`` for
-    ``min_l``: one metric per sensitive column); ``label`` what the report calls the check.
-    """
-
-    name: str
-    metric: str
-    label: str
-
-    @property
-    def minimum(self) -> bool:
-        """Whether the observed value must be at least the limit (``min_k``, ``min_l``)
-        rather than at most (the ``max_`` risks)."""
-        return self.name.startswith("min_")
-
-    @property
-    def share(self) -> bool:
-        """Whether the limit is a share of records (the risks) rather than a count."""
-        return not self.minimum
-
-
-def _catalogue(**specs: tuple[str, str]) -> Mapping[str, ThresholdSpec]:
-    return {name: ThresholdSpec(name, metric, label) for name, (metric, label) in specs.items()}
-
-
-_GLOBAL_RISK = "Expected re-identifications (sampling weights), share of records"
-
-#: The gate's thresholds in the order the report lists them (``docs/contract.md``).
-THRESHOLDS = _catalogue(
-    max_highest_risk=("prosecutor.highest_risk", "Highest re-identification risk (prosecutor)"),
-    max_average_risk=("prosecutor.average_risk", "Average re-identification risk (prosecutor)"),
-    max_records_at_risk=("prosecutor.records_at_risk", "Records at risk"),
-    min_k=("k", "Smallest class size k"),
-    max_global_risk=("individual_risk.global_risk_share", _GLOBAL_RISK),
-    min_l=("l_diversity", "Distinct l-diversity"),
-)
-
-
-def threshold_of(metric: str) -> ThresholdSpec | None:
-    """The threshold that gates ``metric`` (a breach's metric name), or ``None``."""
-    if metric.startswith("l_diversity.") and metric.endswith(".distinct"):
-        return THRESHOLDS["min_l"]
-    return next((s for s in THRESHOLDS.values() if s.metric == metric), None)
-
-
-@dataclass(frozen=True)
-class BreachView(Checked):
-    """One breached threshold: the metric, its observed value and the limit it crossed."""
-
-    metric: str
-    observed: Number | None
-    limit: Number | None
-
-    @property
-    def is_minimum(self) -> bool:
-        """Whether the limit is a lower bound (``k``, l-diversity) rather than an upper one."""
-        spec = threshold_of(self.metric)
-        return spec is not None and spec.minimum
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        return cls.read(data, metric=str(data.get("metric")))
 
 
 # ------------------------------------------------------------------------ the assessment
@@ -356,6 +289,19 @@ def _histogram(raw: Any) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(pairs))
 
 
+def _limits(raw: Any) -> tuple[tuple[str, Any], ...] | None:
+    """A thresholds object as ``(name, limit)`` pairs; ``None`` when the result has none."""
+    limits = mapping_or_none(raw)
+    return None if limits is None else tuple((str(k), v) for k, v in limits.items())
+
+
+def _breach_list(raw: Any) -> tuple[BreachView, ...]:
+    """The breaches (or warnings) that are objects; anything else gives none."""
+    if not isinstance(raw, list | tuple):
+        return ()
+    return tuple(BreachView.from_dict(b) for b in raw if isinstance(b, Mapping))
+
+
 def _attributes(raw: Any) -> tuple[AttributeSet, ...] | None:
     """The ranking; ``None`` when the result holds none (missing or empty)."""
     if not isinstance(raw, list) or not raw:
@@ -382,6 +328,8 @@ class AssessmentView(Checked):
     holds no ranking; ``l_diversity`` ``None`` when no sensitive column was measured.
     ``ranked_attribute_sets`` is how many items the ranking had as written; ``fingerprint``
     the optional ``"input"`` object (what was assessed), ``None`` when the result has none.
+    ``preset`` is the named gate applied; ``warn_thresholds`` and ``warnings`` the warning
+    levels and those crossed (``None`` / empty in results that predate them).
     """
 
     schema: str | None
@@ -406,15 +354,16 @@ class AssessmentView(Checked):
     breaches: tuple[BreachView, ...]
     passed: bool | None
     fingerprint: InputView | None = None
+    preset: str | None = None
+    warn_thresholds: tuple[tuple[str, Any], ...] | None = None
+    warnings: tuple[BreachView, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """The view of an assessment dict (:class:`InvalidInputError` if not a dict)."""
         a = require_mapping(data, "an assessment")
         uniqueness = mapping_or_none(a.get("uniqueness")) or {}
-        thresholds = mapping_or_none(a.get("thresholds"))
         diversity = mapping_or_none(a.get("l_diversity"))
-        raw_breaches = a.get("breaches") or []
         raw_attributes = a.get("attributes")
         return cls(
             schema=string_or_none(a.get("schema")),
@@ -439,14 +388,13 @@ class AssessmentView(Checked):
                 else tuple(DiversityView.from_item(c, v) for c, v in diversity.items())
             ),
             suda=optional_view(SudaView.from_dict, a.get("suda")),
-            thresholds=None
-            if thresholds is None
-            else tuple((str(k), v) for k, v in thresholds.items()),
-            breaches=tuple(BreachView.from_dict(b) for b in raw_breaches if isinstance(b, Mapping))
-            if isinstance(raw_breaches, list | tuple)
-            else (),
+            thresholds=_limits(a.get("thresholds")),
+            breaches=_breach_list(a.get("breaches")),
             passed=bool_or_none(a.get("passed")),
             fingerprint=optional_view(InputView.from_dict, a.get("input")),
+            preset=string_or_none(a.get("preset")),
+            warn_thresholds=_limits(a.get("warn_thresholds")),
+            warnings=_breach_list(a.get("warnings")),
         )
 
     @property

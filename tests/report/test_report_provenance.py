@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from reident_airflow.engine.assessment import assess
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.options import AssessmentOptions, Thresholds
 from reident_airflow.report import SignOff, render_release_report, render_report
 from reident_airflow.report.view import AssessmentView
+from reident_airflow.sources.files import class_table_from_file
 from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
-from tests.conftest import load_reference, reference_files, require_server
+from tests.conftest import load_reference, oracle_data, reference_files, require_server
 from tests.report.test_report import check_page
 
 # ------------------------------------------------------------------------------ lowest risk
@@ -202,3 +205,51 @@ def test_a_row_count_that_differs_from_the_assessment_is_flagged(
     html = render_report(other)
     verdict = html[html.index('id="verdict"') : html.index('id="gate"')]
     assert "counted 30,000 rows but the assessment measured 30,162" in verdict
+
+
+# ------------------------------------------------------------------- presets and warnings
+ARX_C4 = load_reference(next(p for p in reference_files() if p.name == "arx_C4.json"))
+
+
+def _warned_assessment(warn_average: float) -> dict[str, Any]:
+    table = class_table_from_file(oracle_data("adult.csv"), ["sex", "race"], sep=";")
+    options = AssessmentOptions(
+        quasi_identifiers=("sex", "race"),
+        preset="health-canada",  # max_average_risk = 0.09
+        warn_thresholds=Thresholds(max_average_risk=warn_average),
+        rank_attributes=False,
+    )
+    return assess(table, options).to_dict()
+
+
+def test_a_crossed_warning_level_is_a_warning_not_a_breach() -> None:
+    """Adult on sex, race (ARX C4): 10 classes of 30,162 records, average risk 10 / 30,162 =
+    0.000331543; within Health Canada's 0.09, above a warning level of 0.0003."""
+    assert ARX_C4["quasi_identifiers"] == ["sex", "race"]
+    result = _warned_assessment(0.0003)
+    assert result["preset"] == "health-canada"
+    assert result["prosecutor"]["average_risk"] == pytest.approx(ARX_C4["average_risk"])
+    view = AssessmentView.from_dict(result)
+    assert view.preset == "health-canada" and [w.metric for w in view.warnings] == [
+        "prosecutor.average_risk"
+    ]
+    html = render_report(result)
+    text = check_page(html)
+    assert '<div class="verdict warned" id="verdict"><div class="word">WARNING</div>' in html
+    assert "all 1 threshold met; 1 of 1 warning level crossed" in text
+    assert "The thresholds are those of the preset 'health-canada'." in text
+    gate = _section(html, "gate")
+    assert gate.count('<tr class="warned">') == 1 and 'class="badge ok">met' in gate
+    assert "Average re-identification risk (prosecutor) — warning level" in gate
+    assert ">0.0332 % (0.0003315)<" in gate and ">0.03 % (0.0003)<" in gate
+    assert ">9 % (0.09)<" in gate
+    inputs = _section(html, "assessment-inputs")
+    assert "<dd>health-canada</dd>" in inputs and "max_average_risk = 0.0003" in inputs
+
+
+def test_a_warning_level_not_crossed_passes() -> None:
+    """The same average risk 0.000331543 under a warning level of 0.001: nothing crossed."""
+    html = render_report(_warned_assessment(0.001))
+    assert '<div class="verdict passed" id="verdict">' in html
+    gate = _section(html, "gate")
+    assert gate.count('class="badge ok">met') == 2 and "warned" not in gate
