@@ -11,6 +11,7 @@ dictionaries (kept for joins, never written to any output).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -91,16 +92,24 @@ def distinct_names(label: str, names: Iterable[str]) -> Iterator[str]:
 
 
 def refuse_unknown(label: str, names: Sequence[str], available: Sequence[str]) -> None:
-    """Refuse names that are not columns of the table; the message lists the available
-    columns (names only), e.g. ``unknown weight column 'w'; available columns: 'a', 'b'``."""
-    avail = list(available)
+    """Refuse names that are not columns of the table; the message gives each unknown name
+    its closest column, if one is close (:func:`difflib.get_close_matches`), and lists the
+    available columns (names only), e.g. ``unknown quasi-identifier 'agee' (did you mean
+    'age'?); available columns: 'sex', 'age'``."""
+    avail = [str(a) for a in available]
     missing = [q for q in names if q not in avail]
     if missing:
+        named = ", ".join(f"{m!r}{_closest(m, avail)}" for m in missing)
         raise InvalidInputError(
-            f"unknown {label}{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)}; available columns: "
+            f"unknown {label}{'s' if len(missing) > 1 else ''} {named}; available columns: "
             f"{', '.join(repr(a) for a in avail)}"
         )
+
+
+def _closest(name: str, available: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the column closest to ``name``, or nothing."""
+    close = difflib.get_close_matches(str(name).strip(), available, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _marker_code(dictionary: Any) -> int | None:
