@@ -101,7 +101,7 @@ def assert_one_alert(receiver: WebhookReceiver, outcome: str, location: str) -> 
     assert payload["report_location"] == location
     assert payload["check"] == "reidentification_risk"
     assert payload["k"] == 1
-    assert location in payload["text"]
+    assert (payload["report_url"] or location) in payload["text"]  # the URL when it has one
     for secret in SECRETS:
         assert secret not in request.body.decode()
     return dict(payload)
@@ -216,3 +216,30 @@ def test_two_notifiers_to_different_destinations_both_alert(
     op.on_failure_callback = [first, second]
     run(op)
     assert len(webhook_server.requests) == 2
+
+
+def test_every_alert_carries_the_report_url(
+    tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fail with a served report: the alert has its URL (the e-mail links it); a DAG-level
+    callback (no exception in its context) reads the report and its location from XCom."""
+    op = gate(tmp_path, "fail", notifier(webhook_server, monkeypatch))
+    op.report_base_url = "https://reports.example.org/gate/"
+    context, ti, exc = run(op)
+    url = "https://reports.example.org/gate/report.html"
+    assert ti.pushed["report_url"] == url
+    assert isinstance(exc, ReidentificationBreach)
+    callbacks = op.on_failure_callback
+    for callback in [callbacks] if callable(callbacks) else list(callbacks or ()):
+        callback({**context, "exception": exc})
+    payload = assert_one_alert(webhook_server, "fail", str(tmp_path / "report.html"))
+    assert payload["report_url"] == url and url in payload["text"]
+    _, text, html_body = breach_email(payload)
+    assert f"Report: {url}" in text and f'<a href="{url}">Report</a>' in html_body
+
+    dag_level = ReidentBreachNotifier(webhook_conn_id="outcome_hook", timeout=5)
+    dag_level({k: v for k, v in context.items() if k != "exception"})
+    second = webhook_server.requests[-1].json()
+    assert second["event"] == BREACH_EVENT and second["k"] == 1
+    assert second["report_location"] == str(tmp_path / "report.html")
+    assert second["report_url"] == url
