@@ -89,6 +89,7 @@ def test_strict_build_writes_every_page(site: Path) -> None:
         "contract/index.html",
         "reading/index.html",
         "architecture/index.html",
+        "spark/index.html",
     ):
         assert (site / page).is_file(), page
 
