@@ -16,12 +16,17 @@ pandas      ``sources.files.aggregates_from_frame`` (the GE path)             20
 SQLite      ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     200
 PostgreSQL  ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     100
 MariaDB     ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     100
+Spark       ``sources.spark.aggregates_from_spark`` (classic session)           25
 ==========  ==============================================================  ======
 
-1,000 generated tables per run (``REIDENT_DIFFERENTIAL_SCALE=10`` runs ten times as many).
+1,025 generated tables per run (``REIDENT_DIFFERENTIAL_SCALE=10`` runs ten times as many).
 The time goes to the readers, one call per table and reader (a DuckDB connection per call,
 a ``CREATE``/``DROP`` per table on the servers): a database table is written once and read
 by both SQL readers.
+
+Spark runs one job per table (a second or more on a shared machine), so it takes fewer
+generated tables; every hand-computed example of ``EXAMPLES`` runs on a classic session and
+over Spark Connect (the sessions of ``tests/spark/conftest.py``).
 
 What a backend cannot hold is stated in ``_differential.LIMITS`` and checked for real by
 ``test_known_limits``: SQLite stores NaN as NULL (its truth counts NaN as missing), MariaDB's
@@ -40,10 +45,12 @@ import io
 import math
 import os
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
@@ -60,6 +67,7 @@ from tests.sources._differential import (
     CsvLayout,
     ParquetLayout,
     Table,
+    arrow_table,
     counts_of,
     csv_field,
     csv_layouts,
@@ -79,8 +87,10 @@ from tests.sources._differential import (
     write_csv,
     write_parquet,
 )
+from tests.spark.sessions import connect_server, spark, spark_connect
 
 FILES = "reident_airflow.sources.files"
+SPARK = "reident_airflow.sources.spark"
 FRAMES = "reident_airflow.sources.files"
 SQL = "reident_airflow.sources.sql"
 
@@ -105,8 +115,10 @@ TABLES = {
     "sqlite": 200,
     "postgresql": 100,
     "mariadb": 100,
+    "spark": 25,
 }
 SELF = settings(max_examples=100, **_COMMON)  # the helpers' own checks
+SPARK_FIXTURES = (connect_server, spark, spark_connect)  # the Spark sessions, used by name
 
 DATABASES = [
     "sqlite",
@@ -214,6 +226,28 @@ def sql_truth(backend: str, t: Table, *, histogram: bool) -> Counts:
     return expected.without_l() if histogram else expected
 
 
+def spark_counts(read: Reader, session: Any, t: Table) -> Counts:
+    """The counts of Spark's aggregates: histogram, and l and the per-class (size, distinct
+    values) pairs from the sensitive column's value-count profiles."""
+    from reident_airflow.sources.spark_measures import l_diversity_of
+
+    counted = read(session.createDataFrame(arrow_table(t)), t.qi_names, sensitive=["s"])
+    sizes = counted.histogram
+    profiles = counted.profiles["s"]
+    lengths = np.diff(np.r_[profiles.starts, profiles.counts.shape[0]])
+    per_class: Counter[tuple[int, int]] = Counter()
+    for size, distinct, classes in zip(profiles.sizes, lengths, profiles.classes, strict=True):
+        per_class[(int(size), int(distinct))] += int(classes)
+    return Counts(
+        records=sizes.records,
+        excluded=sizes.excluded_records,
+        classes=sizes.classes,
+        histogram=tuple((int(s), int(c)) for s, c in zip(sizes.sizes, sizes.counts, strict=True)),
+        l=int(l_diversity_of(profiles, c=2.0).distinct),
+        diversity=tuple(sorted(per_class.items())),
+    )
+
+
 # ----------------------------------------------------------------------------- differential
 def test_csv(workdir: Path) -> None:
     """CSV holds only text: all-text tables, in every layout the contract allows."""
@@ -275,6 +309,18 @@ def test_sql(request: pytest.FixtureRequest, backend: str) -> None:
             assert sizes == want, f"histogram_from_sql counted {sizes}, the contract {want}"
 
     sql_tables()
+
+
+def test_spark(spark: Any) -> None:
+    """A classic local session; the Connect path is the same queries (EXAMPLES run on both)."""
+    read = reader(SPARK, "aggregates_from_spark")
+
+    @examples(TABLES["spark"])
+    @given(t=tables(families_for("spark")))
+    def spark_tables(t: Table) -> None:
+        check(lambda: spark_counts(read, spark, t), truth(t))
+
+    spark_tables()
 
 
 # ----------------------------------------------------------------------------- examples
@@ -488,6 +534,8 @@ EXAMPLE_BACKENDS = [
     pytest.param("postgresql-histogram", marks=pytest.mark.db),
     pytest.param("mariadb", marks=pytest.mark.db),
     pytest.param("mariadb-histogram", marks=pytest.mark.db),
+    "spark",
+    "spark-connect",
 ]
 CSV_EXAMPLE_LAYOUTS = [
     CsvLayout(),
@@ -530,6 +578,10 @@ def test_example(request: pytest.FixtureRequest, workdir: Path, backend: str, na
         read = reader(FILES, "aggregates_from_file")
         for playout in PARQUET_EXAMPLE_LAYOUTS:
             check(lambda playout=playout: parquet_counts(read, workdir, t, playout), want)
+    elif base == "spark":
+        read = reader(SPARK, "aggregates_from_spark")
+        session = request.getfixturevalue("spark_connect" if histogram else "spark")
+        check(lambda: spark_counts(read, session, t), want)
     elif base == "pandas":
         read = reader(FRAMES, "aggregates_from_frame")
         for choice in range(3):  # object/numpy, then str/masked, then Arrow-backed columns
