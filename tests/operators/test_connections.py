@@ -414,7 +414,7 @@ def test_provider_hook_builds_the_engine(monkeypatch: pytest.MonkeyPatch) -> Non
             calls.append(dict(engine_kwargs or {}))
             return sa.create_engine(url, **(engine_kwargs or {}))
 
-    monkeypatch.setattr(connections, "_provider_hook", lambda conn: _Hook())
+    monkeypatch.setattr(connections, "_provider_hook", lambda conn, hook_params=None: _Hook())
     _pg_conn(monkeypatch, "reident_pg_provider", sslmode="require", cursor="dictcursor")
     engine = sqlalchemy_engine("reident_pg_provider")
     assert calls and "creator" in calls[0]
@@ -433,11 +433,45 @@ def test_provider_hook_without_its_driver_is_a_configuration_error(
         def get_sqlalchemy_engine(self, engine_kwargs: dict[str, Any] | None = None) -> Any:
             raise ModuleNotFoundError("No module named 'MySQLdb'", name="MySQLdb")
 
-    monkeypatch.setattr(connections, "_provider_hook", lambda conn: _Hook())
+    monkeypatch.setattr(connections, "_provider_hook", lambda conn, hook_params=None: _Hook())
     _set_conn(monkeypatch, "reident_my_provider", conn_type="mysql", host="h", password=PASSWORD)
     with pytest.raises(ReidentConfigurationError, match="MySQLdb") as info:
         sqlalchemy_engine("reident_my_provider")
     assert PASSWORD not in str(info.value)
+
+
+def test_database_and_hook_params_reach_the_provider_hook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As common.sql's operators do: ``hook_params`` build the hook, ``database`` is set on it
+    (the engine then comes from the hook, which the real PostgreSQL answers)."""
+    from reident_airflow.operators import connections
+
+    url = sa.make_url(require_server("postgresql"))
+    given: list[Any] = []
+
+    class _Hook:
+        database: str | None = None
+
+        def get_sqlalchemy_engine(self, engine_kwargs: dict[str, Any] | None = None) -> Any:
+            return sa.create_engine(url.set(database=self.database))
+
+    def provider_hook(conn: Any, hook_params: Any = None) -> Any:
+        given.append(hook_params)
+        return hook
+
+    hook = _Hook()
+    monkeypatch.setattr(connections, "_provider_hook", provider_hook)
+    _set_conn(monkeypatch, "reident_hook_params", conn_type="mysql", host="h", schema="other")
+    engine = sqlalchemy_engine(
+        "reident_hook_params", database=url.database, hook_params={"log_sql": False}
+    )
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT current_database()")).scalar() == url.database
+    finally:
+        engine.dispose()
+    assert given == [{"log_sql": False}] and hook.database == url.database
 
 
 def test_make_engine_bare_schemes_use_installed_drivers() -> None:
