@@ -2,10 +2,10 @@
 
 At most one row per equivalence class (the QI values, a count and the aggregates) is fetched:
 by ``COPY ... TO STDOUT`` parsed by Arrow on PostgreSQL with psycopg2 (:func:`copy_out`),
-otherwise through a streaming cursor. Values are kept as the database sent them: bytes as
-bytes, integers as integers. The rows of the suppressed class (flagged by the statement, see
-:mod:`reident_airflow.sources.sql_grouping`) are split off (:func:`split_suppressed`) or marked
-(:func:`marked`) here.
+otherwise through a streaming cursor (Spark SQL: the driver's cursor, in large batches).
+Values are kept as the database sent them: bytes as bytes, integers as integers. The rows of
+the suppressed class (flagged by the statement, see :mod:`reident_airflow.sources.sql_grouping`)
+are split off (:func:`split_suppressed`) or marked (:func:`marked`) here.
 """
 
 from __future__ import annotations
@@ -72,20 +72,44 @@ def fetch_grouped(
         # which turns the hash aggregate into a slower sort. All rows are wanted, so plan
         # for the total time; SET LOCAL ends with this transaction.
         conn.execute(sa.text("SET LOCAL cursor_tuple_fraction = 1.0"))
-    result = conn.execute(stmt, execution_options={"stream_results": True})
-    columns: list[list[Any]] = [[] for _ in keys]
-    while True:
-        chunk = result.fetchmany(FETCH_ROWS)
-        if not chunk:
-            break
-        for column, values in zip(columns, zip(*chunk, strict=True), strict=True):
-            column.extend(values)
+    columns = _fetch_columns(conn, stmt, len(keys))
     return pd.DataFrame(
         {
             k: _value_series(column) if k in grouped else _number_series(column)
             for k, column in zip(keys, columns, strict=True)
         }
     )
+
+
+def _fetch_columns(conn: Connection, stmt: sa.Select[Any], width: int) -> list[list[Any]]:
+    """The rows of ``stmt`` as ``width`` columns of values, fetched :data:`FETCH_ROWS` at a time.
+
+    Spark SQL through PyHive: from the driver's cursor, with ``arraysize`` raised so that one
+    Thrift request brings :data:`FETCH_ROWS` rows (PyHive asks for 1,000 at a time), and no
+    SQLAlchemy row built per class.
+    """
+    hive = conn.dialect.name == "hive"
+    # (streaming makes SQLAlchemy buffer rows ahead, which reading the cursor would skip)
+    result = conn.execute(stmt, execution_options={"stream_results": not hive})
+    fetch = result.fetchmany
+    cursor: Any = result.cursor
+    if hive:
+        cursor.arraysize = FETCH_ROWS
+        fetch = cursor.fetchmany
+    columns: list[list[Any]] = [[] for _ in range(width)]
+    driver_error = conn.dialect.loaded_dbapi.Error
+    try:
+        while True:
+            chunk = fetch(FETCH_ROWS)
+            if not chunk:
+                break
+            for column, values in zip(columns, zip(*chunk, strict=True), strict=True):
+                column.extend(values)
+    except driver_error as exc:  # only the raw cursor raises unwrapped
+        raise wrapped_driver_error(conn, exc, conn.connection.dbapi_connection, cursor) from exc
+    finally:
+        result.close()
+    return columns
 
 
 def _number_series(values: list[Any]) -> pd.Series:

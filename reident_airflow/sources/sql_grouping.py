@@ -8,7 +8,11 @@ Values are grouped as docs/reading.md says, by the database itself:
 - bytes (and MySQL/MariaDB text, grouped by its bytes) come back as :class:`bytes` and stay
   bytes: nothing is decoded, so two byte strings the database tells apart never merge;
 - PostgreSQL floats as ``x + 0`` (``-0`` prints as ``0``; every NaN prints ``NaN``) and
-  numerics without trailing zeros, so that one class prints the same in every query.
+  numerics without trailing zeros, so that one class prints the same in every query;
+- Spark SQL (the ``hive://`` dialect of PyHive, through the Spark Thrift Server) text under
+  the ``UTF8_BINARY`` collation where the server knows collations (Spark 4: a column declared
+  ``COLLATE UTF8_LCASE`` would merge spellings); the column kinds come from the server's
+  result types, since PyHive reflects a ``BINARY`` column as text.
 
 A class whose every QI is the text ``*`` (suppressed records) is flagged by the database in
 the same statement (:data:`SUPPRESSED_LABEL`). Constants are written into the statement
@@ -73,6 +77,8 @@ _FLOAT = "float"
 _NUMERIC = "numeric"
 _OTHER = "other"
 _MYSQL = frozenset({"mysql", "mariadb"})
+#: SQLAlchemy's name of PyHive's dialect (Spark Thrift Server, HiveServer2).
+_HIVE = "hive"
 # PostgreSQL type OIDs (pg_type) of a query's columns: text, varchar, bpchar, name; bytea;
 # real, double precision; numeric. Any other type is "other".
 _PG_KINDS = {
@@ -85,6 +91,18 @@ _PG_KINDS = {
     701: _FLOAT,
     1700: _NUMERIC,
 }
+# Spark Thrift Server result types (PyHive's cursor.description); any other is "other".
+_HIVE_KINDS = {
+    "STRING_TYPE": _TEXT,
+    "VARCHAR_TYPE": _TEXT,
+    "CHAR_TYPE": _TEXT,
+    "BINARY_TYPE": _BINARY,
+    "FLOAT_TYPE": _FLOAT,
+    "DOUBLE_TYPE": _FLOAT,
+    "DECIMAL_TYPE": _NUMERIC,
+}
+# conn.info key: whether the Spark SQL server knows ``COLLATE`` (Spark 4).
+_HIVE_COLLATE = "reident_hive_collate"
 
 
 def constant(value: Any) -> sa.BindParameter[Any]:
@@ -108,33 +126,61 @@ def _type_kind(type_: sa.types.TypeEngine[Any]) -> str:
     return _OTHER
 
 
+def _result_types(conn: Connection, source: SqlSource, names: Sequence[str]) -> list[Any]:
+    """The type codes the driver gives the columns of ``SELECT names FROM source LIMIT 0``."""
+    result = conn.execute(sa.select(*(source.c[n] for n in names)).limit(0))
+    description = result.cursor.description
+    result.close()
+    return [column[1] for column in description]
+
+
+def _mysql_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> list[str]:
+    """MySQL/MariaDB: ``CHARSET()`` of each column, ``binary`` for everything but text."""
+    # one row, and the query not run: (SELECT 1) LEFT JOIN (query LIMIT 0) ON false
+    one = sa.select(constant(1).label("reident_one")).subquery("reident_one")
+    empty = sa.select(*(source.c[n] for n in names)).limit(0).subquery("reident_empty")
+    probe = sa.select(*(sa.func.charset(empty.c[n]) for n in names)).select_from(
+        one.outerjoin(empty, sa.false())
+    )
+    charsets = conn.execute(probe).one()
+    return [_OTHER if c is None or str(c) == "binary" else _TEXT for c in charsets]
+
+
 def _column_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> dict[str, str]:
     """Each column's kind: from its SQLAlchemy type, or, for a query's untyped columns, from
     the database (PostgreSQL: the result's type OIDs; MySQL/MariaDB: ``CHARSET()``, which is
-    ``binary`` for everything but text)."""
+    ``binary`` for everything but text). Spark SQL: every column's from the result's types
+    (PyHive reflects ``BINARY`` as text)."""
     kinds = {n: _type_kind(source.c[n].type) for n in names}
+    dialect = conn.dialect.name
+    if dialect == _HIVE:
+        codes = _result_types(conn, source, names) if names else []
+        return {n: _HIVE_KINDS.get(str(c), _OTHER) for n, c in zip(names, codes, strict=True)}
     untyped = [n for n in names if isinstance(source.c[n].type, sa.types.NullType)]
     if not untyped:
         return kinds
-    dialect = conn.dialect.name
     if dialect == "postgresql":
-        result = conn.execute(sa.select(*(source.c[n] for n in untyped)).limit(0))
-        description = result.cursor.description
-        result.close()
-        for n, column in zip(untyped, description, strict=True):
-            type_code: Any = column[1]
-            kinds[n] = _PG_KINDS.get(int(type_code), _OTHER)
-    elif dialect in _MYSQL:
-        # one row, and the query not run: (SELECT 1) LEFT JOIN (query LIMIT 0) ON false
-        one = sa.select(constant(1).label("reident_one")).subquery("reident_one")
-        empty = sa.select(*(source.c[n] for n in untyped)).limit(0).subquery("reident_empty")
-        probe = sa.select(*(sa.func.charset(empty.c[n]) for n in untyped)).select_from(
-            one.outerjoin(empty, sa.false())
+        codes = _result_types(conn, source, untyped)
+        kinds.update(
+            {n: _PG_KINDS.get(int(c), _OTHER) for n, c in zip(untyped, codes, strict=True)}
         )
-        charsets = conn.execute(probe).one()
-        for n, charset in zip(untyped, charsets, strict=True):
-            kinds[n] = _OTHER if charset is None or str(charset) == "binary" else _TEXT
+    elif dialect in _MYSQL:
+        kinds.update(zip(untyped, _mysql_kinds(conn, source, untyped), strict=True))
     return kinds
+
+
+def _hive_collates(conn: Connection) -> bool:
+    """Whether the Spark SQL server knows ``COLLATE`` (Spark 4); asked once per connection."""
+    known = conn.info.get(_HIVE_COLLATE)
+    if known is None:
+        probe = sa.select(sa.literal_column("'a'").collate("UTF8_BINARY"))
+        try:
+            conn.execute(probe).all()
+            known = True
+        except sa.exc.DBAPIError:
+            known = False
+        conn.info[_HIVE_COLLATE] = known
+    return bool(known)
 
 
 def _exact(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> sa.ColumnElement[Any]:
@@ -173,6 +219,8 @@ def _grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> A
     if dialect == "sqlite":
         # any column may hold text (types belong to values); COLLATE leaves other values alone
         return sa.type_coerce(column, sa.String()).collate("BINARY")
+    if dialect == _HIVE and kind == _TEXT and _hive_collates(conn):
+        return column.collate("UTF8_BINARY")
     return column
 
 

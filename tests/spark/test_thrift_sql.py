@@ -1,0 +1,284 @@
+"""The SQL path through the Spark Thrift Server (SQLAlchemy ``hive://``, PyHive).
+
+One Thrift Server per test session, started from the pyspark package (``spark-submit --class
+org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 ... spark-internal``, local[2]) on a
+free port, with its warehouse and Derby metastore in a temporary folder. Tables are Parquet
+files written here by pyarrow (so that NULL, the empty text and bytes are exactly what the
+test says) and declared to Spark with ``CREATE TABLE ... USING parquet LOCATION``.
+
+References: the CLI's JSON on the CSV for Adult and the ARX configurations on it; for the
+hostile table, hand-counted histograms and the same Parquet file read by the file path
+(DuckDB).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from reident_airflow.cli import main
+from reident_airflow.engine.assessment import assess
+from reident_airflow.sources import files, sql
+from tests.conftest import IN_CI, load_reference, oracle_data, reference_files
+
+START_SECONDS = 300
+ADULT_REFERENCES = [p for p in reference_files() if load_reference(p)["dataset"] == "adult.csv"]
+
+
+# ------------------------------------------------------------------------------ the server
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class ThriftServer:
+    """A Spark Thrift Server process started from the pyspark package."""
+
+    def __init__(self) -> None:
+        import pyspark
+
+        home = Path(pyspark.__file__).resolve().parent
+        self.port = _free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix="reident-thrift-"))
+        metastore = f"jdbc:derby:;databaseName={self.workdir / 'metastore_db'};create=true"
+        conf = {
+            "spark.sql.shuffle.partitions": "4",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.driver.memory": "1g",
+            "spark.sql.warehouse.dir": str(self.workdir / "warehouse"),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.workdir}",
+        }
+        hive = {
+            "hive.server2.thrift.port": str(self.port),
+            "hive.server2.thrift.bind.host": "127.0.0.1",
+            "javax.jdo.option.ConnectionURL": metastore,
+        }
+        argv = [
+            str(home / "bin" / "spark-submit"),
+            "--class",
+            "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+            "--master",
+            "local[2]",
+            *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")),
+            *(a for k, v in hive.items() for a in ("--hiveconf", f"{k}={v}")),
+            "spark-internal",
+        ]
+        env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        self.log = (self.workdir / "server.log").open("wb")
+        self.process = subprocess.Popen(
+            argv,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            start_new_session=True,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"hive://127.0.0.1:{self.port}/default"
+
+    def wait(self) -> None:
+        """Until a statement runs (the port opens before the session manager is ready)."""
+        import sqlalchemy as sa
+
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = (self.workdir / "server.log").read_text(errors="replace")[-2000:]
+                pytest.fail(f"the Spark Thrift Server exited ({self.process.returncode}): {tail}")
+            with socket.socket() as s:
+                s.settimeout(1)
+                listening = s.connect_ex(("127.0.0.1", self.port)) == 0
+            if listening:
+                engine = sa.create_engine(self.url)
+                try:
+                    with engine.connect() as conn:
+                        conn.execute(sa.text("SELECT 1")).all()
+                    return
+                except sa.exc.DBAPIError:
+                    pass
+                finally:
+                    engine.dispose()
+            time.sleep(1)
+        pytest.fail(f"the Spark Thrift Server did not answer within {START_SECONDS} s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def thrift_server() -> Iterator[ThriftServer]:
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        message = "no Java runtime: the Spark Thrift Server cannot start"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    server = ThriftServer()
+    try:
+        server.wait()
+        yield server
+    finally:
+        server.stop()
+
+
+def _declare(server: ThriftServer, name: str, table: pa.Table) -> None:
+    """``table`` as the Spark table ``name``: a Parquet file in its own folder."""
+    import sqlalchemy as sa
+
+    folder = server.workdir / "data" / name
+    folder.mkdir(parents=True)
+    pq.write_table(table, folder / "part-0.parquet")
+    engine = sa.create_engine(server.url)
+    with engine.connect() as conn:
+        conn.execute(sa.text(f"CREATE TABLE `{name}` USING parquet LOCATION '{folder}'"))
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def adult_table(thrift_server: ThriftServer) -> str:
+    """Adult (tests/data/adult.csv, every column text as the CLI reads it) as ``adult``."""
+    reference = load_reference(ADULT_REFERENCES[0])
+    table = pcsv.read_csv(
+        oracle_data("adult.csv"),
+        parse_options=pcsv.ParseOptions(delimiter=reference["sep"]),
+        convert_options=pcsv.ConvertOptions(
+            column_types={"age": pa.int32()}, strings_can_be_null=False
+        ),
+    )
+    _declare(thrift_server, "adult", table)
+    return "adult"
+
+
+def _cli(*argv: str) -> dict[str, Any]:
+    out = io.StringIO()
+    code = main(["assess", *argv, "--json", "-"], out=out, err=io.StringIO())
+    assert code in (0, 1)
+    payload: dict[str, Any] = json.loads(out.getvalue())
+    return payload
+
+
+# ------------------------------------------------------------------------------ the tests
+@pytest.mark.parametrize("ref", ADULT_REFERENCES, ids=lambda p: p.stem)
+def test_adult_through_the_thrift_server_equals_the_cli_on_the_csv(
+    ref: Path, thrift_server: ThriftServer, adult_table: str
+) -> None:
+    data = load_reference(ref)
+    qis = ",".join(data["quasi_identifiers"])
+    csv = str(oracle_data(data["dataset"]))
+    for extra in (["--no-ranking"], ["--max-subset-size", "2"]):
+        want = _cli(csv, "--sep", data["sep"], "--qi", qis, *extra)
+        got = _cli(thrift_server.url, "--table", adult_table, "--qi", qis, *extra)
+        assert got == want, extra
+    assert want["records"] == data["records"]
+    assert want["classes"] == data["classes"]
+    assert want["class_size_histogram"] == data["class_size_histogram"]
+
+
+# Hostile values: quotes of every kind, backslashes, NULL beside the empty text and the text
+# 'NULL', unicode (é as NFC and as NFD, an emoji), the suppression marker '*', bytes that are
+# '*' (never text), and floats -0.0/0.0/NaN/NULL.
+HOSTILE = pa.table(
+    {
+        "name's \"q`": pa.array(
+            ["O'Brien", 'say "hi"', "back`tick", "a\\b", None, "", "NULL", "\u00e9", "e\u0301",
+             "*", "*", "\U0001f600", "O'Brien", "", None],
+            type=pa.string(),
+        ),
+        "raw": pa.array(
+            [b"*", b"*", b"\xff", b"\x00", None, b"", b"", b"*", b"*", b"*", b"*", b"\xff",
+             b"*", b"", None],
+            type=pa.binary(),
+        ),
+        "code": pa.array(
+            ["*", "*", "x", "x", "x", "x", "x", "x", "x", "*", "*", "x", "*", "x", "x"],
+            type=pa.string(),
+        ),
+        "score": pa.array(
+            [-0.0, 0.0, float("nan"), None, 1.5, 1.5, 1.5, 1.5, 1.5, 2.0, 2.0, 1.5, 0.0,
+             1.5, 1.5],
+            type=pa.float64(),
+        ),
+    }
+)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def hostile_table(thrift_server: ThriftServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The hostile table as the Spark table ``hostile``; returns its Parquet file."""
+    _declare(thrift_server, "hostile", HOSTILE)
+    path = tmp_path_factory.mktemp("hostile") / "hostile.parquet"
+    pq.write_table(HOSTILE, path)
+    return path
+
+
+def _histogram(sizes: Any) -> tuple[list[int], list[int], int]:
+    return sizes.sizes.tolist(), sizes.counts.tolist(), int(sizes.excluded_records)
+
+
+def test_hostile_values_are_grouped_as_the_file_path_groups_them(
+    thrift_server: ThriftServer, hostile_table: Path
+) -> None:
+    name = "name's \"q`"
+    # Hand count on `name`: "O'Brien" x2, "" x2, NULL x2 are classes of 2; "*" x2 are the
+    # suppressed class (2 records excluded); the other 7 values (NFC and NFD é apart) are
+    # classes of 1.
+    for where in ({"table": "hostile"}, {"sql": "SELECT * FROM hostile"}):
+        sizes = sql.histogram_from_sql(thrift_server.url, [name], **where)
+        assert _histogram(sizes) == ([1, 2], [7, 3], 2)
+    # `code` alone: '*' x5 suppressed, 'x' x10 one class. Beside `raw` nothing is
+    # suppressed: bytes '*' are not the text '*' (the file path counts the same, below).
+    assert _histogram(sql.histogram_from_sql(thrift_server.url, ["code"], table="hostile")) == (
+        [10],
+        [1],
+        5,
+    )
+    for qis in ([name], [name, "raw"], ["code", "raw"], ["code", "score"], ["raw", "score"]):
+        want = files.class_table_from_file(hostile_table, qis)
+        got = sql.class_table_from_sql(thrift_server.url, qis, table="hostile")
+        assert got.histogram()[0].tolist() == want.histogram()[0].tolist(), qis
+        assert got.histogram()[1].tolist() == want.histogram()[1].tolist(), qis
+        assert got.excluded_records == want.excluded_records, qis
+        hist = sql.histogram_from_sql(thrift_server.url, qis, table="hostile")
+        assert _histogram(hist)[:2] == (got.histogram()[0].tolist(), got.histogram()[1].tolist())
+
+
+def test_hostile_aggregates_equal_the_file_path(
+    thrift_server: ThriftServer, hostile_table: Path
+) -> None:
+    qis = ["code", "raw"]
+    want = files.aggregates_from_file(hostile_table, qis, sensitive=["name's \"q`"])
+    got = sql.aggregates_from_sql(
+        thrift_server.url, qis, table="hostile", sensitive=["name's \"q`"]
+    )
+    assert (
+        assess(got.table, sensitive=got.sensitive).to_dict()
+        == assess(want.table, sensitive=want.sensitive).to_dict()
+    )
