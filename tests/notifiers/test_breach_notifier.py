@@ -26,7 +26,12 @@ from structlog.testing import capture_logs
 import reident_airflow.notifiers as notifiers
 from reident_airflow.notifiers import ReidentBreachNotifier, breach_email, breach_payload
 from reident_airflow.notifiers.breach import ALERT_SCHEMA, BREACH_EVENT, FAILURE_EVENT, webhook_url
-from reident_airflow.outcomes import REPORT_XCOM_KEY, ReidentificationBreach
+from reident_airflow.outcomes import (
+    REPORT_PATH_XCOM_KEY,
+    REPORT_URL_XCOM_KEY,
+    REPORT_XCOM_KEY,
+    ReidentificationBreach,
+)
 from tests.notifiers.breach_alert_dag import (
     DAG_WEBHOOK_CONN_ID,
     RECIPIENTS,
@@ -526,7 +531,11 @@ def test_xcom_fallback_without_exception(
     notifier = ReidentBreachNotifier(webhook_conn_id="hook")
     ti = FakeTI(xcom=assessment_report())
     notifier({"ti": ti, "reason": "task_failure"})  # what a DAG-level callback gets
-    assert ti.pulls == [{"task_ids": "assess", "key": REPORT_XCOM_KEY}]
+    # the report (return_value), then where the HTML report went
+    assert ti.pulls == [
+        {"task_ids": "assess", "key": key}
+        for key in (REPORT_XCOM_KEY, REPORT_PATH_XCOM_KEY, REPORT_URL_XCOM_KEY)
+    ]
     broken = FakeTI(xcom_error=ImportError("no task runtime"))
     with capture_logs() as logs:
         notifier({"ti": broken, "reason": "task_failure"})
