@@ -2,14 +2,19 @@
 
 The result is read through its typed view (:class:`~reident_airflow.report.view.AssessmentView`),
 the same one the HTML report reads, so a value the result does not hold prints as ``n/a``.
+An assessment's summary starts with its verdict (PASSED, PASSED WITH WARNINGS, BREACHED, or
+INCOMPLETE for a result without one); its gate names the preset applied and its source, each
+breach, then each warning level crossed; a breach of ``min_k`` ends with what to do (the
+result's ``advice``).
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from reident_airflow.report.view import AssessmentView, DirectMatchView, Number
+from reident_airflow.report.view import AssessmentView, BreachView, DirectMatchView, Number
 
 __all__ = ["assessment_summary", "direct_match_summary"]
 
@@ -30,7 +35,7 @@ def assessment_summary(a: Mapping[str, Any] | AssessmentView, *, top_attributes:
     """A readable report of a ``reident.assessment/v1`` dict (or of its view)."""
     view = a if isinstance(a, AssessmentView) else AssessmentView.from_dict(a)
     lines = [
-        f"Re-identification risk: {'PASSED' if view.passed else 'BREACHED'}",
+        f"Re-identification risk: {_verdict(view)}",
         f"  quasi-identifiers : {', '.join(view.quasi_identifiers)}",
         f"  records           : {_count(view.records)}  in {_count(view.classes)} classes  "
         f"(k = {'n/a' if view.k is None else view.k})",
@@ -42,7 +47,20 @@ def assessment_summary(a: Mapping[str, Any] | AssessmentView, *, top_attributes:
     lines += _optional_measures(view)
     lines += _attributes(view, top_attributes)
     lines += _gate(view)
+    lines += _warnings(view)
+    if view.advice is not None:
+        lines += textwrap.wrap(
+            f"What to do: {view.advice.describe()}", width=96, subsequent_indent="  "
+        )
     return "\n".join(lines) + "\n"
+
+
+def _verdict(view: AssessmentView) -> str:
+    if view.passed is True:
+        return "PASSED WITH WARNINGS" if view.warnings else "PASSED"
+    if view.passed is False:
+        return "BREACHED"
+    return "INCOMPLETE (the result holds no verdict)"
 
 
 def _models(view: AssessmentView) -> list[str]:
@@ -52,6 +70,7 @@ def _models(view: AssessmentView) -> list[str]:
         lines += [
             f"  highest risk      : {_num(p.highest_risk)}",
             f"  average risk      : {_num(p.average_risk)}",
+            f"  lowest risk       : {_num(view.lowest_risk)}",
             f"  records at risk   : {_pct(p.records_at_risk)} (record risk > "
             f"{_num(p.record_threshold)})",
         ]
@@ -61,7 +80,7 @@ def _models(view: AssessmentView) -> list[str]:
         basis = "the sample (no population register given)"
     elif basis == "sampling_weights":
         basis = f"sampling weights (column {j.weight if j else None!r})"
-    lines.append(f"Journalist model    : based on {basis}")
+    lines.append(f"Journalist model    : based on {basis or 'n/a'}")
     ind = view.individual_risk
     if ind is not None:
         lines += [
@@ -132,19 +151,41 @@ def _attributes(view: AssessmentView, top: int) -> list[str]:
     return lines
 
 
-def _gate(view: AssessmentView) -> list[str]:
-    if not view.thresholds:
+def _crossing(b: BreachView, word: str, level: str) -> str:
+    """One crossed limit: ``BREACH k: 1 < minimum 5``, ``WARNING ...: 0.06 > warning level
+    0.05``."""
+    if b.is_minimum and b.observed is not None and b.limit is not None:
+        return f"  {word} {b.metric}: {int(b.observed)} < {level or 'minimum'} {int(b.limit)}"
+    return f"  {word} {b.metric}: {_num(b.observed)} > {level or 'limit'} {_num(b.limit)}"
+
+
+def _preset(view: AssessmentView) -> list[str]:
+    if view.preset is None:
         return []
-    lines = ["Gate"]
-    for b in view.breaches:
-        if b.is_minimum and b.observed is not None and b.limit is not None:
-            lines.append(f"  BREACH {b.metric}: {int(b.observed)} < minimum {int(b.limit)}")
-        else:
-            lines.append(f"  BREACH {b.metric}: {_num(b.observed)} > limit {_num(b.limit)}")
+    entry = view.preset_entry
+    if entry is None:
+        return [f"  preset {view.preset} (not a preset this version knows)"]
+    source = textwrap.wrap(
+        f"source: {entry.source}", width=96, initial_indent="    ", subsequent_indent="    "
+    )
+    return [f"  preset {view.preset}: {entry.context}", *source]
+
+
+def _gate(view: AssessmentView) -> list[str]:
+    if not view.thresholds and not view.breaches:
+        return []
+    lines = ["Gate", *_preset(view)]
+    lines += [_crossing(b, "BREACH", "") for b in view.breaches]
     if not view.breaches:
-        limits = ", ".join(f"{k}={_num(view.limit(k))}" for k, _ in view.thresholds)
+        limits = ", ".join(f"{k}={_num(view.limit(k))}" for k, _ in view.thresholds or ())
         lines.append(f"  all thresholds met ({limits})")
     return lines
+
+
+def _warnings(view: AssessmentView) -> list[str]:
+    if not view.warnings:
+        return []
+    return ["WARNINGS", *(_crossing(w, "WARNING", "warning level") for w in view.warnings)]
 
 
 def direct_match_summary(result: Mapping[str, Any] | DirectMatchView, *, top: int = 10) -> str:

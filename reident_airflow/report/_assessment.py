@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from reident_airflow.report._advice import advice_section, preset_items, preset_note
 from reident_airflow.report._format import NA, count, number, percent
 from reident_airflow.report._gate import gate_rows, verdict
 from reident_airflow.report._html import cards, dl, na, note, table, text
@@ -44,8 +45,9 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
     status, headline = verdict(view, gate)
     part = Part.of("assessment", status, headline, gate, view.schema)
     part.thresholds_known = view.thresholds is not None or bool(gate)
-    if view.preset is not None:
-        part.notes.append(f"The thresholds are those of the preset {view.preset!r}.")
+    preset = preset_note(view)
+    if preset is not None:
+        part.notes.append(preset)
     if not view.complete:
         part.notes.append(
             "This assessment is incomplete: it does not say how many records and classes "
@@ -54,7 +56,12 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
     mismatch = _rows_mismatch(view)
     if mismatch is not None:
         part.notes.append(mismatch)
-    sections: list[tuple[str, str, Callable[[], str]]] = [
+    sections: list[tuple[str, str, Callable[[], str]]] = []
+    advice = view.advice
+    if advice is not None:
+        sections.append(("What to do", "advice", lambda: advice_section(advice)))
+        part.links.append(("assessment-advice", "What to do"))
+    sections += [
         ("At a glance", "glance", lambda: _glance(view)),
         ("Attacker models", "models", lambda: _attacker_models(view)),
         ("Risk distribution", "distribution", lambda: risk_distribution(view)),
@@ -185,7 +192,7 @@ def _inputs(view: AssessmentView) -> str:
         limits = ", ".join(f"{k} = {text(v)}" for k, v in view.thresholds)
     else:
         limits = "none (risk measured, nothing gated)"
-    extra = [("preset", view.preset)] if view.preset is not None else []
+    extra = preset_items(view)
     if view.warn_thresholds:
         levels = ", ".join(f"{k} = {text(v)}" for k, v in view.warn_thresholds)
         extra.append(("warning levels", levels))

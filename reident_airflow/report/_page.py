@@ -69,8 +69,9 @@ class GateRow:
 class Part:
     """One result's share of the report, filled in by its builder before the page is laid
     out: the verdict and its one-line reason, gate rows, notes for the verdict box (plain
-    text), the HTML sections of its body and the fingerprint of its input, if the result
-    holds one."""
+    text), the HTML sections of its body, the fingerprint of its input, if the result
+    holds one, and ``(anchor, title)`` of the sections the navigation links to after the
+    part itself."""
 
     kind: str
     verdict: str
@@ -80,6 +81,7 @@ class Part:
     thresholds_known: bool = True
     notes: list[str] = field(default_factory=list)
     fingerprint: InputView | None = None
+    links: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def of(

@@ -302,7 +302,9 @@ def _document(
     )
     toc = ['<a href="#verdict">Verdict</a>', '<a href="#gate">Thresholds</a>']
     toc += ['<a href="#input">Input</a>'] if parts else []
-    toc += [f'<a href="#{_ANCHORS[p.kind]}">{esc(_TITLES[p.kind])}</a>' for p in parts]
+    for p in parts:
+        toc.append(f'<a href="#{_ANCHORS[p.kind]}">{esc(_TITLES[p.kind])}</a>')
+        toc += [f'<a href="#{esc(anchor)}">{esc(title)}</a>' for anchor, title in p.links]
     toc += ['<a href="#sign-off">Sign-off</a>', '<a href="#about">About</a>']
     body = [
         f'<header class="report-head"><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p>'

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.presets import PRESETS, Preset
+from reident_airflow.report._advice_view import AdviceView, DataflyOutlookView, DriverView
 from reident_airflow.report._format import is_number
 from reident_airflow.report._input_view import InputView
 from reident_airflow.report._read import (
@@ -57,16 +59,19 @@ __all__ = [
     "MODEL_NAMES",
     "POPULATION_MODELS",
     "THRESHOLDS",
+    "AdviceView",
     "AssessmentView",
     "AttributeSet",
     "BreachView",
     "ColumnProtection",
     "DankarView",
+    "DataflyOutlookView",
     "DataflyOutput",
     "DataflyStepView",
     "DataflyView",
     "DirectMatchView",
     "DiversityView",
+    "DriverView",
     "IndividualRiskView",
     "InputView",
     "MarketerView",
@@ -329,7 +334,8 @@ class AssessmentView(Checked):
     ``ranked_attribute_sets`` is how many items the ranking had as written; ``fingerprint``
     the optional ``"input"`` object (what was assessed), ``None`` when the result has none.
     ``preset`` is the named gate applied; ``warn_thresholds`` and ``warnings`` the warning
-    levels and those crossed (``None`` / empty in results that predate them).
+    levels and those crossed (``None`` / empty in results that predate them); ``advice``
+    what to do about a breach of ``min_k`` (``None`` when the result has none).
     """
 
     schema: str | None
@@ -357,6 +363,7 @@ class AssessmentView(Checked):
     preset: str | None = None
     warn_thresholds: tuple[tuple[str, Any], ...] | None = None
     warnings: tuple[BreachView, ...] = ()
+    advice: AdviceView | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -395,6 +402,7 @@ class AssessmentView(Checked):
             preset=string_or_none(a.get("preset")),
             warn_thresholds=_limits(a.get("warn_thresholds")),
             warnings=_breach_list(a.get("warnings")),
+            advice=optional_view(AdviceView.from_dict, a.get("advice")),
         )
 
     @property
@@ -411,6 +419,13 @@ class AssessmentView(Checked):
         if given is not None or not self.class_size_histogram:
             return given
         return 1.0 / self.class_size_histogram[-1][0]
+
+    @property
+    def preset_entry(self) -> Preset | None:
+        """The applied preset as :data:`~reident_airflow.engine.presets.PRESETS` lists it
+        (its limits, release context and source); ``None`` without a preset or for a name
+        this version does not know (shown as the result gives it)."""
+        return None if self.preset is None else PRESETS.get(self.preset.strip().lower())
 
     @property
     def complete(self) -> bool:

@@ -237,7 +237,10 @@ def test_a_crossed_warning_level_is_a_warning_not_a_breach() -> None:
     text = check_page(html)
     assert '<div class="verdict warned" id="verdict"><div class="word">WARNING</div>' in html
     assert "all 1 threshold met; 1 of 1 warning level crossed" in text
-    assert "The thresholds are those of the preset 'health-canada'." in text
+    assert (
+        "The thresholds are those of the preset 'health-canada' "
+        "(public release of clinical information)." in text
+    )
     gate = _section(html, "gate")
     assert gate.count('<tr class="warned">') == 1 and 'class="badge ok">met' in gate
     assert "Average re-identification risk (prosecutor) — warning level" in gate
