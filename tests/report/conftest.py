@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reident_airflow.engine.advice import breach_advice, datafly_outlook
 from reident_airflow.engine.assessment import Thresholds, assess
+from reident_airflow.engine.attributes import attribute_risks
 from reident_airflow.engine.datafly import datafly
 from reident_airflow.engine.direct_match import direct_match_protection
 from reident_airflow.engine.hierarchies import load_hierarchy
@@ -37,6 +39,19 @@ def adult_frame() -> pd.DataFrame:
 def breaching_assessment() -> dict[str, Any]:
     table = class_table_from_file(oracle_data("adult.csv"), ADULT_QIS, sep=";")
     return assess(table, region="usa", thresholds=BREACHING).to_dict()
+
+
+@pytest.fixture(scope="session")
+def adult_advice(adult_frame: pd.DataFrame) -> dict[str, Any]:
+    """The advice on the breach of min_k = 5 of :func:`breaching_assessment`, as the engine
+    computes it: the ranking names the driver, Datafly at k = 5 with the bundled hierarchies
+    gives the outlook (the counts are hand-checked in ``tests/engine/test_advice.py``)."""
+    table = class_table_from_file(oracle_data("adult.csv"), ADULT_QIS, sep=";")
+    hierarchies = {
+        q: load_hierarchy(oracle_data(f"adult_hierarchy_{q}.csv"), column=q) for q in ADULT_QIS
+    }
+    outlook = datafly_outlook(5, datafly(adult_frame, ADULT_QIS, hierarchies, 5))
+    return breach_advice(table, 5, ranking=attribute_risks(table), datafly=outlook).to_dict()
 
 
 @pytest.fixture(scope="session")

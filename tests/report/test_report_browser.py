@@ -183,6 +183,14 @@ _NARROW_CHECKS = {
         " return {section: s.closest('section').id, width: r.width,"
         " drawing: s.viewBox.baseVal.width, box_left: box.left, box_right: box.right}; })"
     ),
+    "advice": (
+        "Array.from(document.querySelectorAll("
+        "'#assessment-advice .fig, #assessment-advice td, #assessment-advice p,"
+        " #assessment-advice h3')).map(e => {"
+        " const r = e.getBoundingClientRect();"
+        " return {text: e.textContent.trim(), left: r.left, right: r.right, width: r.width,"
+        " clipped: e.scrollWidth > e.clientWidth}; })"
+    ),
     "sign_off": (
         "Array.from(document.querySelectorAll('#sign-off .field')).map(f => {"
         " const r = f.getBoundingClientRect(); return {left: r.left, right: r.right}; })"
@@ -191,9 +199,16 @@ _NARROW_CHECKS = {
 
 
 def _narrow_report(
-    assessment: dict[str, Any], direct_match: dict[str, Any], datafly: dict[str, Any]
+    assessment: dict[str, Any],
+    direct_match: dict[str, Any],
+    datafly: dict[str, Any],
+    advice: dict[str, Any] | None = None,
 ) -> str:
-    with_input = {**assessment, "input": fingerprint_file(oracle_data("adult.csv")).to_dict()}
+    with_input = {
+        **assessment,
+        "input": fingerprint_file(oracle_data("adult.csv")).to_dict(),
+        "advice": advice,
+    }
     return render_release_report(
         assessment=with_input,
         direct_match=direct_match,
@@ -215,13 +230,23 @@ def _cut_off(found: dict[str, Any]) -> list[str]:
     return bad
 
 
+def _outside(elements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The elements not wholly inside the 400 px viewport, or cut off inside their box."""
+    return [
+        e
+        for e in elements
+        if e["left"] < 0 or e["right"] > NARROW or e["width"] <= 0 or e["clipped"]
+    ]
+
+
 def test_report_at_400_px(
     chromium: str,
     breaching_assessment: dict[str, Any],
     direct_match_result: dict[str, Any],
     datafly_result: dict[str, Any],
+    adult_advice: dict[str, Any],
 ) -> None:
-    html = _narrow_report(breaching_assessment, direct_match_result, datafly_result)
+    html = _narrow_report(breaching_assessment, direct_match_result, datafly_result, adult_advice)
     out = artifacts_dir()
     page = out / "report-400px.html"
     page.write_text(html, encoding="utf-8")
@@ -244,6 +269,14 @@ def test_report_at_400_px(
         assert smallest_px >= 9.0, chart  # scrolls inside its box instead of shrinking
         assert chart["box_left"] >= 0 and chart["box_right"] <= NARROW, chart
     assert found["sign_off"] and all(f["right"] <= NARROW for f in found["sign_off"])
+    # the "What to do" block: Adult on sex, age, race has 191 of its 528 classes, holding 425
+    # of its 30,162 records, below k = 5 (hand-counted in tests/engine/test_advice.py)
+    advice = found["advice"]
+    texts = [e["text"] for e in advice]
+    assert "191 of 528classes smaller than k = 5" in texts
+    assert "425 of 30,162records in them" in texts
+    assert sum(1 for t in texts if t in {"sex", "age", "race"}) == 3  # the levels table
+    assert _outside(advice) == []
     width, _ = _png_size(run.screenshot)
     assert width == NARROW
 
