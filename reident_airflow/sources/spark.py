@@ -37,6 +37,7 @@ from reident_airflow.sources.spark_grouping import (
     is_spark_frame,
     open_spark_frame,
     profile_rows,
+    spark_errors,
     weight_rows,
 )
 from reident_airflow.sources.spark_measures import (
@@ -197,7 +198,31 @@ def aggregates_from_spark(
     rank_attributes: bool = False,
     max_subset_size: int | None = None,
 ) -> SparkAggregates:
-    """Count in Spark what an assessment of ``frame`` on ``qis`` needs (see the module)."""
+    """Count in Spark what an assessment of ``frame`` on ``qis`` needs (see the module).
+
+    A failing Spark job raises an error naming its kind, never Spark's message (which may
+    quote values): :class:`InvalidInputError` for an analysis error (a column Spark cannot
+    group), :class:`~reident_airflow.sources.spark_grouping.SparkJobError` otherwise."""
+    with spark_errors():
+        return _aggregates(
+            frame,
+            qis,
+            weight=weight,
+            sensitive=sensitive,
+            rank_attributes=rank_attributes,
+            max_subset_size=max_subset_size,
+        )
+
+
+def _aggregates(
+    frame: Any,
+    qis: Sequence[str],
+    *,
+    weight: str | None,
+    sensitive: Sequence[str],
+    rank_attributes: bool,
+    max_subset_size: int | None,
+) -> SparkAggregates:
     from reident_airflow.engine.aggregates import check_extra_columns
 
     source = open_spark_frame(frame)

@@ -24,16 +24,18 @@ default UTF8_BINARY collation; a column with another collation is refused), ``-0
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from reident_airflow.engine.encoding import SUPPRESSION_MARKER
-from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.errors import InvalidInputError, ReidentError
 
 __all__ = [
     "GROUPED",
     "SUPPRESSED",
+    "SparkJobError",
     "SparkSource",
     "class_size_rows",
     "collect_rows",
@@ -41,6 +43,7 @@ __all__ = [
     "is_spark_frame",
     "open_spark_frame",
     "profile_rows",
+    "spark_errors",
     "weight_rows",
 ]
 
@@ -135,6 +138,44 @@ def open_spark_frame(frame: Any, label: str = "Spark DataFrame") -> SparkSource:
     kinds = tuple(_kind(f.dataType) for f in fields)
     renamed = frame.toDF(*(f"c{i}" for i in range(len(names))))
     return SparkSource(renamed, names, kinds, label)
+
+
+class SparkJobError(ReidentError):
+    """A Spark job failed for a reason a retry may cure (an executor lost, the Spark Connect
+    server gone): ``deterministic`` is false. Spark's message is not kept (it may quote a
+    value); the exception's class and Spark's error condition are."""
+
+    deterministic = False
+
+
+def _spark_error(exc: Exception, label: str) -> Exception:
+    """A PySpark (or Py4J) error as an error naming its kind and condition, never a value:
+    an analysis error (a column that cannot be grouped, a type mismatch) is bad input, any
+    other failure of the job a :class:`SparkJobError`."""
+    if not type(exc).__module__.startswith(("pyspark", "py4j")):
+        return exc
+    condition = getattr(exc, "getCondition", lambda: None)()
+    kind = type(exc).__name__ + (f" {condition}" if condition else "")
+    message = (
+        f"{label}: the Spark job failed ({kind}); Spark's message is not shown (it may quote "
+        "values)"
+    )
+    from pyspark.errors import AnalysisException
+
+    if isinstance(exc, AnalysisException):
+        return InvalidInputError(message)
+    return SparkJobError(message)
+
+
+@contextmanager
+def spark_errors(label: str = "Spark DataFrame") -> Iterator[None]:
+    """Translate the PySpark errors raised in the block (:func:`_spark_error`)."""
+    try:
+        yield
+    except ReidentError:
+        raise
+    except Exception as exc:
+        raise _spark_error(exc, label) from None
 
 
 def collect_rows(frame: Any) -> list[tuple[Any, ...]]:

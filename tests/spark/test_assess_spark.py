@@ -140,3 +140,25 @@ def test_pyspark_is_imported_only_when_used() -> None:
         "assert not [m for m in sys.modules if m.split('.')[0] == 'pyspark'], 'pyspark'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_spark_errors_name_their_kind_never_a_value(session: Any) -> None:
+    """A variant column cannot be grouped (analysis error: bad input); a job that fails on a
+    record (here ``raise_error`` quoting the value) is a SparkJobError without the value."""
+    from reident_airflow.sources.spark_grouping import SparkJobError, functions
+
+    df = session.createDataFrame([("secret-value",)], "q string")
+    F = functions(df)
+    mapped = df.select(F.parse_json(F.lit('{"a": 1}')).alias("m"))
+    with pytest.raises(InvalidInputError, match="AnalysisException") as bad:
+        histogram_from_spark(mapped, ["m"])
+    failing = df.select(
+        F.when(F.col("q") == "x", F.col("q"))
+        .otherwise(F.raise_error(F.concat(F.lit("leak "), F.col("q"))))
+        .alias("q")
+    )
+    with pytest.raises(SparkJobError) as job:
+        histogram_from_spark(failing, ["q"])
+    for caught in (bad, job):
+        assert "secret-value" not in str(caught.value)
+    assert job.value.deterministic is False
