@@ -168,7 +168,11 @@ def _preset(view: AssessmentView) -> list[str]:
     source = textwrap.wrap(
         f"source: {entry.source}", width=96, initial_indent="    ", subsequent_indent="    "
     )
-    return [f"  preset {view.preset}: {entry.context}", *source]
+    overrides = [
+        f"    {name}={_num(given)} given beside it replaces the preset's {_num(own)}"
+        for name, given, own in view.preset_overrides
+    ]
+    return [f"  preset {view.preset}: {entry.context}", *source, *overrides]
 
 
 def _gate(view: AssessmentView) -> list[str]:

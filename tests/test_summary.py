@@ -51,7 +51,8 @@ def test_gate_names_the_preset_and_its_source() -> None:
     assert lines[at + 2] == (
         "    source: the minimum class size of 5 used by many statistical agencies' output checks"
     )
-    assert lines[at + 3] == "  BREACH k: 1 < minimum 3"
+    assert lines[at + 3] == "    min_k=3 given beside it replaces the preset's 5"
+    assert lines[at + 4] == "  BREACH k: 1 < minimum 3"
 
 
 def test_an_unknown_preset_is_named_as_given() -> None:

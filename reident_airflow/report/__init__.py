@@ -10,10 +10,13 @@
 One HTML file per result: inline CSS and inline SVG charts (matplotlib, imported only when a
 report is rendered; install the ``report`` extra), no request to any other host. It shows
 the verdict and each threshold against its observed value first, then what was assessed (the
-result's optional ``"input"`` fingerprint, :mod:`reident_airflow.sources.fingerprint`), the
-charts and tables of the JSON (aggregates only), a sign-off block (blank, or pre-filled from
-a :class:`SignOff`), then the inputs and the tool version. It reads at 400 px: tables stack
-into one block per row, charts scroll inside their box rather than shrink their text.
+result's optional ``"input"`` fingerprint, :mod:`reident_airflow.sources.fingerprint`), what
+to do about a breach of ``min_k`` (the optional ``"advice"``: classes and records below k,
+the driving column, Datafly's outlook), the charts and tables of the JSON (aggregates only),
+a sign-off block (blank, or pre-filled from a :class:`SignOff`), then the inputs -- with the
+preset applied, its limits, release context and published source -- and the tool version.
+It reads at 400 px: tables stack into one block per row, charts scroll inside their box
+rather than shrink their text.
 :func:`render_release_report` puts an assessment, a direct-match and a Datafly result in one
 report. The report reads each result through its typed view (:mod:`.view`:
 :class:`AssessmentView`, :class:`DirectMatchView`, :class:`DataflyView`, each built with

@@ -96,7 +96,11 @@ def preset_note(view: AssessmentView) -> str | None:
         return None
     entry = view.preset_entry
     context = f" ({entry.context})" if entry is not None else ""
-    return f"The thresholds are those of the preset {view.preset!r}{context}."
+    overrides = view.preset_overrides
+    if not overrides:
+        return f"The thresholds are those of the preset {view.preset!r}{context}."
+    given = ", ".join(f"{name} = {text(g)} (the preset's {text(p)})" for name, g, p in overrides)
+    return f"The thresholds are those of the preset {view.preset!r}{context}, but for {given}."
 
 
 def preset_items(view: AssessmentView) -> list[tuple[str, str]]:

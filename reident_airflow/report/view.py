@@ -428,6 +428,16 @@ class AssessmentView(Checked):
         return None if self.preset is None else PRESETS.get(self.preset.strip().lower())
 
     @property
+    def preset_overrides(self) -> tuple[tuple[str, Number, Number], ...]:
+        """``(threshold, given limit, preset's limit)`` of each limit of the known preset
+        that a limit given beside it replaced (the limits given win, one by one)."""
+        entry = self.preset_entry
+        if entry is None:
+            return ()
+        given = ((name, self.limit(name), limit) for name, limit in entry.limits.items())
+        return tuple((n, g, p) for n, g, p in given if g is not None and g != p)
+
+    @property
     def complete(self) -> bool:
         """Whether the result says how many records and classes were measured."""
         return self.records is not None and self.classes is not None

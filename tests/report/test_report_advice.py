@@ -116,7 +116,11 @@ def test_the_preset_s_context_and_source() -> None:
     html = render_report(SMALL_BREACH)
     text = check_page(html)
     k5 = PRESETS["k5"]
-    assert f"The thresholds are those of the preset 'k5' ({k5.context})." in text
+    # the document gives min_k = 3 beside the preset, whose min_k is 5: the 3 wins
+    assert (
+        f"The thresholds are those of the preset 'k5' ({k5.context}), but for min_k = 3 "
+        "(the preset's 5)." in text
+    )
     inputs = _section(html, "assessment-inputs")
     assert "<dt>preset</dt><dd>k5</dd>" in inputs
     assert "<dt>preset limits</dt><dd>min_k = 5</dd>" in inputs
@@ -125,9 +129,14 @@ def test_the_preset_s_context_and_source() -> None:
 
 
 def test_the_ema_preset_cites_its_guidance() -> None:
-    inputs = _section(render_report(small_breach(preset="ema-0070")), "assessment-inputs")
+    doc = small_breach(preset="ema-0070", thresholds={"min_k": 3, "max_average_risk": 0.09})
+    html = render_report(doc)
+    inputs = _section(html, "assessment-inputs")
     assert "<dd>max_average_risk = 0.09</dd>" in inputs
     assert "(EMA/90915/2016)" in inputs
+    # its one limit, 0.09, is the one applied: nothing overridden
+    context = PRESETS["ema-0070"].context
+    assert f"The thresholds are those of the preset 'ema-0070' ({context})." in check_page(html)
 
 
 def test_an_unknown_preset_is_shown_as_given() -> None:
