@@ -4,6 +4,7 @@ the task states and each task's report link as the run stored it."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -73,10 +74,8 @@ def _xcoms(ti: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in rows:
         if isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):  # else stored as plain text
                 value = json.loads(value)
-            except ValueError:  # stored as plain text
-                pass
         out[key] = value.get("passed") if isinstance(value, dict) else value
     return out
 
