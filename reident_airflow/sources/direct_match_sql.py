@@ -68,7 +68,8 @@ from reident_airflow.engine.direct_match import (
     validate_target,  # one validation of the target, shared with the DataFrame path
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.connect import make_engine, reflect_table
+from reident_airflow.sources.connect import connect, make_engine, reflect_table
+from reident_airflow.sources.db_errors import database_errors
 
 __all__ = [
     "NO_KEY_MESSAGE",
@@ -393,7 +394,8 @@ def direct_match_in_database(
     if key is None or key == "":
         raise InvalidInputError(NO_KEY_MESSAGE)
     engine = make_engine(url)
-    with engine.connect() as conn:
+    what = f"tables {original_table!r} and {avatar_table!r}"
+    with database_errors(what), connect(engine) as conn:
         original = _reflect(conn, original_table, schema)
         avatar = _reflect(conn, avatar_table, avatar_schema if avatar_schema else schema)
         counted = direct_match_counts_sql(conn, original, avatar, key=key, columns=columns)
@@ -452,7 +454,7 @@ def read_table_frame(url: str | Engine, table: str, schema: str | None = None) -
     in chunks and typed from the reflected column types.
     """
     engine = make_engine(url)
-    with engine.connect() as conn:
+    with database_errors(f"table {table!r}"), connect(engine) as conn:
         source = _reflect(conn, table, schema)
         names = [c.name for c in source.columns]
         types = [_arrow_type(c.type) for c in source.columns]

@@ -39,7 +39,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from reident_airflow._atomic import atomic_file, interrupt_guard
-from reident_airflow.sources.connect import reflect_table
+from reident_airflow.sources.connect import connect, reflect_table
+from reident_airflow.sources.db_errors import database_errors
 
 __all__ = [
     "NEW_SUFFIX",
@@ -147,7 +148,7 @@ def copy_table_atomic(
     the previous ``target`` is left as it was. ``source`` is only read. ``checkpoint`` is
     called with ``("chunk", rows)`` once the rows are copied and ``("swap", 0)`` in the swap.
     """
-    with engine.connect() as conn:
+    with database_errors(f"table {source!r}"), connect(engine) as conn:
         src = reflect_table(conn, source, schema)
     staging = staging_table(target, [sa.Column(c.name, c.type) for c in src.columns], schema)
     # a signal waits for the statement under way (interrupt_guard's critical sections)

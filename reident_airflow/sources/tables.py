@@ -18,10 +18,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.connect import make_engine, open_source, source_label
+from reident_airflow.sources.connect import connect, make_engine, open_source, source_label
+from reident_airflow.sources.db_errors import database_errors
 from reident_airflow.sources.files import file_columns, read_columns
 
 __all__ = ["portable_types", "read_compared_frame", "read_file_frame", "read_sql_frame"]
@@ -117,6 +118,22 @@ def portable_types(
     return out
 
 
+def _fetch_frames(
+    conn: Connection, source: sa.Table | sa.Subquery, fetch_rows: int
+) -> tuple[list[pd.DataFrame], dict[str, sa.types.TypeEngine[Any]]]:
+    """The rows of ``source`` in frames of ``fetch_rows`` (streamed), and a table's portable
+    column types."""
+    types = portable_types(source.columns) if isinstance(source, sa.Table) else {}
+    keys = [str(c.name) for c in source.columns]
+    if len(set(keys)) != len(keys):
+        raise InvalidInputError("the source has duplicate column names; they must be unique")
+    result = conn.execution_options(stream_results=True).execute(sa.select(*source.columns))
+    frames: list[pd.DataFrame] = []
+    while chunk := result.fetchmany(fetch_rows):
+        frames.append(pd.DataFrame.from_records(chunk, columns=keys))
+    return frames, types
+
+
 def read_sql_frame(
     url: str | Engine,
     *,
@@ -128,23 +145,19 @@ def read_sql_frame(
     """Every column of a table (or a ``SELECT``), and the portable types of a table's columns.
 
     Rows are streamed in batches of ``fetch_rows``. The types are those of
-    :func:`portable_types` for a table, empty for a query.
+    :func:`portable_types` for a table, empty for a query. A database that cannot be reached
+    raises :func:`~reident_airflow.sources.db_errors.connection_error`'s error (it names the
+    host, port and database); a failed read quotes nothing of the data
+    (:func:`~reident_airflow.sources.db_errors.database_errors`).
     """
     what = source_label(table, sql)
     engine = make_engine(url)
-    with engine.connect() as conn:
-        source = open_source(conn, table, sql, schema)
-        types = portable_types(source.columns) if isinstance(source, sa.Table) else {}
-        keys = [str(c.name) for c in source.columns]
-        if len(set(keys)) != len(keys):
-            raise InvalidInputError("the source has duplicate column names; they must be unique")
-        result = conn.execution_options(stream_results=True).execute(sa.select(*source.columns))
-        frames: list[pd.DataFrame] = []
-        while True:
-            chunk = result.fetchmany(fetch_rows)
-            if not chunk:
-                break
-            frames.append(pd.DataFrame.from_records(chunk, columns=keys))
+    try:
+        with database_errors(what), connect(engine) as conn:
+            frames, types = _fetch_frames(conn, open_source(conn, table, sql, schema), fetch_rows)
+    finally:
+        if engine is not url:  # made here for a URL: its pooled connections closed here
+            engine.dispose()
     if not frames:
         raise EmptyDatasetError(f"{what} has no records")
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
