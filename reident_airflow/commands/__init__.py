@@ -7,7 +7,8 @@ Each module listed in :data:`COMMAND_MODULES` defines
 :class:`~reident_airflow.engine.errors.ReidentError` for input errors (exit 2) and return
 0 (passed) or 1 (breached) (:mod:`reident_airflow.commands.common`). What the commands share
 -- exit codes, argument types, progress lines, writing ``--json`` and ``--report`` -- is in
-:mod:`~reident_airflow.commands.common`.
+:mod:`~reident_airflow.commands.common`; what ``assess`` adds after the gate (warnings, the
+advice on a k breach, the input's fingerprint) in :mod:`~reident_airflow.commands.assess_outcome`.
 """
 
 from __future__ import annotations

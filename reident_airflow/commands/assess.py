@@ -11,13 +11,17 @@
                    [--warn-max-global-risk X] [--warn-min-l L]
                    [--weight COL] [--sensitive COL[,COL...]] [--recursive-c C]
                    [--suda [--suda-max-size K]] [--max-subset-size S | --no-ranking]
-                   [--memory-limit SIZE] [--json PATH] [--report PATH.html] [--quiet]
+                   [--memory-limit SIZE] [--hierarchy COL=PATH.csv ...] [--hierarchy-sep CHAR]
+                   [--no-advice] [--no-fingerprint] [--json PATH] [--report PATH.html] [--quiet]
 
 The parsed arguments are converted into one
 :class:`~reident_airflow.engine.options.AssessmentOptions` (whose rules name the flags at
 fault, :data:`FLAG_NAMES`); the source then counts what those options need where the data is
 -- only the class-size histogram when no measure needs more -- and
-:func:`~reident_airflow.engine.assessment.assess` computes the result.
+:func:`~reident_airflow.engine.assessment.assess` computes the result. After the gate,
+:mod:`~reident_airflow.commands.assess_outcome` adds the advice on a ``--min-k`` breach and
+the fingerprint of INPUT to the JSON (``"advice"``, ``"input"``) and prints one stderr line
+per warning level crossed and one for the advice (``--quiet`` does not silence them).
 
 Exit codes: 0 passed (or no thresholds given; warnings do not fail), 1 a threshold was
 breached, 2 usage or input error (one line on stderr). A run that lasts more than a second
@@ -32,6 +36,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TextIO
 
+from reident_airflow.commands.assess_outcome import (
+    add_outcome_arguments,
+    breach_advice_of,
+    input_fingerprint,
+    result_lines,
+)
 from reident_airflow.commands.common import (
     Progress,
     add_command,
@@ -41,6 +51,7 @@ from reident_airflow.commands.common import (
     columns_as_written,
     database_located,
     finish,
+    given_hierarchies,
     input_label,
     memory_size,
     positive_int,
@@ -51,6 +62,8 @@ from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RE
 from reident_airflow.engine.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from reident_airflow.commands.assess_outcome import AdviceFound
+    from reident_airflow.engine.assessment import Assessment
     from reident_airflow.engine.options import AssessmentOptions
 
 __all__ = ["FLAG_NAMES", "assessment_options", "register"]
@@ -157,6 +170,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     for flag, help_text in _SWITCHES:
         a.add_argument(flag, action="store_true", help=help_text)
+    add_outcome_arguments(a)
     add_output_arguments(
         a,
         json_help="write the assessment JSON here",
@@ -333,11 +347,27 @@ def _read(args: argparse.Namespace, options: AssessmentOptions, progress: Progre
     return table, weights, sensitive, register
 
 
+def _advice(
+    args: argparse.Namespace,
+    result: Assessment,
+    table: Any,
+    hierarchies: Mapping[str, Any],
+    progress: Progress,
+) -> AdviceFound:
+    """The advice on a breach of ``--min-k`` (:func:`breach_advice_of`), its step shown."""
+    limit = result.thresholds.min_k
+    if args.no_advice or limit is None or result.k >= limit:
+        return None
+    progress(f"k = {result.k} < {limit}: reading {input_label(args)} again for the advice")
+    return breach_advice_of(args, result, table, lambda: _load(args, "class_table"), hierarchies)
+
+
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from reident_airflow.engine.assessment import assess
     from reident_airflow.summary import assessment_summary
 
     options = assessment_options(args)
+    hierarchies = given_hierarchies(args)
     with Progress.of("assess", args, err) as progress, database_located(args.input):
         table, weights, sensitive, register = _read(args, options, progress)
         progress("computing the measures")
@@ -345,6 +375,14 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             table, options, population_table=register, weights=weights, sensitive=sensitive
         )
         payload = result.to_dict()
+        found = _advice(args, result, table, hierarchies, progress)
+        payload["advice"] = None if found is None else found[0].to_dict()
+        if not args.no_fingerprint:
+            progress(f"fingerprinting {input_label(args)}")
+        payload["input"] = input_fingerprint(args, result)
         progress("writing the outputs")
         summary = lambda: assessment_summary(payload)  # noqa: E731
-        return finish(args, payload, kind="assessment", streams=(out, err), summary=summary)
+        code = finish(args, payload, kind="assessment", streams=(out, err), summary=summary)
+    for line in result_lines(result, found):
+        err.write(f"{line}\n")
+    return code

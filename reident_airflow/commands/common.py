@@ -29,6 +29,7 @@ __all__ = [
     "Handler",
     "Progress",
     "add_command",
+    "add_hierarchy_arguments",
     "add_input_arguments",
     "add_output_arguments",
     "add_table_arguments",
@@ -39,6 +40,8 @@ __all__ = [
     "emit_outputs",
     "exit_codes_text",
     "finish",
+    "given_hierarchies",
+    "hierarchy_arg",
     "html_path",
     "input_label",
     "memory_size",
@@ -156,6 +159,14 @@ def separator(text: str) -> str:
     return text
 
 
+def hierarchy_arg(text: str) -> tuple[str, str]:
+    """An argument type: ``COL=PATH.csv``, a QI and the file of its hierarchy."""
+    column, sep, path = text.partition("=")
+    if not sep or not column.strip() or not path.strip():
+        raise argparse.ArgumentTypeError(f"must be COL=PATH.csv, got {text!r}")
+    return column.strip(), path.strip()
+
+
 def html_path(text: str) -> str:
     """An argument type: where ``--report`` goes, a name ending in ``.html`` or ``.htm``
     (a local path or an object-storage URL): the report is HTML whatever the name says."""
@@ -230,6 +241,45 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--table", metavar="NAME", help="table name when INPUT is a database URL")
     parser.add_argument("--schema", metavar="NAME", help="schema of --table (database input)")
+
+
+def add_hierarchy_arguments(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+    """``--hierarchy COL=PATH.csv`` (repeatable) and ``--hierarchy-sep``: generalization
+    hierarchies in ARX's CSV format (:func:`given_hierarchies` loads them)."""
+    parser.add_argument(
+        "--hierarchy",
+        action="append",
+        type=hierarchy_arg,
+        default=[],
+        metavar="COL=PATH.csv",
+        help=help_text,
+    )
+    parser.add_argument(
+        "--hierarchy-sep",
+        type=separator,
+        default=";",
+        metavar="CHAR",
+        help="separator of the hierarchy files (default ';', as ARX writes them)",
+    )
+
+
+def given_hierarchies(args: argparse.Namespace) -> dict[str, Any]:
+    """The hierarchies of ``--hierarchy``, by QI; a column given twice, or not among the
+    QIs of ``--qi``, is an input error (before anything is read)."""
+    from reident_airflow.engine.errors import InvalidInputError
+    from reident_airflow.engine.hierarchies import load_hierarchy
+
+    hierarchies: dict[str, Any] = {}
+    for column, path in args.hierarchy:
+        if column in hierarchies:
+            raise InvalidInputError(f"--hierarchy given twice for column {column!r}")
+        if column not in args.qi:
+            raise InvalidInputError(
+                f"--hierarchy given for column {column!r}, which is not among the "
+                "quasi-identifiers of --qi"
+            )
+        hierarchies[column] = load_hierarchy(path, sep=args.hierarchy_sep, column=column)
+    return hierarchies
 
 
 # ---------------------------------------------------------------------------------- progress

@@ -35,13 +35,14 @@ from typing import Any, TextIO
 from reident_airflow.commands.common import (
     Progress,
     add_command,
+    add_hierarchy_arguments,
     add_input_arguments,
     add_output_arguments,
     add_table_arguments,
     column_names,
     database_located,
     finish,
-    separator,
+    given_hierarchies,
 )
 from reident_airflow.engine.errors import InvalidInputError
 
@@ -64,13 +65,6 @@ def _suppression_limit(text: str) -> int | float:
         return parse_suppression_limit(text)
     except InvalidInputError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
-def _hierarchy_arg(text: str) -> tuple[str, str]:
-    column, sep, path = text.partition("=")
-    if not sep or not column.strip() or not path.strip():
-        raise argparse.ArgumentTypeError(f"must be COL=PATH.csv, got {text!r}")
-    return column.strip(), path.strip()
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -102,20 +96,8 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="most records that may be removed: a count (5), a fraction (0.01) or a "
         "percentage (1%%); default k records (Sweeney)",
     )
-    p.add_argument(
-        "--hierarchy",
-        action="append",
-        type=_hierarchy_arg,
-        default=[],
-        metavar="COL=PATH.csv",
-        help="generalization hierarchy of a QI in ARX's CSV format (one per QI)",
-    )
-    p.add_argument(
-        "--hierarchy-sep",
-        type=separator,
-        default=";",
-        metavar="CHAR",
-        help="separator of the hierarchy files (default ';', as ARX writes them)",
+    add_hierarchy_arguments(
+        p, help_text="generalization hierarchy of a QI in ARX's CSV format (one per QI)"
     )
     p.add_argument(
         "--output",
@@ -133,19 +115,8 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def _load_hierarchies(args: argparse.Namespace) -> dict[str, Any]:
     from reident_airflow.engine.errors import HierarchyError
-    from reident_airflow.engine.hierarchies import load_hierarchy
 
-    qis = set(args.qi)
-    hierarchies: dict[str, Any] = {}
-    for column, path in args.hierarchy:
-        if column in hierarchies:
-            raise InvalidInputError(f"--hierarchy given twice for column {column!r}")
-        if column not in qis:
-            raise InvalidInputError(
-                f"--hierarchy given for column {column!r}, which is not among the "
-                "quasi-identifiers of --qi"
-            )
-        hierarchies[column] = load_hierarchy(path, sep=args.hierarchy_sep, column=column)
+    hierarchies = given_hierarchies(args)
     missing = [q for q in args.qi if q not in hierarchies]
     if missing:  # checked before the table is read
         raise HierarchyError(

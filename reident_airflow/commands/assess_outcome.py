@@ -1,0 +1,161 @@
+"""What ``reident assess`` adds to an assessment once it is computed (issue 19): the advice on
+a k breach, the fingerprint of the input, and the result lines on stderr.
+
+- **Advice** (:func:`breach_advice_of`): only after a breach of ``--min-k``; the class table
+  and the rows are then read again from INPUT (a file, or the ``--table`` of a database URL)
+  to name the QI that drives the risk and what Datafly at that k would do, with the
+  ``--hierarchy`` files given (read before INPUT, so that a bad one fails first), else the
+  bundled ones
+  (:func:`~reident_airflow.sources.advice.advise_on_breach`). ``--no-advice`` skips it.
+- **Fingerprint** (:func:`input_fingerprint`): a file's SHA-256, size and row count, or a
+  table's row count and snapshot (:mod:`reident_airflow.sources.fingerprint`). Hashing costs
+  about 2.5 s per GB on the development machine, so ``--no-fingerprint`` skips it.
+- **Result lines** (:func:`result_lines`): one ``reident: warning: ...`` line per warning
+  level crossed, and one ``reident: advice: ...`` line. They are results, not progress:
+  ``--quiet`` does not silence them. Aggregates only: names and counts, never a value.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from reident_airflow.engine.advice import BreachAdvice
+    from reident_airflow.engine.assessment import Assessment, Breach
+    from reident_airflow.engine.classes import ClassSizes, ClassTable
+    from reident_airflow.engine.hierarchies import Hierarchy
+
+__all__ = [
+    "AdviceFound",
+    "add_outcome_arguments",
+    "breach_advice_of",
+    "input_fingerprint",
+    "result_lines",
+    "warning_line",
+]
+
+#: The advice on a k breach and the QIs no hierarchy was found for (``None``: no k breach,
+#: or ``--no-advice``).
+AdviceFound = tuple["BreachAdvice", tuple[str, ...]] | None
+
+
+def add_outcome_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--hierarchy``, ``--hierarchy-sep``, ``--no-advice`` and ``--no-fingerprint``."""
+    from reident_airflow.commands.common import add_hierarchy_arguments
+
+    add_hierarchy_arguments(
+        parser,
+        help_text="hierarchy of a QI in ARX's CSV format, for the Datafly outlook of the "
+        "advice on a --min-k breach (default: the bundled ones, for Adult's column names)",
+    )
+    parser.add_argument(
+        "--no-advice",
+        action="store_true",
+        help="on a --min-k breach, do not read INPUT again for the advice (classes and "
+        "records below k, the driving QI, Datafly's outcome)",
+    )
+    parser.add_argument(
+        "--no-fingerprint",
+        action="store_true",
+        help="do not fingerprint INPUT (a file's SHA-256, about 2.5 s per GB; a table's "
+        "row count and snapshot) for the JSON's 'input' and the report",
+    )
+
+
+# ------------------------------------------------------------------------------ the advice
+def _rows_loader(args: argparse.Namespace, qis: tuple[str, ...]) -> Callable[[], pd.DataFrame]:
+    """The rows of INPUT, read when the advice asks for them (for Datafly)."""
+
+    def rows() -> pd.DataFrame:
+        if "://" in args.input:
+            from reident_airflow.sources.tables import read_sql_frame
+
+            frame, _ = read_sql_frame(args.input, table=args.table, schema=args.schema)
+            return frame
+        from reident_airflow.sources.tables import read_file_frame
+
+        return read_file_frame(args.input, sep=args.sep, categorical=list(qis))
+
+    return rows
+
+
+def breach_advice_of(
+    args: argparse.Namespace,
+    result: Assessment,
+    table: ClassSizes | ClassTable,
+    class_table: Callable[[], ClassTable],
+    hierarchies: Mapping[str, Hierarchy],
+) -> AdviceFound:
+    """The advice when ``result`` breached ``--min-k`` (``None`` otherwise, or with
+    ``--no-advice``); ``class_table`` reads INPUT's class table where the data is;
+    ``hierarchies`` are those of ``--hierarchy`` (:func:`given_hierarchies`)."""
+    if args.no_advice:
+        return None
+    limit = result.thresholds.min_k
+    if limit is None or result.k >= limit:
+        return None
+    from reident_airflow.sources.advice import AdviceInputs, advise_on_breach
+
+    rows = _rows_loader(args, result.quasi_identifiers)
+    inputs = AdviceInputs(class_table=class_table, rows=rows, hierarchies=hierarchies)
+    return advise_on_breach(result, table, inputs)
+
+
+# ------------------------------------------------------------------------- the fingerprint
+def input_fingerprint(args: argparse.Namespace, result: Assessment) -> dict[str, Any] | None:
+    """The JSON's ``"input"`` object for INPUT (``None`` with ``--no-fingerprint``): a file's
+    (or a directory's) hash with the rows read (records and excluded records), or the
+    table's count. A glob of Parquet files names no one file or directory: ``None``."""
+    if args.no_fingerprint:
+        return None
+    if "://" not in args.input and _is_glob(args.input):
+        return None
+    from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
+
+    if "://" in args.input:
+        found = fingerprint_sql(args.input, table=args.table, schema=args.schema)
+    else:
+        found = fingerprint_file(args.input, rows=result.records + result.excluded_records)
+    return found.to_dict()
+
+
+def _is_glob(spec: str) -> bool:
+    """Whether INPUT is a glob (``data/*.parquet``) rather than a path that exists."""
+    from pathlib import Path
+
+    return not Path(spec).exists() and any(ch in spec for ch in "*?[")
+
+
+# ---------------------------------------------------------------------------- result lines
+def _number(x: float) -> str:
+    """As :meth:`Breach.describe` writes a number: a whole one without decimals."""
+    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
+
+
+def warning_line(warning: Breach) -> str:
+    """``reident: warning: k = 3 (warning level: at least 5)``."""
+    bound = "at least" if warning.is_minimum else "at most"
+    return (
+        f"reident: warning: {warning.metric} = {_number(warning.observed)} "
+        f"(warning level: {bound} {_number(warning.limit)})"
+    )
+
+
+def result_lines(result: Assessment, found: AdviceFound) -> list[str]:
+    """The lines for stderr: one per warning, then the advice on a k breach."""
+    lines = [warning_line(w) for w in result.warnings]
+    if found is not None:
+        advice, missing = found
+        line = f"reident: advice: {advice.describe()}"
+        if missing:
+            names = ", ".join(repr(m) for m in missing)
+            line += (
+                f" No Datafly outlook: no hierarchy (or none that covers the data) for "
+                f"{names}; give one with --hierarchy COL=PATH.csv."
+            )
+        lines.append(line)
+    return lines
