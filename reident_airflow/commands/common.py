@@ -266,6 +266,8 @@ def add_hierarchy_arguments(parser: argparse.ArgumentParser, *, help_text: str) 
 def given_hierarchies(args: argparse.Namespace) -> dict[str, Any]:
     """The hierarchies of ``--hierarchy``, by QI; a column given twice, or not among the
     QIs of ``--qi``, is an input error (before anything is read)."""
+    if not args.hierarchy:
+        return {}  # the hierarchies' module (pandas) is not loaded for nothing
     from reident_airflow.engine.errors import InvalidInputError
     from reident_airflow.engine.hierarchies import load_hierarchy
 
