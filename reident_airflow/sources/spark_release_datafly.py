@@ -1,0 +1,282 @@
+"""Datafly on Spark (docs/metrics.md §9): the search on histograms Spark counts, the release
+written by Spark.
+
+The rows never reach the driver. What does:
+
+- each QI's distinct values with their record counts (one ``groupBy`` per QI): they are looked
+  up in the QI's hierarchy exactly as the pandas path looks them up
+  (:func:`~reident_airflow.engine.hierarchies.value_text`), which gives each value its code at
+  every level and the distinct labels per level; a value the hierarchy does not cover is the
+  engine's error (counts only);
+- per step of the search, the class-size histogram at the levels the search asks for (one
+  ``groupBy`` of the level codes, then one of the class sizes): one row per distinct size.
+
+The codes reach the rows by a broadcast join of each QI's small mapping table (value -> code
+per level, null-safe); the coded rows are cached for the search. The search is the engine's
+own (:func:`~reident_airflow.engine.datafly.datafly_search`), so levels, steps and the
+suppressed count equal the pandas :func:`~reident_airflow.engine.datafly.datafly` on the same
+data. The release (:attr:`SparkDataflyResult.table`) is a lazy DataFrame: the original
+columns, each QI holding its label at the chosen level (text), the rows of classes below k
+removed; :func:`write_release_table` writes it once under a new name and swaps it in.
+
+Spark is imported only when a function here runs.
+"""
+
+from __future__ import annotations
+
+import numbers
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from reident_airflow.engine.datafly import (
+    SCHEMA,
+    DataflyStep,
+    Histogram,
+    InformationLoss,
+    SearchSpace,
+    datafly_search,
+    resolve_suppression_limit,
+)
+from reident_airflow.engine.encoding import validate_quasi_identifiers
+from reident_airflow.engine.errors import EmptyDatasetError, HierarchyError, InvalidInputError
+from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["SparkDataflyResult", "datafly_spark", "write_release_table"]
+
+
+@dataclass(frozen=True, eq=False)
+class SparkDataflyResult:
+    """The outcome of :func:`datafly_spark`: the fields of
+    :class:`~reident_airflow.engine.datafly.DataflyResult`, ``table`` a Spark DataFrame."""
+
+    records: int
+    k: int
+    achieved_k: int | None
+    suppression_limit: int
+    suppressed_records: int
+    quasi_identifiers: tuple[str, ...]
+    levels: dict[str, int]
+    top_levels: dict[str, int]
+    steps: tuple[DataflyStep, ...]
+    information_loss: InformationLoss
+    table: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``reident.datafly/v1`` JSON (aggregates only), as the pandas result's."""
+        return {
+            "schema": SCHEMA,
+            "records": self.records,
+            "k": self.k,
+            "achieved_k": self.achieved_k,
+            "suppression_limit": self.suppression_limit,
+            "suppressed_records": self.suppressed_records,
+            "levels": dict(self.levels),
+            "steps": [s.to_dict() for s in self.steps],
+            "information_loss": self.information_loss.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class _Coded:
+    """One QI's mapping: its distinct values, their code and label at every level."""
+
+    name: str
+    values: list[Any]
+    codes: list[list[int]]  # codes[level][i] of values[i]
+    labels: list[list[str]]  # labels[level][i] of values[i]
+    cards: tuple[int, ...]
+
+
+def _ref(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _encode(frame: DataFrame, name: str, hierarchy: Hierarchy) -> _Coded:
+    """The QI's distinct values (with counts) from Spark, looked up in the hierarchy."""
+    rows = frame.groupBy(_ref(name).alias("v")).count().collect()
+    values = [r["v"] for r in rows]
+    counts = np.array([int(r["count"]) for r in rows], dtype=np.int64)
+    texts = np.array([value_text(v) for v in values], dtype=object)
+    positions = hierarchy.positions(texts)
+    uncovered = positions < 0
+    if uncovered.any():
+        distinct = len(set(texts[uncovered].tolist()))
+        raise uncovered_error(name, distinct, int(counts[uncovered].sum()))
+    codes, labels, cards = [], [], []
+    for level in range(hierarchy.levels):
+        column = hierarchy.level_column(level)[positions]
+        level_codes, uniques = pd.factorize(column)
+        codes.append([int(c) for c in level_codes])
+        labels.append([str(x) for x in column])
+        cards.append(len(uniques))
+    return _Coded(name, values, codes, labels, tuple(cards))
+
+
+def _validate_k(k: Any, records: int) -> int:
+    if isinstance(k, bool | np.bool_) or not isinstance(k, numbers.Integral):
+        raise InvalidInputError(f"k must be a whole number, got {type(k).__name__}")
+    if int(k) < 1:
+        raise InvalidInputError(f"k must be at least 1, got {int(k)}")
+    if int(k) > records:
+        raise InvalidInputError(f"k = {int(k)} is larger than the number of records ({records})")
+    return int(k)
+
+
+def _code_column(i: int, level: int) -> str:
+    return f"reident_q{i}_l{level}"
+
+
+def _mapping(frame: DataFrame, i: int, coded: _Coded) -> DataFrame:
+    """The QI's small table: value (its Spark type), code and label at every level."""
+    from pyspark.sql import types as T
+
+    fields = [T.StructField("reident_value", frame.schema[coded.name].dataType, True)]
+    levels = range(len(coded.cards))
+    fields += [T.StructField(_code_column(i, lv), T.IntegerType(), False) for lv in levels]
+    fields += [T.StructField(f"reident_q{i}_label{lv}", T.StringType(), False) for lv in levels]
+    rows = [
+        (v, *(coded.codes[lv][j] for lv in levels), *(coded.labels[lv][j] for lv in levels))
+        for j, v in enumerate(coded.values)
+    ]
+    return frame.sparkSession.createDataFrame(rows, schema=T.StructType(fields))
+
+
+def _joined(frame: DataFrame, coded: list[_Coded]) -> DataFrame:
+    """The rows with every QI's codes and labels, by broadcast joins on the values."""
+    from pyspark.sql import functions as F
+
+    out = frame
+    for i, c in enumerate(coded):
+        mapping = _mapping(frame, i, c)
+        condition = _ref(c.name).eqNullSafe(mapping["reident_value"])
+        out = out.join(F.broadcast(mapping), condition).drop("reident_value")
+    return out
+
+
+def _histogram_at(coded_rows: DataFrame, levels: Sequence[int]) -> Histogram:
+    from pyspark.sql import functions as F
+
+    keys = [_code_column(i, lv) for i, lv in enumerate(levels)]
+    sizes = coded_rows.groupBy(*keys).agg(F.count(F.lit(1)).alias("reident_size"))
+    rows = sizes.groupBy("reident_size").agg(F.count(F.lit(1)).alias("n")).collect()
+    rows.sort(key=lambda r: int(r["reident_size"]))
+    return (
+        np.array([int(r["reident_size"]) for r in rows], dtype=np.int64),
+        np.array([int(r["n"]) for r in rows], dtype=np.int64),
+    )
+
+
+def datafly_spark(
+    frame: DataFrame,
+    qis: Sequence[str],
+    hierarchies: Mapping[str, Hierarchy],
+    k: int,
+    suppression_limit: int | float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SparkDataflyResult:
+    """k-anonymize a Spark DataFrame with Datafly, as
+    :func:`~reident_airflow.engine.datafly.datafly` does a pandas one (same arguments, same
+    errors); the search runs on histograms Spark counts (module docstring)."""
+    names = validate_quasi_identifiers(qis, [str(c) for c in frame.columns])
+    missing = [q for q in names if q not in hierarchies]
+    if missing:
+        raise HierarchyError(
+            f"no hierarchy given for quasi-identifier{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)}: Datafly needs one for every QI"
+        )
+    n = int(frame.count())
+    if n == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to anonymize")
+    k = _validate_k(k, n)
+    limit = resolve_suppression_limit(suppression_limit, k, n)
+    coded = [_encode(frame, q, hierarchies[q]) for q in names]
+    rows = _joined(frame, coded)
+    keys = [_code_column(i, lv) for i, c in enumerate(coded) for lv in range(len(c.cards))]
+    search_rows = rows.select(*keys).cache()
+    try:
+        space = SearchSpace(names=names, cards=tuple(c.cards for c in coded))
+        levels, steps = datafly_search(
+            space, lambda lv: _histogram_at(search_rows, lv), k=k, limit=limit, progress=progress
+        )
+        final = _histogram_at(search_rows, levels)
+    finally:
+        search_rows.unpersist()
+    return _result(frame, rows, coded, levels, steps, final, k=k, limit=limit)
+
+
+def _result(
+    frame: DataFrame,
+    rows: DataFrame,
+    coded: list[_Coded],
+    levels: list[int],
+    steps: list[DataflyStep],
+    final: Histogram,
+    *,
+    k: int,
+    limit: int,
+) -> SparkDataflyResult:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    sizes, counts = final
+    n = int((sizes * counts).sum())
+    small = sizes < k
+    suppressed = int((sizes[small] * counts[small]).sum())
+    kept_sizes, kept_counts = sizes[~small], counts[~small]
+    label = {c.name: F.col(f"reident_q{i}_label{levels[i]}") for i, c in enumerate(coded)}
+    window = Window.partitionBy(*label.values())
+    sized = rows.withColumn("reident_size", F.count(F.lit(1)).over(window))
+    table = sized.where(F.col("reident_size") >= k).select(
+        *(label[c].alias(c) if c in label else _ref(c) for c in frame.columns)
+    )
+    m = len(coded)
+    tops = [len(c.cards) - 1 for c in coded]
+    ratios = [levels[i] / tops[i] if tops[i] else 0.0 for i in range(m)]
+    return SparkDataflyResult(
+        records=n,
+        k=k,
+        achieved_k=int(kept_sizes.min()) if kept_sizes.size else None,
+        suppression_limit=limit,
+        suppressed_records=suppressed,
+        quasi_identifiers=tuple(c.name for c in coded),
+        levels={c.name: levels[i] for i, c in enumerate(coded)},
+        top_levels={c.name: tops[i] for i, c in enumerate(coded)},
+        steps=tuple(steps),
+        information_loss=InformationLoss(
+            precision=1.0 - sum(ratios) / m,
+            discernibility=int((kept_sizes**2 * kept_counts).sum()) + suppressed * n,
+        ),
+        table=table,
+    )
+
+
+def write_release_table(result: SparkDataflyResult, table: str) -> None:
+    """Write the release once as a new table, then swap it in under ``table``: readers see the
+    old table or the new one, never a half-written one (a failed write leaves ``table`` as it
+    was). ``table`` is a name as Spark SQL takes it (``db.name``); its parts are quoted."""
+    session = result.table.sparkSession
+    parts = table.split(".")
+    suffix = uuid.uuid4().hex[:12]
+    staged = [*parts[:-1], f"{parts[-1]}_reident_new_{suffix}"]
+    retired = [*parts[:-1], f"{parts[-1]}_reident_old_{suffix}"]
+    result.table.write.saveAsTable(".".join(staged))
+    exists = session.catalog.tableExists(table)
+    if exists:
+        session.sql(f"ALTER TABLE {_quoted(parts)} RENAME TO {_quoted(retired)}")
+    session.sql(f"ALTER TABLE {_quoted(staged)} RENAME TO {_quoted(parts)}")
+    if exists:
+        session.sql(f"DROP TABLE {_quoted(retired)}")
+
+
+def _quoted(parts: Sequence[str]) -> str:
+    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)

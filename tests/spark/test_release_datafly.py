@@ -1,0 +1,109 @@
+"""Datafly on Spark (sources/spark_release_datafly.py) equals the pandas Datafly.
+
+Adult with ARX's hierarchies, on cases of tests/engine/test_datafly.py: the same levels, steps,
+suppressed records and JSON, and the same release rows as a multiset. The release is then
+written as a table and swapped in over an existing one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from reident_airflow.engine.datafly import datafly
+from reident_airflow.engine.errors import HierarchyError
+from reident_airflow.engine.hierarchies import Hierarchy, load_hierarchy
+from reident_airflow.sources.spark_release_datafly import datafly_spark, write_release_table
+from tests.conftest import oracle_data
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:PySpark does not yet fully support pandas:FutureWarning"
+)
+
+QIS = ("sex", "age", "race", "education")
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    """The shared local session (``getOrCreate`` returns the one a test session has)."""
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.master("local[2]")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+
+
+@pytest.fixture(scope="module")
+def adult() -> pd.DataFrame:
+    return pd.read_csv(oracle_data("adult.csv"), sep=";", dtype=str, keep_default_na=False)
+
+
+@pytest.fixture(scope="module")
+def hierarchies() -> dict[str, Hierarchy]:
+    return {c: load_hierarchy(oracle_data(f"adult_hierarchy_{c}.csv"), column=c) for c in QIS}
+
+
+@pytest.fixture(scope="module")
+def adult_spark(spark: Any, adult: pd.DataFrame) -> Any:
+    schema = ", ".join(f"`{c}` string" for c in adult.columns)
+    return spark.createDataFrame(list(adult.itertuples(index=False)), schema=schema)
+
+
+def _multiset(rows: Any) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(r) for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("qis", "k", "limit"),
+    [(("sex", "age", "race"), 5, None), (QIS, 10, 0.01)],
+)
+def test_equals_the_pandas_datafly(
+    adult: pd.DataFrame,
+    adult_spark: Any,
+    hierarchies: dict[str, Hierarchy],
+    qis: tuple[str, ...],
+    k: int,
+    limit: float | None,
+) -> None:
+    want = datafly(adult, qis, hierarchies, k, limit)
+    messages: list[str] = []
+    got = datafly_spark(adult_spark, qis, hierarchies, k, limit, messages.append)
+    assert got.to_dict() == want.to_dict()
+    assert got.levels == want.levels and got.steps == want.steps
+    assert got.suppressed_records == want.suppressed_records
+    assert len(messages) == len(got.steps) + 1
+    assert list(got.table.columns) == list(adult.columns)
+    assert _multiset(got.table.collect()) == _multiset(want.table.itertuples(index=False))
+
+
+def test_missing_hierarchy_is_the_engines_error(
+    adult_spark: Any, hierarchies: dict[str, Hierarchy]
+) -> None:
+    with pytest.raises(HierarchyError, match="no hierarchy given for quasi-identifier 'workclass'"):
+        datafly_spark(adult_spark, ["sex", "workclass"], hierarchies, 5)
+
+
+def test_release_is_written_then_swapped_in(
+    spark: Any, adult_spark: Any, hierarchies: dict[str, Hierarchy], tmp_path: Path
+) -> None:
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS reident_release LOCATION '{tmp_path / 'db'}'")
+    try:
+        first = datafly_spark(adult_spark, ["sex", "race"], hierarchies, 5)
+        write_release_table(first, "reident_release.adult")
+        assert spark.table("reident_release.adult").count() == first.records - (
+            first.suppressed_records
+        )
+        second = datafly_spark(adult_spark.limit(1000), ["sex", "race"], hierarchies, 5)
+        write_release_table(second, "reident_release.adult")
+        assert spark.table("reident_release.adult").count() == 1000 - second.suppressed_records
+        names = [t.name for t in spark.catalog.listTables("reident_release")]
+        assert names == ["adult"]  # the staged and the retired tables are gone
+    finally:
+        spark.sql("DROP DATABASE IF EXISTS reident_release CASCADE")
