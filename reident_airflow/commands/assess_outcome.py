@@ -74,11 +74,11 @@ def _rows_loader(args: argparse.Namespace, qis: tuple[str, ...]) -> Callable[[],
         if "://" in args.input:
             from reident_airflow.sources.tables import read_sql_frame
 
-            frame, _ = read_sql_frame(args.input, table=args.table, schema=args.schema)
+            frame, _ = read_sql_frame(args.input, table=args.table, schema=args.schema, columns=qis)
             return frame
         from reident_airflow.sources.tables import read_file_frame
 
-        return read_file_frame(args.input, sep=args.sep, categorical=list(qis))
+        return read_file_frame(args.input, sep=args.sep, categorical=qis, columns=qis)
 
     return rows
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from reident_airflow.engine.encoding import refuse_unknown
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources.connect import connect, make_engine, open_source, source_label
 from reident_airflow.sources.db_errors import database_errors
@@ -57,8 +58,10 @@ def read_file_frame(
     categorical: Sequence[str] = (),
     dtype_backend: Literal["numpy", "pyarrow"] = "numpy",
     allow_empty: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Every column of a CSV (as text) or Parquet file, read under ``docs/reading.md``.
+    """Every column of a CSV (as text) or Parquet file, read under ``docs/reading.md``, or
+    only ``columns`` (the advice on a k breach reads the QIs alone).
 
     - ``categorical``: text columns that come as pandas Categoricals (dictionary-encoded by
       Arrow): the same values, grouped on integer codes; Datafly passes its QIs here.
@@ -69,7 +72,8 @@ def read_file_frame(
       engine names the empty side itself); otherwise it is an :class:`EmptyDatasetError`.
     """
     p = Path(path)
-    table = read_columns(p, file_columns(p, sep=sep), sep=sep)
+    names = file_columns(p, sep=sep) if columns is None else list(columns)
+    table = read_columns(p, names, sep=sep)
     if table.num_rows == 0 and not allow_empty:
         raise EmptyDatasetError(f"{p}: the table has no records")
     if dtype_backend == "pyarrow":
@@ -119,15 +123,23 @@ def portable_types(
 
 
 def _fetch_frames(
-    conn: Connection, source: sa.Table | sa.Subquery, fetch_rows: int
+    conn: Connection,
+    source: sa.Table | sa.Subquery,
+    fetch_rows: int,
+    columns: Sequence[str] | None,
 ) -> tuple[list[pd.DataFrame], dict[str, sa.types.TypeEngine[Any]]]:
-    """The rows of ``source`` in frames of ``fetch_rows`` (streamed), and a table's portable
-    column types."""
-    types = portable_types(source.columns) if isinstance(source, sa.Table) else {}
+    """The rows of ``source`` (of its ``columns`` only, when given) in frames of
+    ``fetch_rows`` (streamed), and a table's portable column types."""
     keys = [str(c.name) for c in source.columns]
     if len(set(keys)) != len(keys):
         raise InvalidInputError("the source has duplicate column names; they must be unique")
-    result = conn.execution_options(stream_results=True).execute(sa.select(*source.columns))
+    selected = list(source.columns)
+    if columns is not None:
+        refuse_unknown("column", list(columns), keys)
+        selected = [source.columns[name] for name in columns]
+        keys = [str(name) for name in columns]
+    types = portable_types(selected) if isinstance(source, sa.Table) else {}
+    result = conn.execution_options(stream_results=True).execute(sa.select(*selected))
     frames: list[pd.DataFrame] = []
     while chunk := result.fetchmany(fetch_rows):
         frames.append(pd.DataFrame.from_records(chunk, columns=keys))
@@ -141,8 +153,11 @@ def read_sql_frame(
     sql: str | None = None,
     schema: str | None = None,
     fetch_rows: int = 100_000,
+    columns: Sequence[str] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, sa.types.TypeEngine[Any]]]:
-    """Every column of a table (or a ``SELECT``), and the portable types of a table's columns.
+    """Every column of a table (or a ``SELECT``), or only ``columns`` (reflected and quoted
+    by SQLAlchemy; an unknown one is an input error), and the portable types of a table's
+    columns.
 
     Rows are streamed in batches of ``fetch_rows``. The types are those of
     :func:`portable_types` for a table, empty for a query. A database that cannot be reached
@@ -154,7 +169,8 @@ def read_sql_frame(
     engine = make_engine(url)
     try:
         with database_errors(what), connect(engine) as conn:
-            frames, types = _fetch_frames(conn, open_source(conn, table, sql, schema), fetch_rows)
+            source = open_source(conn, table, sql, schema)
+            frames, types = _fetch_frames(conn, source, fetch_rows, columns)
     finally:
         if engine is not url:  # made here for a URL: its pooled connections closed here
             engine.dispose()

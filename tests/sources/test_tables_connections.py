@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from reident_airflow.sources.db_errors import (
 from reident_airflow.sources.direct_match_sql import direct_match_in_database, read_table_frame
 from reident_airflow.sources.publish import copy_table_atomic
 from reident_airflow.sources.sql import class_table_from_sql
-from reident_airflow.sources.tables import read_sql_frame
+from reident_airflow.sources.tables import read_file_frame, read_sql_frame
 from tests.conftest import require_server
 
 PASSWORD = "S3cr3t-pw"
@@ -105,3 +106,16 @@ def test_a_typo_in_a_database_column_gets_a_did_you_mean(server: tuple[sa.Engine
     assert str(info.value) == (
         "unknown quasi-identifier 'agee' (did you mean 'age'?); available columns: 'v', 'age'"
     )
+
+
+def test_only_the_columns_asked_for_are_read(server: tuple[sa.Engine, str], tmp_path: Path) -> None:
+    engine, name = server
+    frame, types = read_sql_frame(engine, table=name, columns=["age"])
+    assert list(frame.columns) == ["age"] and list(types) == ["age"]
+    assert sorted(frame["age"].tolist()) == [30, 41]
+    with pytest.raises(InvalidInputError, match=r"'agee' \(did you mean 'age'\?\)"):
+        read_sql_frame(engine, table=name, columns=["agee"])
+    csv = tmp_path / "t.csv"
+    csv.write_text("v,age\nx,30\ny,41\n", encoding="utf-8")
+    read = read_file_frame(csv, categorical=["age"], columns=["age"])
+    assert list(read.columns) == ["age"] and read["age"].tolist() == ["30", "41"]
