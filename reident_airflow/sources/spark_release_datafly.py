@@ -17,7 +17,8 @@ own (:func:`~reident_airflow.engine.datafly.datafly_search`), so levels, steps a
 suppressed count equal the pandas :func:`~reident_airflow.engine.datafly.datafly` on the same
 data. The release (:attr:`SparkDataflyResult.table`) is a lazy DataFrame: the original
 columns, each QI holding its label at the chosen level (text), the rows of classes below k
-removed; :func:`write_release_table` writes it once under a new name and swaps it in.
+removed; :func:`write_release_table` and :func:`write_release_path` write it once under a new
+name and swap it in.
 
 Spark is imported only when a function here runs.
 """
@@ -49,7 +50,7 @@ from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["SparkDataflyResult", "datafly_spark", "write_release_table"]
+__all__ = ["SparkDataflyResult", "datafly_spark", "write_release_path", "write_release_table"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -280,3 +281,35 @@ def write_release_table(result: SparkDataflyResult, table: str) -> None:
 
 def _quoted(parts: Sequence[str]) -> str:
     return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
+
+
+def write_release_path(
+    result: SparkDataflyResult, path: str, *, file_format: str = "parquet"
+) -> None:
+    """Write the release once to a sibling of ``path``, then swap it in: the old folder is
+    renamed aside, the new one renamed to ``path``, the old one deleted. A failed write leaves
+    ``path`` as it was. Renames go through Hadoop's file system (any scheme Spark reads) on a
+    classic session; a Spark Connect session has no access to it, and is refused."""
+    session = result.table.sparkSession
+    jvm = getattr(session, "_jvm", None)
+    if jvm is None:
+        raise InvalidInputError(
+            "writing a release to a path needs a classic Spark session (its file system); "
+            "over Spark Connect write it as a table (write_release_table)"
+        )
+    suffix = uuid.uuid4().hex[:12]
+    staged, retired = f"{path}.reident-new-{suffix}", f"{path}.reident-old-{suffix}"
+    result.table.write.format(file_format).save(staged)
+    hadoop = jvm.org.apache.hadoop.fs.Path
+    target = hadoop(path)
+    fs = target.getFileSystem(session._jsc.hadoopConfiguration())
+    exists = bool(fs.exists(target))
+    if exists and not fs.rename(target, hadoop(retired)):
+        fs.delete(hadoop(staged), True)
+        raise OSError(f"could not move the previous release aside (path {path!r})")
+    if not fs.rename(hadoop(staged), target):
+        if exists:
+            fs.rename(hadoop(retired), target)
+        raise OSError(f"could not move the new release into place (path {path!r})")
+    if exists:
+        fs.delete(hadoop(retired), True)

@@ -17,7 +17,11 @@ import pytest
 from reident_airflow.engine.datafly import datafly
 from reident_airflow.engine.errors import HierarchyError
 from reident_airflow.engine.hierarchies import Hierarchy, load_hierarchy
-from reident_airflow.sources.spark_release_datafly import datafly_spark, write_release_table
+from reident_airflow.sources.spark_release_datafly import (
+    datafly_spark,
+    write_release_path,
+    write_release_table,
+)
 from tests.conftest import oracle_data
 
 pytestmark = pytest.mark.filterwarnings(
@@ -107,3 +111,16 @@ def test_release_is_written_then_swapped_in(
         assert names == ["adult"]  # the staged and the retired tables are gone
     finally:
         spark.sql("DROP DATABASE IF EXISTS reident_release CASCADE")
+
+
+def test_release_path_is_written_then_swapped_in(
+    spark: Any, adult_spark: Any, hierarchies: dict[str, Hierarchy], tmp_path: Path
+) -> None:
+    target = tmp_path / "release"
+    first = datafly_spark(adult_spark, ["sex", "race"], hierarchies, 5)
+    write_release_path(first, str(target))
+    assert spark.read.parquet(str(target)).count() == first.records - first.suppressed_records
+    second = datafly_spark(adult_spark.limit(1000), ["sex", "race"], hierarchies, 5)
+    write_release_path(second, str(target))
+    assert spark.read.parquet(str(target)).count() == 1000 - second.suppressed_records
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]  # nothing left beside it
