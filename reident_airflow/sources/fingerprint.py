@@ -41,21 +41,21 @@ import hashlib
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Any
 
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.sources.connect import connect, make_engine, open_source, source_label
-from reident_airflow.sources.db_errors import database_errors
 from reident_airflow.sources.file_source import PARQUET_SUFFIXES
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Connection, Engine
 
 __all__ = [
     "CHUNK_BYTES",
     "InputFingerprint",
     "fingerprint_file",
     "fingerprint_sql",
+    "now_utc",
     "safe_location",
 ]
 
@@ -99,7 +99,8 @@ class InputFingerprint:
         return asdict(self)
 
 
-def _now() -> str:
+def now_utc() -> str:
+    """This machine's UTC clock, to the second, in ISO 8601."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -160,52 +161,19 @@ def fingerprint_file(path: str | Path, *, rows: int | None = None) -> InputFinge
     if rows is None and p.is_file() and p.suffix.lower() in PARQUET_SUFFIXES:
         rows = _parquet_rows(p)
     return InputFingerprint(
-        kind="file", location=str(p), taken_at=_now(), rows=rows, size_bytes=size, sha256=sha
+        kind="file", location=str(p), taken_at=now_utc(), rows=rows, size_bytes=size, sha256=sha
     )
 
 
 # -------------------------------------------------------------------------------- databases
+# The database half lives in fingerprint_db, imported when used: fingerprinting a file loads
+# no SQLAlchemy.
 def safe_location(url: sa.URL) -> str:
     """``url`` as text without its password and its query options (which may hold
     credentials or tokens): ``dialect+driver://user@host:port/database``."""
-    bare = sa.URL.create(
-        url.drivername, username=url.username, host=url.host, port=url.port, database=url.database
-    )
-    return bare.render_as_string(hide_password=True)
+    from reident_airflow.sources.fingerprint_db import url_without_secrets
 
-
-def _snapshot(conn: Connection) -> tuple[str | None, str | None]:
-    """What identifies the snapshot and the server's clock, for the dialects that have them."""
-    dialect = conn.dialect.name
-    if dialect == "postgresql":
-        row = conn.execute(sa.text("SELECT pg_current_snapshot()::text, now()::text")).one()
-        return str(row[0]), str(row[1])
-    if dialect in {"mysql", "mariadb"}:
-        if getattr(conn.dialect, "is_mariadb", False):
-            row = conn.execute(sa.text("SELECT @@gtid_current_pos, NOW(6)")).one()
-            return (str(row[0]) or None), str(row[1])
-        return None, str(conn.execute(sa.text("SELECT NOW(6)")).scalar_one())
-    if dialect == "sqlite":
-        return None, str(conn.execute(sa.text("SELECT datetime('now')")).scalar_one()) + " UTC"
-    return None, str(conn.execute(sa.select(sa.func.current_timestamp())).scalar_one())
-
-
-def _read(
-    conn: Connection, table: str | None, sql: str | None, schema: str | None
-) -> tuple[int, str | None, str | None]:
-    """The row count, the snapshot and the server time, read in one transaction."""
-    source = open_source(conn, table, sql, schema)
-    snapshot, server_time = _snapshot(conn)
-    rows = conn.execute(sa.select(sa.func.count()).select_from(source)).scalar_one()
-    return int(rows), snapshot, server_time
-
-
-def _consistent(conn: Connection) -> Connection:
-    """A PostgreSQL or MariaDB connection set to ``REPEATABLE READ`` (the snapshot and the
-    count see the same data); other connections as they are."""
-    if conn.dialect.name in {"postgresql", "mysql", "mariadb"} and not conn.in_transaction():
-        return conn.execution_options(isolation_level="REPEATABLE READ")
-    return conn
+    return url_without_secrets(url)
 
 
 def fingerprint_sql(
@@ -221,29 +189,6 @@ def fingerprint_sql(
     the caller's transaction if one is open). The table is reflected and quoted by
     SQLAlchemy; the query's text is only hashed.
     """
-    what = source_label(table, sql)
-    query_sha = None if sql is None else hashlib.sha256(sql.strip().encode()).hexdigest()
-    engine = source.engine if isinstance(source, Connection) else make_engine(source)
-    try:
-        with database_errors(what):
-            if isinstance(source, Connection):
-                rows, snapshot, server_time = _read(source, table, sql, schema)
-            else:
-                with connect(engine) as opened:
-                    conn = _consistent(opened)
-                    with conn.begin():
-                        rows, snapshot, server_time = _read(conn, table, sql, schema)
-    finally:
-        if isinstance(source, str):
-            engine.dispose()  # the engine made here for a URL
-    return InputFingerprint(
-        kind="database",
-        location=safe_location(engine.url),
-        taken_at=_now(),
-        table=None if table is None else (f"{schema}.{table}" if schema else table),
-        query_sha256=query_sha,
-        rows=rows,
-        dialect="mariadb" if getattr(engine.dialect, "is_mariadb", False) else engine.dialect.name,
-        snapshot=snapshot,
-        server_time=server_time,
-    )
+    from reident_airflow.sources.fingerprint_db import database_fingerprint
+
+    return database_fingerprint(source, table, sql=sql, schema=schema)
