@@ -11,9 +11,13 @@ def test_import_registers_everything(fresh_process: dict[str, Any]) -> None:
     """In a fresh interpreter GE knows none of them until ``import reident_airflow.gx``."""
     assert fresh_process["registries_before"] == "([], {}, None)"
     engines = ["PandasExecutionEngine", "SqlAlchemyExecutionEngine"]
+    with_spark = ["PandasExecutionEngine", "SparkDFExecutionEngine", "SqlAlchemyExecutionEngine"]
     expected = (
         list(rgx.EXPECTATION_TYPES),
-        {name: engines for name in rgx.METRIC_NAMES},
+        {  # the direct match has no Spark implementation
+            name: engines if name == rgx.DIRECT_MATCH_METRIC else with_spark
+            for name in rgx.METRIC_NAMES
+        },
         "ReidentAlertAction",
     )
     assert fresh_process["registries_after"] == repr(expected)
@@ -78,10 +82,10 @@ def test_each_expectation_declares_its_own_and_inherits_the_rest() -> None:
 
     qi = ("quasi_identifiers", "max_subset_size", "rank_attributes")
     population = ("population_size", "sampling_fraction", "region")
-    assert rgx.ExpectTableToBeKAnonymous.success_keys == (*qi, "k")
+    assert rgx.ExpectTableToBeKAnonymous.success_keys == (*qi, "k", "preset")
     assert rgx.ExpectTableReidentificationRiskToBeBelow.success_keys == (
         *qi,
-        *("measure", "max_value", "record_threshold", *population),
+        *("measure", "max_value", "record_threshold", *population, "preset"),
     )
     assert rgx.ExpectTableToBeLDiverse.success_keys == (
         *qi,
@@ -90,7 +94,7 @@ def test_each_expectation_declares_its_own_and_inherits_the_rest() -> None:
     assert rgx.ExpectTableDirectMatchProtectionToBeAbove.success_keys == (
         *("original_table", "original_schema", "key", "columns", "target", "sep"),
     )
-    assert list(rgx.ExpectTableToBeKAnonymous.field_checks) == [*qi, "k"]
+    assert list(rgx.ExpectTableToBeKAnonymous.field_checks) == [*qi, "k", "preset"]
     assert rgx.ExpectTableToBeKAnonymous.field_checks["k"] is p.check_k
     assert rgx.ExpectTableToBeLDiverse.cross_checks == (p.check_ranking, p.check_l_required)
     assert rgx.ExpectTableDirectMatchProtectionToBeAbove.cross_checks == ()

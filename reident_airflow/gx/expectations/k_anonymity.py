@@ -9,7 +9,8 @@ from great_expectations.compatibility import pydantic
 
 from reident_airflow.engine import ClassSizes, ClassTable, Thresholds
 from reident_airflow.gx import parameters as p
-from reident_airflow.gx.expectations.base import ClassSizeExpectation, verdict
+from reident_airflow.gx.expectations.base import ClassSizeExpectation, preset_words, verdict
+from reident_airflow.gx.presets import apply_k_preset, check_preset
 
 __all__ = ["ExpectTableToBeKAnonymous"]
 
@@ -25,12 +26,17 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
     ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is counted.
     """
 
-    k: int | p.SuiteParameter = pydantic.Field(
-        description="The smallest acceptable number of records sharing a QI combination."
+    k: int | p.SuiteParameter | None = pydantic.Field(
+        default=None,
+        description="The smallest acceptable number of records sharing a QI combination.",
+    )
+    preset: str | None = pydantic.Field(
+        default=None, description="A policy preset setting k (e.g. 'k11'), unless k is given."
     )
 
     args_keys = ("quasi_identifiers", "k")
-    field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {"k": p.check_k}
+    field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {"k": p.check_k, "preset": check_preset}
+    cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (apply_k_preset,)
     title: ClassVar[str] = "Expect table to be k-anonymous"
     short_description: ClassVar[str] = "Expect every quasi-identifier combination to occur k times."
 
@@ -39,12 +45,12 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
         params["k"] = kwargs.get("k")
         return (
             f"Must be k-anonymous for k = $k on quasi-identifiers {qis}: every combination of "
-            "their values must be shared by at least $k records."
+            f"their values must be shared by at least $k records{preset_words(kwargs, params)}."
         )
 
     def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
         k = p.check_whole(self.k, "k", 1)
-        assessment = self._assess(counted, thresholds=Thresholds(min_k=k))
+        assessment = self._assess(counted, thresholds=Thresholds(min_k=k), preset=self.preset)
         return verdict(
             assessment.k >= k,
             assessment.k,
@@ -52,4 +58,5 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
             measure="k",
             limit=k,
             summary=f"k = {assessment.k} (required: at least {k})",
+            preset=self.preset,
         )

@@ -16,8 +16,10 @@ from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
     ClassSizeExpectation,
     format_number,
+    preset_words,
     verdict,
 )
+from reident_airflow.gx.presets import DEFAULT_MEASURE, apply_risk_preset, check_preset
 
 __all__ = ["ExpectTableReidentificationRiskToBeBelow"]
 
@@ -62,12 +64,16 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
     ``rank_attributes=False`` (``--no-ranking``) only the class-size histogram is counted.
     """
 
-    measure: str = pydantic.Field(
-        default="prosecutor.highest_risk",
-        description="The risk measure to gate: a dotted path into the assessment JSON.",
+    measure: str | None = pydantic.Field(
+        default=None,
+        description=(
+            "The risk measure to gate: a dotted path into the assessment JSON "
+            "(default: the preset's, else prosecutor.highest_risk)."
+        ),
     )
-    max_value: float | p.SuiteParameter = pydantic.Field(
-        description="The highest acceptable value of the measure (a share in [0, 1])."
+    max_value: float | p.SuiteParameter | None = pydantic.Field(
+        default=None,
+        description="The highest acceptable value of the measure (default: the preset's).",
     )
     record_threshold: float | p.SuiteParameter = pydantic.Field(
         default=DEFAULT_RECORD_THRESHOLD,
@@ -82,6 +88,10 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
     region: str | None = pydantic.Field(
         default=None, description="A population preset (e.g. 'usa'), instead of the size."
     )
+    preset: str | None = pydantic.Field(
+        default=None,
+        description="A policy preset (e.g. 'ema-0070'): its measure and limit, unless given.",
+    )
 
     args_keys = ("quasi_identifiers", "measure", "max_value")
     field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
@@ -90,8 +100,10 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
         "record_threshold": p.check_record_threshold,
         "population_size": p.check_population_size,
         "sampling_fraction": p.check_sampling_fraction,
+        "preset": check_preset,
     }
     cross_checks: ClassVar[tuple[p.CrossCheck, ...]] = (
+        apply_risk_preset,
         p.check_max_value_for_measure,
         p.check_population,
         p.check_needs_population,
@@ -103,7 +115,7 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
 
     @classmethod
     def _requirement(cls, kwargs: Mapping[str, Any], qis: str, params: dict[str, Any]) -> str:
-        measure = str(kwargs.get("measure", "prosecutor.highest_risk"))
+        measure = str(kwargs.get("measure") or DEFAULT_MEASURE)
         known = p.MEASURES.get(measure)
         label = known.label if known is not None else "risk measure $measure"
         if known is None:
@@ -118,10 +130,11 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
             if kwargs.get(key) is not None:
                 params[key] = kwargs[key]
                 template += f", assuming {words}"
-        return template + "."
+        return template + preset_words(kwargs, params) + "."
 
     def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
-        limit = p.check_limit(self.measure, self.max_value)
+        measure = str(self.measure)  # resolved by apply_risk_preset
+        limit = p.check_limit(measure, self.max_value)
         p.check_population(self.__dict__)
         assessment = self._assess(
             counted,
@@ -129,16 +142,18 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
             population_size=self.population_size,
             sampling_fraction=self.sampling_fraction,
             region=self.region,
-            thresholds=p.gate(self.measure, limit),
+            thresholds=p.gate(measure, limit),
+            preset=self.preset,
         )
         document = assessment.to_dict()
-        value = _lookup(document, p.MEASURES[self.measure].path)
+        value = _lookup(document, p.MEASURES[measure].path)
         shown = "unavailable" if value is None else format_number(value)
         return verdict(
             value is not None and value <= limit,
             value,
             document,
-            measure=self.measure,
+            measure=measure,
             limit=limit,
-            summary=f"{self.measure} = {shown} (limit: at most {format_number(limit)})",
+            summary=f"{measure} = {shown} (limit: at most {format_number(limit)})",
+            preset=self.preset,
         )
