@@ -10,6 +10,13 @@ limit, exception messages; never a record's values) and delivers it to any of:
 
 Delivery problems are logged and reported in the action's result, never raised: a failed
 alert must not hide the validation result it is about.
+
+Two levels come from GX's own ``severity`` of each expectation (``critical``, the default,
+``warning`` or ``info``): the document's ``outcome`` is ``"fail"`` when a critical expectation
+failed, ``"warn"`` when only warning or info ones did, ``"pass"`` otherwise; each failed entry
+names its ``severity``. An expectation that could not be evaluated (an ``error``) counts as
+critical whatever its severity: the gate fails closed. A suite holding the same measure at
+``warning`` 0.05 and ``critical`` 0.09 warns at 0.05 and fails at 0.09.
 """
 
 from __future__ import annotations
@@ -18,23 +25,38 @@ import importlib
 import json
 import logging
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from great_expectations.checkpoint.actions import ActionContext, ValidationAction, should_notify
+from great_expectations.checkpoint.actions import (
+    ActionContext,
+    NotifyOn,
+    ValidationAction,
+    should_notify,
+)
 from great_expectations.checkpoint.checkpoint import CheckpointResult
 from great_expectations.compatibility import pydantic
 
 from reident_airflow.engine import InvalidInputError
 
-__all__ = ["ALERT_SCHEMA", "ReidentAlertAction", "alert_document"]
+__all__ = [
+    "ALERT_SCHEMA",
+    "OUTCOMES",
+    "ReidentAlertAction",
+    "alert_document",
+    "blocks_release",
+    "outcome_of",
+]
 
 logger = logging.getLogger(__name__)
 
 ALERT_SCHEMA = "reident.gx_alert/v1"
 
 _MESSAGE_LIMIT = 500
+
+#: The outcomes of a release check, from best to worst.
+OUTCOMES = ("pass", "warn", "fail")
 
 
 def _short(text: Any) -> str:
@@ -48,9 +70,11 @@ def _expectation_entry(evr: Any) -> dict[str, Any]:
     body: dict[str, Any] = dict(evr.result or {})
     found = body.get("details")
     details: dict[str, Any] = found if isinstance(found, dict) else {}
+    severity = getattr(config, "severity", None)
     entry: dict[str, Any] = {
         "expectation": getattr(config, "type", None),
         "success": bool(evr.success),
+        "severity": str(getattr(severity, "value", severity or "critical")),
     }
     if "measure" in details:  # an evaluated reident expectation: its scalar is the value
         entry["measure"] = details["measure"]
@@ -71,11 +95,27 @@ def _expectation_entry(evr: Any) -> dict[str, Any]:
     return entry
 
 
+def blocks_release(entry: Mapping[str, Any]) -> bool:
+    """A failed entry stops the release: a critical expectation, or one not evaluated."""
+    return entry.get("severity", "critical") == "critical" or "error" in entry
+
+
+def outcome_of(failed: Sequence[Mapping[str, Any]]) -> str:
+    """``"fail"`` if a failed entry blocks the release, ``"warn"`` if any failed, else
+    ``"pass"`` (see the module)."""
+    if any(blocks_release(entry) for entry in failed):
+        return "fail"
+    return "warn" if failed else "pass"
+
+
 def alert_document(checkpoint_result: CheckpointResult) -> dict[str, Any]:
-    """The alert for a checkpoint result: which gates failed, by how much (aggregates only)."""
-    validations = []
+    """The alert for a checkpoint result: which gates failed, by how much (aggregates only),
+    and the ``outcome`` their severities give."""
+    validations: list[dict[str, Any]] = []
+    every_failed: list[dict[str, Any]] = []
     for identifier, suite_result in checkpoint_result.run_results.items():
         failed = [_expectation_entry(r) for r in suite_result.results if not r.success]
+        every_failed.extend(failed)
         validations.append(
             {
                 "suite": suite_result.suite_name,
@@ -92,6 +132,7 @@ def alert_document(checkpoint_result: CheckpointResult) -> dict[str, Any]:
         "run_name": run_id.run_name,
         "run_time": run_id.run_time.isoformat() if run_id.run_time else None,
         "success": bool(checkpoint_result.success),
+        "outcome": outcome_of(every_failed),
         "validations": validations,
     }
 
@@ -109,15 +150,19 @@ def _load_callback(path: str) -> Callable[[dict[str, Any]], Any]:
 
 
 class ReidentAlertAction(ValidationAction):
-    """Alert when the checkpoint fails (``notify_on``: ``failure`` by default).
+    """Alert when the checkpoint fails (``notify_on``: ``failure`` by default, a failure of
+    any severity: the document's ``outcome`` says ``warn`` or ``fail``).
 
-    Configure at least one of ``alert_file``, ``webhook_url``, ``callback``. The action's
-    result is ``{"alerted": bool, "delivered": [...], "errors": [...]}``.
+    ``notify_on`` may also be a severity (``critical``, ``warning``, ``info``): GX's rule,
+    alert when the most severe failure has that severity. Configure at least one of
+    ``alert_file``, ``webhook_url``, ``callback``. The action's result is
+    ``{"alerted": bool, "outcome": "pass" | "warn" | "fail", "delivered": [...],
+    "errors": [...]}``.
     """
 
     type: Literal["reident_alert"] = "reident_alert"
     name: str = "reident_alert"
-    notify_on: Literal["all", "success", "failure"] = "failure"
+    notify_on: NotifyOn = "failure"
     alert_file: str | None = None
     webhook_url: str | None = None
     callback: str | None = None
@@ -136,9 +181,11 @@ class ReidentAlertAction(ValidationAction):
         self, checkpoint_result: CheckpointResult, action_context: ActionContext | None = None
     ) -> dict[str, Any]:
         success = bool(checkpoint_result.success)
-        if not should_notify(success=success, notify_on=self.notify_on):
-            return {"alerted": False, "delivered": [], "errors": []}
+        severity = self._get_max_severity_failure_from_checkpoint_result(checkpoint_result)
         document = alert_document(checkpoint_result)
+        quiet = {"alerted": False, "outcome": document["outcome"], "delivered": [], "errors": []}
+        if not should_notify(success=success, notify_on=self.notify_on, max_severity=severity):
+            return quiet
         delivered: list[str] = []
         errors: list[str] = []
         for target, deliver in (
@@ -156,7 +203,7 @@ class ReidentAlertAction(ValidationAction):
                 errors.append(message)
             else:
                 delivered.append(target)
-        return {"alerted": bool(delivered), "delivered": delivered, "errors": errors}
+        return {**quiet, "alerted": bool(delivered), "delivered": delivered, "errors": errors}
 
     def _to_file(self, document: dict[str, Any]) -> None:
         path = Path(str(self.alert_file))

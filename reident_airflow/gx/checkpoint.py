@@ -19,6 +19,7 @@ a result that did not evaluate every expectation of the suite JSON.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.exceptions.exceptions import GreatExpectationsError
 
 from reident_airflow.engine import InvalidInputError, ThresholdBreached
-from reident_airflow.gx.actions import ReidentAlertAction, alert_document
+from reident_airflow.gx.actions import ReidentAlertAction, alert_document, blocks_release
 from reident_airflow.gx.expectations import EXPECTATION_TYPES
 from reident_airflow.gx.guard import (
     SuiteIncompleteError,
@@ -44,6 +45,8 @@ from reident_airflow.gx.guard import (
     guard_expectation,
     is_guard,
 )
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ReleaseCheckpointResult",
@@ -55,13 +58,28 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ReleaseCheckpointResult:
-    """The outcome of :func:`run_release_checkpoint`: the GE result and its aggregates."""
+    """The outcome of :func:`run_release_checkpoint`: the GE result and its aggregates.
+
+    ``outcome`` is ``"pass"``, ``"warn"`` (only ``warning`` or ``info`` expectations failed:
+    the release goes on) or ``"fail"`` (a ``critical`` one failed, or one was not evaluated);
+    ``success`` is true unless the outcome is ``"fail"``: the release may proceed. GE's own
+    verdict (false on any failure) is ``checkpoint_result.success``.
+    """
 
     success: bool
     checkpoint_result: CheckpointResult
     alert: dict[str, Any]
+    outcome: str = "pass"
 
     def failed_expectations(self) -> list[dict[str, Any]]:
+        """The failed expectations that stop the release (critical, or not evaluated)."""
+        return [f for f in self._failed() if blocks_release(f)]
+
+    def warned_expectations(self) -> list[dict[str, Any]]:
+        """The failed ``warning`` and ``info`` expectations: alerted, the release goes on."""
+        return [f for f in self._failed() if not blocks_release(f)]
+
+    def _failed(self) -> list[dict[str, Any]]:
         return [f for v in self.alert["validations"] for f in v["failed"]]
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,7 +163,7 @@ def _expectation(item: Any) -> Any:
 
     if not isinstance(item, dict):
         raise InvalidInputError("an expectation must be a JSON object")
-    fields = {k: v for k, v in item.items() if k in {"type", "kwargs", "meta", "notes"}}
+    fields = {k: v for k, v in item.items() if k in {"type", "kwargs", "meta", "notes", "severity"}}
     return ExpectationConfiguration(**fields).to_domain_obj()
 
 
@@ -268,15 +286,21 @@ def _checkpoint(
     return added
 
 
-def _breach(name: str, outcome: ReleaseCheckpointResult) -> ThresholdBreached:
-    """The error of a failed release: each failed expectation's summary, the alert as report."""
-    failed = outcome.failed_expectations()
+def _summary(name: str, failed: Sequence[Mapping[str, Any]], outcome: str) -> str:
+    """One line naming each failed expectation's summary (aggregates only)."""
     lines = [f.get("summary") or f.get("error") or str(f.get("expectation")) for f in failed]
+    verb = "failed" if outcome == "fail" else "warns"
+    return (
+        f"release checkpoint {name!r} {verb}: {len(failed)} expectation(s) not met: "
+        + "; ".join(str(line) for line in lines)
+    )
+
+
+def _breach(name: str, outcome: ReleaseCheckpointResult) -> ThresholdBreached:
+    """The error of a failed release: each critical failure's summary, the alert as report."""
+    failed = outcome.failed_expectations()
     return ThresholdBreached(
-        f"release checkpoint {name!r} failed: {len(failed)} expectation(s) not met: "
-        + "; ".join(lines),
-        breaches=failed,
-        report=outcome.to_dict(),
+        _summary(name, failed, "fail"), breaches=failed, report=outcome.to_dict()
     )
 
 
@@ -306,10 +330,12 @@ def run_release_checkpoint(
     values; ``alert_file``, ``webhook_url`` and ``callback`` override those of every
     ``reident_alert`` action (handy for a per-run alert file).
 
-    Returns a :class:`ReleaseCheckpointResult`. When a validation fails and
-    ``raise_on_failure`` is true (the default), raises :class:`ThresholdBreached` instead, after
-    the actions ran; its ``report`` is the alert document and ``breaches`` the failed
-    expectations, so an Airflow task fails with a message a person can act on.
+    Returns a :class:`ReleaseCheckpointResult`. When a ``critical`` expectation (GX's default
+    severity) fails and ``raise_on_failure`` is true (the default), raises
+    :class:`ThresholdBreached` instead, after the actions ran; failed ``warning`` or ``info``
+    expectations only log a warning and make the outcome ``"warn"``. The error's ``report`` is
+    the alert document and ``breaches`` the critical failures, so an Airflow task fails with
+    a message a person can act on.
     Raises :class:`InvalidInputError` for unusable inputs (files, parameters), and
     :class:`SuiteIncompleteError` when a validation did not evaluate every expectation of the
     suite (never a success with expectations dropped).
@@ -327,9 +353,15 @@ def run_release_checkpoint(
     gx_checkpoint = _checkpoint(context, stored, batch_definition, config, [*configured, *actions])
     result = _run(gx_checkpoint, batch_parameters, expectation_parameters)
     check_result(result, len(expectation_suite.expectations))
+    alert = alert_document(result)
     outcome = ReleaseCheckpointResult(
-        success=bool(result.success), checkpoint_result=result, alert=alert_document(result)
+        success=alert["outcome"] != "fail",
+        checkpoint_result=result,
+        alert=alert,
+        outcome=alert["outcome"],
     )
+    if outcome.outcome == "warn":
+        logger.warning("%s", _summary(gx_checkpoint.name, outcome.warned_expectations(), "warn"))
     if raise_on_failure and not outcome.success:
         raise _breach(gx_checkpoint.name, outcome)
     return outcome
