@@ -66,6 +66,7 @@ __all__ = [
     "InformationLoss",
     "SearchSpace",
     "datafly",
+    "datafly_inputs",
     "datafly_search",
     "infeasible_report",
     "parse_suppression_limit",
@@ -319,6 +320,30 @@ def _encode_column(name: str, values: pd.Series, hierarchy: Hierarchy) -> _Colum
     )
 
 
+def datafly_inputs(
+    columns: Sequence[Any],
+    qis: Sequence[str],
+    hierarchies: Mapping[str, Hierarchy],
+    records: int,
+    k: Any,
+    suppression_limit: int | float | None,
+) -> tuple[tuple[str, ...], int, int]:
+    """Datafly's checks of its inputs, shared by every backend: the QIs (checked against the
+    table's ``columns``), ``k`` and the suppression limit in records. Raises as
+    :func:`datafly` documents."""
+    names = validate_quasi_identifiers(qis, [str(c) for c in columns])
+    missing = [q for q in names if q not in hierarchies]
+    if missing:
+        raise HierarchyError(
+            f"no hierarchy given for quasi-identifier{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)}: Datafly needs one for every QI"
+        )
+    if records == 0:
+        raise EmptyDatasetError("the table has no records: there is nothing to anonymize")
+    k = _validate_k(k, records)
+    return names, k, resolve_suppression_limit(suppression_limit, k, records)
+
+
 def datafly(
     frame: pd.DataFrame,
     qis: Sequence[str],
@@ -341,18 +366,9 @@ def datafly(
     :class:`EmptyDatasetError` (no records) and :class:`AnonymizationInfeasibleError` (every QI
     at its top level and still more records below k than the limit).
     """
-    names = validate_quasi_identifiers(qis, [str(c) for c in frame.columns])
-    missing = [q for q in names if q not in hierarchies]
-    if missing:
-        raise HierarchyError(
-            f"no hierarchy given for quasi-identifier{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)}: Datafly needs one for every QI"
-        )
-    n = len(frame)
-    if n == 0:
-        raise EmptyDatasetError("the table has no records: there is nothing to anonymize")
-    k = _validate_k(k, n)
-    limit = resolve_suppression_limit(suppression_limit, k, n)
+    names, k, limit = datafly_inputs(
+        list(frame.columns), qis, hierarchies, len(frame), k, suppression_limit
+    )
     columns = [_encode_column(q, frame[q], hierarchies[q]) for q in names]
     # The base class table: every row grouped once on its level-0 codes.
     base_codes, base_sizes, row_class = group_codes(
@@ -381,7 +397,7 @@ Histogram: TypeAlias = tuple[IntArray, IntArray]
 #: The seam of the search: the class-size histogram the records form when each QI is at the
 #: given level (one level per QI, in QI order). Called once per step, each call one level
 #: above the previous one on one QI; wherever the records are (pandas here, Spark in
-#: :mod:`reident_airflow.sources.spark_release`).
+#: :mod:`reident_airflow.sources.spark_release_datafly`).
 HistogramAt: TypeAlias = Callable[[Sequence[int]], Histogram]
 
 

@@ -25,7 +25,6 @@ Spark is imported only when a function here runs.
 
 from __future__ import annotations
 
-import numbers
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,11 +39,11 @@ from reident_airflow.engine.datafly import (
     Histogram,
     InformationLoss,
     SearchSpace,
+    datafly_inputs,
     datafly_search,
-    resolve_suppression_limit,
 )
 from reident_airflow.engine.encoding import validate_quasi_identifiers
-from reident_airflow.engine.errors import EmptyDatasetError, HierarchyError, InvalidInputError
+from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
 
 if TYPE_CHECKING:
@@ -123,16 +122,6 @@ def _encode(frame: DataFrame, name: str, hierarchy: Hierarchy) -> _Coded:
     return _Coded(name, values, codes, labels, tuple(cards))
 
 
-def _validate_k(k: Any, records: int) -> int:
-    if isinstance(k, bool | np.bool_) or not isinstance(k, numbers.Integral):
-        raise InvalidInputError(f"k must be a whole number, got {type(k).__name__}")
-    if int(k) < 1:
-        raise InvalidInputError(f"k must be at least 1, got {int(k)}")
-    if int(k) > records:
-        raise InvalidInputError(f"k = {int(k)} is larger than the number of records ({records})")
-    return int(k)
-
-
 def _code_column(i: int, level: int) -> str:
     return f"reident_q{i}_l{level}"
 
@@ -188,18 +177,9 @@ def datafly_spark(
     """k-anonymize a Spark DataFrame with Datafly, as
     :func:`~reident_airflow.engine.datafly.datafly` does a pandas one (same arguments, same
     errors); the search runs on histograms Spark counts (module docstring)."""
-    names = validate_quasi_identifiers(qis, [str(c) for c in frame.columns])
-    missing = [q for q in names if q not in hierarchies]
-    if missing:
-        raise HierarchyError(
-            f"no hierarchy given for quasi-identifier{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)}: Datafly needs one for every QI"
-        )
+    validate_quasi_identifiers(qis, [str(c) for c in frame.columns])  # before counting rows
     n = int(frame.count())
-    if n == 0:
-        raise EmptyDatasetError("the table has no records: there is nothing to anonymize")
-    k = _validate_k(k, n)
-    limit = resolve_suppression_limit(suppression_limit, k, n)
+    names, k, limit = datafly_inputs(frame.columns, qis, hierarchies, n, k, suppression_limit)
     coded = [_encode(frame, q, hierarchies[q]) for q in names]
     rows = _joined(frame, coded)
     keys = [_code_column(i, lv) for i, c in enumerate(coded) for lv in range(len(c.cards))]
