@@ -1,6 +1,7 @@
 """Great Expectations metrics: count where the data is, compute nothing else.
 
-Four table metrics, each with one implementation per execution engine. A DataFrame batch is
+Four table metrics, each with one implementation per execution engine (pandas, SQLAlchemy and,
+but for the direct match, Spark: :mod:`reident_airflow.gx.spark_metrics`). A DataFrame batch is
 read by the embedded engine (DuckDB, :mod:`reident_airflow.sources.files`) under the reading
 contract of ``docs/reading.md``, exactly as ``reident assess`` reads a file; a SQLAlchemy batch
 is grouped by its database. A metric's value is the engine's own object, handed to the
@@ -63,6 +64,7 @@ import sqlalchemy as sa
 from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.execution_engine.execution_engine import ExecutionEngine
 from great_expectations.execution_engine.pandas_execution_engine import PandasExecutionEngine
+from great_expectations.execution_engine.sparkdf_execution_engine import SparkDFExecutionEngine
 from great_expectations.execution_engine.sqlalchemy_execution_engine import (
     SqlAlchemyExecutionEngine,
 )
@@ -82,7 +84,14 @@ from reident_airflow.engine import (
     direct_match_protection,
     validate_quasi_identifiers,
 )
-from reident_airflow.gx.parameters import check_columns
+from reident_airflow.gx.parameters import metric_quasi_identifiers as _qis
+from reident_airflow.gx.parameters import metric_sensitive_columns as _sensitive
+from reident_airflow.gx.spark_metrics import (
+    class_table_spark,
+    histogram_spark,
+    sensitive_counts_spark,
+    spark_frame,
+)
 from reident_airflow.sources.direct_match_sql import direct_match_counts_sql
 from reident_airflow.sources.files import (
     aggregates_from_frame,
@@ -150,19 +159,6 @@ def codes_only(table: ClassTable) -> ClassTable:
 def _aggregates_codes_only(aggregates: ClassAggregates) -> ClassAggregates:
     """Class aggregates whose class table holds no value (see :func:`codes_only`)."""
     return dataclasses.replace(aggregates, table=codes_only(aggregates.table))
-
-
-def _qis(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
-    """The ``quasi_identifiers`` value key, checked as the expectations check it."""
-    return tuple(check_columns(kwargs.get("quasi_identifiers")))
-
-
-def _sensitive(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
-    """The ``sensitive_columns`` value key: a non-empty list of names."""
-    value = kwargs.get("sensitive_columns")
-    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
-        raise InvalidInputError("sensitive_columns must be a list of column names")
-    return tuple(str(v) for v in value)
 
 
 # --------------------------------------------------------------------------- the two engines
@@ -257,6 +253,11 @@ def _on_sql(count: Callable[[SqlBatch, Mapping[str, Any]], Any]) -> Any:
     return _implementation(SqlAlchemyExecutionEngine, SqlBatch.of, count)
 
 
+def _on_spark(count: Callable[[Any, Mapping[str, Any]], Any]) -> Any:
+    """The Spark implementation of a metric (:mod:`reident_airflow.gx.spark_metrics`)."""
+    return _implementation(SparkDFExecutionEngine, spark_frame, count)
+
+
 class _ReidentTableMetric(TableMetricProvider):
     """A table metric that, on SQLAlchemy, also depends on ``table.column_types``.
 
@@ -345,10 +346,11 @@ class ClassTableMetric(_ReidentTableMetric):
     """``reident.class_table``: the batch's equivalence classes on ``quasi_identifiers``."""
 
     metric_name = CLASS_TABLE_METRIC
-    value_keys = ("quasi_identifiers",)
+    value_keys = ("quasi_identifiers", "max_subset_size")  # the size: Spark's ranking only
 
     _pandas = _on_pandas(_class_table_pandas)
     _sqlalchemy = _on_sql(_class_table_sql)
+    _spark = _on_spark(class_table_spark)
 
 
 # ---------------------------------------------------------------------- class size histogram
@@ -377,6 +379,7 @@ class ClassSizeHistogramMetric(_ReidentTableMetric):
 
     _pandas = _on_pandas(_histogram_pandas)
     _sqlalchemy = _on_sql(_histogram_sql)
+    _spark = _on_spark(histogram_spark)
 
 
 # ------------------------------------------------------------------------ direct match metric
@@ -473,7 +476,9 @@ class SensitiveValueCountsMetric(_ReidentTableMetric):
     """``reident.sensitive_value_counts``: classes and per-class counts of sensitive values."""
 
     metric_name = SENSITIVE_COUNTS_METRIC
-    value_keys = ("quasi_identifiers", "sensitive_columns")
+    # the ranking's keys: Spark's only (gx.spark_metrics), the class table ranks elsewhere
+    value_keys = ("quasi_identifiers", "sensitive_columns", "rank_attributes", "max_subset_size")
 
     _pandas = _on_pandas(_sensitive_counts_pandas)
     _sqlalchemy = _on_sql(_sensitive_counts_sql)
+    _spark = _on_spark(sensitive_counts_spark)

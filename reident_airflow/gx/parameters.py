@@ -68,6 +68,8 @@ __all__ = [
     "check_whole",
     "gate",
     "is_parameter",
+    "metric_quasi_identifiers",
+    "metric_sensitive_columns",
     "unless_parameter",
 ]
 
@@ -206,6 +208,19 @@ def check_columns(
     names = [str(v) for v in value]
     validate_quasi_identifiers(names, names)  # non-empty, no blanks, no duplicates
     return names
+
+
+def metric_quasi_identifiers(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """A metric's ``quasi_identifiers`` value key, checked as the expectations check it."""
+    return tuple(check_columns(kwargs.get("quasi_identifiers")))
+
+
+def metric_sensitive_columns(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """A metric's ``sensitive_columns`` value key: a non-empty list of names."""
+    value = kwargs.get("sensitive_columns")
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise InvalidInputError("sensitive_columns must be a list of column names")
+    return tuple(str(v) for v in value)
 
 
 def check_quasi_identifiers(value: Any, values: Mapping[str, Any]) -> list[str]:

@@ -62,6 +62,8 @@ from reident_airflow.gx.parameters import (
     check_rank_attributes,
     check_ranking,
 )
+from reident_airflow.sources.spark import SparkAggregates
+from reident_airflow.sources.spark_measures import assessment_of
 
 __all__ = [
     "SUPPORTED_DATA_SOURCES",
@@ -70,13 +72,14 @@ __all__ = [
     "ReidentExpectation",
     "format_number",
     "is_number",
+    "preset_words",
     "qi_template",
     "template_list",
     "verdict",
 ]
 
 #: The data sources the expectations are tested on (GE's schema metadata).
-SUPPORTED_DATA_SOURCES = ["Pandas", "SQLite", "PostgreSQL", "MySQL"]
+SUPPORTED_DATA_SOURCES = ["Pandas", "Spark", "SQLite", "PostgreSQL", "MySQL"]
 
 
 def is_number(value: Any) -> bool:
@@ -108,6 +111,15 @@ def qi_template(qis: Any, params: dict[str, Any]) -> str:
     return template_list("qi", qis, params) or "(no quasi-identifiers given)"
 
 
+def preset_words(kwargs: Mapping[str, Any], params: dict[str, Any]) -> str:
+    """`` (policy preset $preset)`` for a sentence whose expectation names a preset, else
+    ``""``; the name is added to ``params``."""
+    if not kwargs.get("preset"):
+        return ""
+    params["preset"] = kwargs["preset"]
+    return " (policy preset $preset)"
+
+
 def verdict(
     success: bool,
     observed: float | None,
@@ -125,7 +137,8 @@ def verdict(
     ``summary`` (what the alert shows), whatever else the expectation reports (``extra``) and,
     under ``assessment``, the whole JSON document the command line prints.
     """
-    details = {"measure": measure, "limit": limit, "summary": summary, **extra}
+    details = {"measure": measure, "limit": limit, "summary": summary}
+    details.update({k: v for k, v in extra.items() if k != "preset" or v is not None})
     details["assessment"] = dict(assessment)
     return {"success": success, "result": {"observed_value": observed, "details": details}}
 
@@ -423,7 +436,7 @@ class QuasiIdentifierExpectation(ReidentExpectation):
 
     def _assess(
         self,
-        counted: ClassTable | ClassSizes,
+        counted: ClassTable | ClassSizes | SparkAggregates,
         *,
         sensitive: Mapping[str, ValueCounts] | None = None,
         **options: Any,
@@ -432,17 +445,25 @@ class QuasiIdentifierExpectation(ReidentExpectation):
         :class:`~reident_airflow.engine.AssessmentOptions`: its QI ranking and ``options``,
         the measure's own fields (``thresholds``, ``record_threshold``, the population...),
         checked where the options are built; ``sensitive`` holds the counted sensitive
-        columns."""
+        columns. Spark's aggregates (:mod:`reident_airflow.gx.spark_metrics`) are assessed
+        with the same arithmetic by :func:`~reident_airflow.sources.spark_measures.
+        assessment_of`."""
         if options.get("thresholds") is None:
             options.pop("thresholds", None)
+        table = counted.histogram if isinstance(counted, SparkAggregates) else counted
+        names = counted.profiles if isinstance(counted, SparkAggregates) else sensitive
         built = AssessmentOptions(
-            counted.quasi_identifiers,
+            table.quasi_identifiers,
             rank_attributes=self.rank_attributes,
             max_subset_size=self.max_subset_size,
-            sensitive=tuple(sensitive or ()),
+            sensitive=tuple(names or ()),
             **options,
         )
-        return assess(counted, built, sensitive=sensitive)
+        if isinstance(counted, SparkAggregates):
+            return assessment_of(
+                counted.histogram, built, subsets=counted.subsets, profiles=counted.profiles
+            )
+        return assess(table, built, sensitive=sensitive)
 
 
 class ClassSizeExpectation(QuasiIdentifierExpectation):

@@ -20,6 +20,7 @@ from reident_airflow.gx.expectations.base import (
     verdict,
 )
 from reident_airflow.gx.metrics import SENSITIVE_COUNTS_METRIC
+from reident_airflow.sources.spark import SparkAggregates
 
 __all__ = ["ExpectTableToBeLDiverse"]
 
@@ -84,12 +85,15 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
         sharing = f"Every group of records sharing quasi-identifiers {qis}"
         return f"{sharing} {what} in each of {sensitive}."
 
-    def _evaluate(self, counted: ClassAggregates) -> dict[str, Any]:
+    def _evaluate(self, counted: ClassAggregates | SparkAggregates) -> dict[str, Any]:
         limit = p.check_l(self.l, self.measure)
         gate = Thresholds(min_l=int(limit)) if self.measure == "distinct" else None
-        assessment = self._assess(
-            counted.table, sensitive=counted.sensitive, recursive_c=self.c, thresholds=gate
-        )
+        if isinstance(counted, SparkAggregates):  # Spark's profiles (gx.spark_metrics)
+            assessment = self._assess(counted, recursive_c=self.c, thresholds=gate)
+        else:
+            assessment = self._assess(
+                counted.table, sensitive=counted.sensitive, recursive_c=self.c, thresholds=gate
+            )
         document = assessment.to_dict()
         values = {
             column: document["l_diversity"][column][self.measure]
