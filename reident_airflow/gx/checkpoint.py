@@ -296,6 +296,20 @@ def _summary(name: str, failed: Sequence[Mapping[str, Any]], outcome: str) -> st
     )
 
 
+def _outcome(name: str, result: CheckpointResult) -> ReleaseCheckpointResult:
+    """The release's outcome by the failed expectations' severities; a warning is logged."""
+    alert = alert_document(result)
+    outcome = ReleaseCheckpointResult(
+        success=alert["outcome"] != "fail",
+        checkpoint_result=result,
+        alert=alert,
+        outcome=alert["outcome"],
+    )
+    if outcome.outcome == "warn":
+        logger.warning("%s", _summary(name, outcome.warned_expectations(), "warn"))
+    return outcome
+
+
 def _breach(name: str, outcome: ReleaseCheckpointResult) -> ThresholdBreached:
     """The error of a failed release: each critical failure's summary, the alert as report."""
     failed = outcome.failed_expectations()
@@ -353,15 +367,7 @@ def run_release_checkpoint(
     gx_checkpoint = _checkpoint(context, stored, batch_definition, config, [*configured, *actions])
     result = _run(gx_checkpoint, batch_parameters, expectation_parameters)
     check_result(result, len(expectation_suite.expectations))
-    alert = alert_document(result)
-    outcome = ReleaseCheckpointResult(
-        success=alert["outcome"] != "fail",
-        checkpoint_result=result,
-        alert=alert,
-        outcome=alert["outcome"],
-    )
-    if outcome.outcome == "warn":
-        logger.warning("%s", _summary(gx_checkpoint.name, outcome.warned_expectations(), "warn"))
+    outcome = _outcome(gx_checkpoint.name, result)
     if raise_on_failure and not outcome.success:
         raise _breach(gx_checkpoint.name, outcome)
     return outcome
