@@ -1,7 +1,7 @@
 """Great Expectations metrics: count where the data is, compute nothing else.
 
-Four table metrics, each with one implementation per execution engine (pandas, SQLAlchemy and,
-but for the direct match, Spark: :mod:`reident_airflow.gx.spark_metrics`). A DataFrame batch is
+Four table metrics, each with one implementation per execution engine (pandas, SQLAlchemy and
+Spark: :mod:`reident_airflow.gx.spark_metrics`). A DataFrame batch is
 read by the embedded engine (DuckDB, :mod:`reident_airflow.sources.files`) under the reading
 contract of ``docs/reading.md``, exactly as ``reident assess`` reads a file; a SQLAlchemy batch
 is grouped by its database. A metric's value is the engine's own object, handed to the
@@ -36,7 +36,7 @@ holds no value of any record.
     small dict.
     pandas reads the original table from a CSV or Parquet path and counts with the engine;
     SQLAlchemy joins the batch to the original table of the same database on ``key`` and counts
-    in SQL.
+    in SQL; Spark joins it to a Parquet/CSV path or a catalog table, counting in Spark.
 
 GE calls a metric through one method per execution engine, with a fixed signature; here each
 such method is made by :func:`_on_pandas` or :func:`_on_sql` around a function that only
@@ -88,6 +88,7 @@ from reident_airflow.gx.parameters import metric_quasi_identifiers as _qis
 from reident_airflow.gx.parameters import metric_sensitive_columns as _sensitive
 from reident_airflow.gx.spark_metrics import (
     class_table_spark,
+    direct_match_from_spark,
     histogram_spark,
     sensitive_counts_spark,
     spark_frame,
@@ -419,17 +420,26 @@ class _FrameCounts:
     only_in_avatar: Sequence[str]
 
 
+def _result_payload(result: Any, original: Sequence[str], key: Any) -> dict[str, Any]:
+    """The payload of an engine's (or Spark's) result: counts in the original's column order."""
+    order = {c.column: c for c in result.columns}
+    scored = [str(c) for c in original if str(c) in order]
+    counts = {c: (order[c].matches, order[c].distinct_avatar_values) for c in scored}
+    return _counts_payload(
+        _FrameCounts(result.records, counts, result.only_in_original, result.only_in_avatar), key
+    )
+
+
 def _direct_match_pandas(avatar: pd.DataFrame, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     original = _read_original(_original_table(kwargs), str(kwargs.get("sep") or ","))
     key = kwargs.get("key")
     columns = kwargs.get("columns")
     result = direct_match_protection(original, avatar, key=key, target=0.0, columns=columns)
-    order = {c.column: c for c in result.columns}
-    scored = [str(c) for c in original.columns if str(c) in order]
-    counts = {c: (order[c].matches, order[c].distinct_avatar_values) for c in scored}
-    return _counts_payload(
-        _FrameCounts(result.records, counts, result.only_in_original, result.only_in_avatar), key
-    )
+    return _result_payload(result, [str(c) for c in original.columns], key)
+
+
+def _direct_match_spark(avatar: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    return _result_payload(*direct_match_from_spark(avatar, kwargs), kwargs.get("key"))
 
 
 def _direct_match_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -456,6 +466,7 @@ class DirectMatchCountsMetric(_ReidentTableMetric):
 
     _pandas = _on_pandas(_direct_match_pandas)
     _sqlalchemy = _on_sql(_direct_match_sql)
+    _spark = _on_spark(_direct_match_spark)
 
 
 # --------------------------------------------------------------- sensitive value counts metric

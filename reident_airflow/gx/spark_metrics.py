@@ -22,12 +22,17 @@ from typing import Any
 
 from great_expectations.core.metric_domain_types import MetricDomainTypes
 
-from reident_airflow.engine import ClassSizes
+from reident_airflow.engine import ClassSizes, InvalidInputError
+from reident_airflow.engine.direct_match import DirectMatchResult
 from reident_airflow.gx.parameters import metric_quasi_identifiers, metric_sensitive_columns
 from reident_airflow.sources.spark import SparkAggregates, aggregates_from_spark
+from reident_airflow.sources.spark_release import direct_match_spark
+
+_FILE_SUFFIXES = (".csv", ".tsv", ".txt")
 
 __all__ = [
     "class_table_spark",
+    "direct_match_from_spark",
     "histogram_spark",
     "sensitive_counts_spark",
     "spark_frame",
@@ -73,3 +78,38 @@ def sensitive_counts_spark(frame: Any, kwargs: Mapping[str, Any]) -> SparkAggreg
     profiles of per-class value counts."""
     rank = kwargs.get("rank_attributes") is not False
     return _ranked(frame, kwargs, rank=rank, sensitive=metric_sensitive_columns(kwargs))
+
+
+def _original_frame(frame: Any, kwargs: Mapping[str, Any]) -> Any:
+    """The original table, read by the batch's Spark session: a Parquet file, a CSV file
+    (header, values as text, empty = missing, ``sep``) or a table of the catalog
+    (``original_schema.original_table``)."""
+    name = str(kwargs.get("original_table") or "")
+    if not name:
+        raise InvalidInputError("original_table is required")
+    spark = frame.sparkSession
+    if name.lower().endswith(".parquet"):
+        return spark.read.parquet(name)
+    if name.lower().endswith(_FILE_SUFFIXES):
+        sep = str(kwargs.get("sep") or ",")
+        return spark.read.csv(name, header=True, sep=sep, inferSchema=False)
+    schema = kwargs.get("original_schema")
+    return spark.table(f"{schema}.{name}" if schema else name)
+
+
+def direct_match_from_spark(
+    frame: Any, kwargs: Mapping[str, Any]
+) -> tuple[DirectMatchResult, list[str]]:
+    """``reident.direct_match_counts`` on Spark: the batch joined to its original on ``key``
+    by Spark (:func:`~reident_airflow.sources.spark_release.direct_match_spark`, counts
+    only), and the original's column names (their order ranks the columns)."""
+    original = _original_frame(frame, kwargs)
+    key = kwargs.get("key")
+    result = direct_match_spark(
+        original,
+        frame,
+        key=None if key is None else str(key),
+        target=0.0,
+        columns=kwargs.get("columns"),
+    )
+    return result, [str(c) for c in original.columns]

@@ -10,14 +10,10 @@ import reident_airflow.gx as rgx
 def test_import_registers_everything(fresh_process: dict[str, Any]) -> None:
     """In a fresh interpreter GE knows none of them until ``import reident_airflow.gx``."""
     assert fresh_process["registries_before"] == "([], {}, None)"
-    engines = ["PandasExecutionEngine", "SqlAlchemyExecutionEngine"]
-    with_spark = ["PandasExecutionEngine", "SparkDFExecutionEngine", "SqlAlchemyExecutionEngine"]
+    engines = ["PandasExecutionEngine", "SparkDFExecutionEngine", "SqlAlchemyExecutionEngine"]
     expected = (
         list(rgx.EXPECTATION_TYPES),
-        {  # the direct match has no Spark implementation
-            name: engines if name == rgx.DIRECT_MATCH_METRIC else with_spark
-            for name in rgx.METRIC_NAMES
-        },
+        {name: engines for name in rgx.METRIC_NAMES},
         "ReidentAlertAction",
     )
     assert fresh_process["registries_after"] == repr(expected)

@@ -19,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from reident_airflow.gx import (
+    ExpectTableDirectMatchProtectionToBeAbove,
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
     ExpectTableToBeLDiverse,
@@ -173,6 +174,35 @@ def test_an_unknown_column_on_spark_is_a_failed_result_naming_it(
     result = batch.validate(ExpectTableToBeKAnonymous(quasi_identifiers=["frist name"], k=2))
     assert result.success is False
     assert "frist name" in result.exception_info["exception_message"]
+
+
+def test_direct_match_on_spark_equals_pandas(
+    local_spark: Any,
+    spark_batch: Callable[[Any], Any],
+    pandas_batch: Callable[[pd.DataFrame], Any],
+    tmp_path: Path,
+) -> None:
+    """The released rows in another order, aligned on ``id``: ``ssn`` kept for id 3 only
+    (m = 1) among 4 distinct released values (u = 4); ``sex`` kept everywhere (m = 4, u = 2).
+    """
+    original = pd.DataFrame(
+        {"id": ["1", "2", "3", "4"], "ssn": ["11", "12", "13", "14"], "sex": list("FMFM")}
+    )
+    path = tmp_path / "original.csv"
+    original.to_csv(path, index=False)
+    released = pd.DataFrame(
+        {"id": ["3", "1", "4", "2"], "ssn": ["13", "12", "99", "11"], "sex": list("FFMM")}
+    )
+    expectation = ExpectTableDirectMatchProtectionToBeAbove(
+        original_table=str(path), key="id", target=90
+    )
+    on_spark = spark_batch(_as_text(local_spark, released)).validate(expectation)
+    assert on_spark.result == pandas_batch(released).validate(expectation).result
+    counts = {
+        c["column"]: (c["matches"], c["distinct_avatar_values"])
+        for c in on_spark.result["details"]["assessment"]["columns"]
+    }
+    assert counts == {"ssn": (1, 4), "sex": (4, 2)}
 
 
 def test_a_spark_connect_frame_through_gx_equals_pandas(
