@@ -3,6 +3,8 @@
 ::
 
     reident assess INPUT --qi COL[,COL...] [--sep CHAR] [--table NAME [--schema S]]
+                   [--engine local|spark [--spark-remote sc://HOST:PORT | --spark-master M]
+                   [--spark-conf KEY=VALUE ...]]
                    [--record-threshold T] [--population-size N | --sampling-fraction F |
                    --region R] [--population-table PATH_OR_TABLE] [--preset NAME]
                    [--max-highest-risk X] [--max-average-risk X] [--max-records-at-risk X]
@@ -22,6 +24,8 @@ fault, :data:`FLAG_NAMES`); the source then counts what those options need where
 :mod:`~reident_airflow.commands.assess_outcome` adds the advice on a ``--min-k`` breach and
 the fingerprint of INPUT to the JSON (``"advice"``, ``"input"``) and prints one stderr line
 per warning level crossed and one for the advice (``--quiet`` does not silence them).
+``--engine spark`` hands the run to :mod:`~reident_airflow.commands.assess_spark` (INPUT
+counted by Spark; same options, JSON and exit codes).
 
 Exit codes: 0 passed (or no thresholds given; warnings do not fail), 1 a threshold was
 breached, 2 usage or input error (one line on stderr). A run that lasts more than a second
@@ -42,6 +46,7 @@ from reident_airflow.commands.assess_outcome import (
     input_fingerprint,
     result_lines,
 )
+from reident_airflow.commands.assess_spark import add_spark_arguments, check_engine_arguments
 from reident_airflow.commands.common import (
     Progress,
     add_command,
@@ -137,8 +142,15 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         exit_codes=("passed, or no limit was given", "a limit was breached"),
         handler=_run,
     )
-    add_input_arguments(a, qi_type=columns_as_written)
+    add_input_arguments(
+        a,
+        qi_type=columns_as_written,
+        input_help="CSV or Parquet path, or a SQLAlchemy URL; with --engine spark a Parquet "
+        "path (file, folder, glob, any URI Spark reads), or none with --table NAME",
+        input_optional=True,
+    )
     add_table_arguments(a)
+    add_spark_arguments(a)
     a.add_argument(
         "--record-threshold",
         type=share("--record-threshold"),
@@ -363,6 +375,11 @@ def _advice(
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    check_engine_arguments(args)
+    if args.engine == "spark":
+        from reident_airflow.commands.assess_spark import run_spark
+
+        return run_spark(args, out, err)
     from reident_airflow.engine.assessment import assess
     from reident_airflow.summary import assessment_summary
 

@@ -209,9 +209,13 @@ def add_input_arguments(
     *,
     qi_type: Callable[[str], list[str]],
     qi_help: str = "quasi-identifier columns, exactly as in the header",
+    input_help: str = "CSV or Parquet path, or a SQLAlchemy URL",
+    input_optional: bool = False,
 ) -> None:
-    """``INPUT`` and ``--qi``: the table a command reads and its quasi-identifiers."""
-    parser.add_argument("input", metavar="INPUT", help="CSV or Parquet path, or a SQLAlchemy URL")
+    """``INPUT`` and ``--qi``: the table a command reads and its quasi-identifiers
+    (``input_optional``: INPUT may be left out, the handler says when it is needed)."""
+    nargs = "?" if input_optional else None
+    parser.add_argument("input", metavar="INPUT", nargs=nargs, help=input_help)
     parser.add_argument("--qi", required=True, type=qi_type, metavar="COL[,COL...]", help=qi_help)
 
 
