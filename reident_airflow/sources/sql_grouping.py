@@ -10,9 +10,9 @@ Values are grouped as docs/reading.md says, by the database itself:
 - PostgreSQL floats as ``x + 0`` (``-0`` prints as ``0``; every NaN prints ``NaN``) and
   numerics without trailing zeros, so that one class prints the same in every query;
 - Spark SQL (the ``hive://`` dialect of PyHive, through the Spark Thrift Server) text under
-  the ``UTF8_BINARY`` collation where the server knows collations (Spark 4: a column declared
-  ``COLLATE UTF8_LCASE`` would merge spellings); the column kinds come from the server's
-  result types, since PyHive reflects a ``BINARY`` column as text.
+  the ``UTF8_BINARY`` collation where a column has another one (Spark 4: ``COLLATE
+  UTF8_LCASE`` would merge spellings); the column kinds come from ``typeof``, since PyHive
+  reflects a ``BINARY`` column as text and drops collations.
 
 A class whose every QI is the text ``*`` (suppressed records) is flagged by the database in
 the same statement (:data:`SUPPRESSED_LABEL`). Constants are written into the statement
@@ -91,18 +91,18 @@ _PG_KINDS = {
     701: _FLOAT,
     1700: _NUMERIC,
 }
-# Spark Thrift Server result types (PyHive's cursor.description); any other is "other".
-_HIVE_KINDS = {
-    "STRING_TYPE": _TEXT,
-    "VARCHAR_TYPE": _TEXT,
-    "CHAR_TYPE": _TEXT,
-    "BINARY_TYPE": _BINARY,
-    "FLOAT_TYPE": _FLOAT,
-    "DOUBLE_TYPE": _FLOAT,
-    "DECIMAL_TYPE": _NUMERIC,
-}
-# conn.info key: whether the Spark SQL server knows ``COLLATE`` (Spark 4).
-_HIVE_COLLATE = "reident_hive_collate"
+# Spark SQL types as ``typeof`` names them (a prefix: ``decimal(10,2)``, ``varchar(5)``);
+# any other is "other". A string under a collation other than UTF8_BINARY is "collated".
+_HIVE_KINDS = (
+    ("string", _TEXT),
+    ("varchar", _TEXT),
+    ("char", _TEXT),
+    ("binary", _BINARY),
+    ("float", _FLOAT),
+    ("double", _FLOAT),
+    ("decimal", _NUMERIC),
+)
+_COLLATED = "collated"
 
 
 def constant(value: Any) -> sa.BindParameter[Any]:
@@ -146,16 +146,33 @@ def _mysql_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> l
     return [_OTHER if c is None or str(c) == "binary" else _TEXT for c in charsets]
 
 
+def _hive_kind(type_name: str) -> str:
+    name = type_name.strip().lower()
+    if " collate " in name and not name.endswith(" collate utf8_binary"):
+        return _COLLATED
+    return next((kind for prefix, kind in _HIVE_KINDS if name.startswith(prefix)), _OTHER)
+
+
+def _hive_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> list[str]:
+    """Spark SQL: ``typeof`` of each column (collation included) on one row of NULLs:
+    ``(SELECT 1) LEFT JOIN (SELECT ... LIMIT 0) ON false``, the query not run."""
+    one = sa.select(constant(1).label("reident_one")).subquery("reident_one")
+    empty = sa.select(*(source.c[n] for n in names)).limit(0).subquery("reident_empty")
+    probe = sa.select(*(sa.func.typeof(empty.c[n]) for n in names)).select_from(
+        one.outerjoin(empty, sa.false())
+    )
+    return [_hive_kind(str(t)) for t in conn.execute(probe).one()]
+
+
 def _column_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> dict[str, str]:
     """Each column's kind: from its SQLAlchemy type, or, for a query's untyped columns, from
     the database (PostgreSQL: the result's type OIDs; MySQL/MariaDB: ``CHARSET()``, which is
-    ``binary`` for everything but text). Spark SQL: every column's from the result's types
-    (PyHive reflects ``BINARY`` as text)."""
+    ``binary`` for everything but text). Spark SQL: every column's from ``typeof`` (PyHive
+    reflects ``BINARY`` as text, and no collation)."""
     kinds = {n: _type_kind(source.c[n].type) for n in names}
     dialect = conn.dialect.name
     if dialect == _HIVE:
-        codes = _result_types(conn, source, names) if names else []
-        return {n: _HIVE_KINDS.get(str(c), _OTHER) for n, c in zip(names, codes, strict=True)}
+        return dict(zip(names, _hive_kinds(conn, source, names) if names else [], strict=True))
     untyped = [n for n in names if isinstance(source.c[n].type, sa.types.NullType)]
     if not untyped:
         return kinds
@@ -167,20 +184,6 @@ def _column_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> 
     elif dialect in _MYSQL:
         kinds.update(zip(untyped, _mysql_kinds(conn, source, untyped), strict=True))
     return kinds
-
-
-def _hive_collates(conn: Connection) -> bool:
-    """Whether the Spark SQL server knows ``COLLATE`` (Spark 4); asked once per connection."""
-    known = conn.info.get(_HIVE_COLLATE)
-    if known is None:
-        probe = sa.select(sa.literal_column("'a'").collate("UTF8_BINARY"))
-        try:
-            conn.execute(probe).all()
-            known = True
-        except sa.exc.DBAPIError:
-            known = False
-        conn.info[_HIVE_COLLATE] = known
-    return bool(known)
 
 
 def _exact(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> sa.ColumnElement[Any]:
@@ -219,7 +222,7 @@ def _grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> A
     if dialect == "sqlite":
         # any column may hold text (types belong to values); COLLATE leaves other values alone
         return sa.type_coerce(column, sa.String()).collate("BINARY")
-    if dialect == _HIVE and kind == _TEXT and _hive_collates(conn):
+    if dialect == _HIVE and kind == _COLLATED:
         return column.collate("UTF8_BINARY")
     return column
 
@@ -280,7 +283,7 @@ def plan_grouping(
     return Grouping(
         dialect=conn.dialect.name,
         names=names,
-        kinds=tuple(kinds[n] for n in names),
+        kinds=tuple(_TEXT if kinds[n] == _COLLATED else kinds[n] for n in names),
         exprs=tuple(exact[n] for n in names),
         values={v: exact[v] for v in values},
     )

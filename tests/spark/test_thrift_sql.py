@@ -282,3 +282,19 @@ def test_hostile_aggregates_equal_the_file_path(
         assess(got.table, sensitive=got.sensitive).to_dict()
         == assess(want.table, sensitive=want.sensitive).to_dict()
     )
+
+
+def test_a_collated_column_is_grouped_by_its_exact_text(thrift_server: ThriftServer) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(thrift_server.url)
+    with engine.connect() as conn:
+        conn.execute(sa.text("CREATE TABLE lcase (v STRING COLLATE UTF8_LCASE) USING parquet"))
+        conn.execute(sa.text("INSERT INTO lcase VALUES ('A'), ('a'), ('a '), ('a'), ('*')"))
+    engine.dispose()
+    # UTF8_LCASE would make 'A' and 'a' one class; by exact text: 'A' x1, 'a ' x1, 'a' x2,
+    # and '*' suppressed (1 record).
+    for read in (sql.histogram_from_sql, sql.class_table_from_sql):
+        sizes = read(thrift_server.url, ["v"], table="lcase")
+        assert [a.tolist() for a in sizes.histogram()] == [[1, 2], [2, 1]]
+        assert sizes.excluded_records == 1
