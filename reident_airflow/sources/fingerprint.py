@@ -191,4 +191,4 @@ def fingerprint_sql(
     """
     from reident_airflow.sources.fingerprint_db import database_fingerprint
 
-    return database_fingerprint(source, table, sql=sql, schema=schema)
+    return database_fingerprint(source, table, sql, schema)

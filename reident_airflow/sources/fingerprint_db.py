@@ -60,13 +60,9 @@ def _consistent(conn: Connection) -> Connection:
 
 
 def database_fingerprint(
-    source: str | Engine | Connection,
-    table: str | None = None,
-    *,
-    sql: str | None = None,
-    schema: str | None = None,
+    source: str | Engine | Connection, table: str | None, sql: str | None, schema: str | None
 ) -> InputFingerprint:
-    """:func:`~reident_airflow.sources.fingerprint.fingerprint_sql`."""
+    """:func:`~reident_airflow.sources.fingerprint.fingerprint_sql` (its arguments, in order)."""
     what = source_label(table, sql)
     query_sha = None if sql is None else hashlib.sha256(sql.strip().encode()).hexdigest()
     engine = source.engine if isinstance(source, Connection) else make_engine(source)
