@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from sqlalchemy.engine import Engine
 
@@ -50,14 +50,30 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+if TYPE_CHECKING:
+    from reident_airflow.report.signoff import SignOff as SignOffLike
+
 #: The parameters of every operator (templated by each).
-BASE_FIELDS = ("on_breach", "report_path", "report_base_url", "database", "hook_params")
+BASE_FIELDS = (
+    "on_breach",
+    "report_path",
+    "report_base_url",
+    "sign_off",
+    "database",
+    "hook_params",
+)
 
 #: The parameters that say where a staged table is (templated by every operator reading one).
 STAGED_FIELDS = ("conn_id", "table", "schema", "sql", "where", "path", "sep")
 
 #: How the Rendered Templates tab shows the parameters that are code or JSON.
-RENDERERS = {"sql": "sql", "where": "sql", "hook_params": "json", "hierarchies": "json"}
+RENDERERS = {
+    "sql": "sql",
+    "where": "sql",
+    "hook_params": "json",
+    "hierarchies": "json",
+    "sign_off": "json",
+}
 
 
 class ReidentOperator(BaseOperator):
@@ -78,7 +94,10 @@ class ReidentOperator(BaseOperator):
 
     Parameters every operator takes (all templated): ``on_breach``; ``report_path`` and
     ``report_base_url`` (the HTML report and the URL it is served under, default the
-    ``[reident] report_base_url`` option of Airflow's configuration); ``database`` (overrides
+    ``[reident] report_base_url`` option of Airflow's configuration); ``sign_off`` (a dict, or
+    its JSON text: ``reviewer``, ``role``, ``decision``, ``conditions``, ``date``, pre-filling
+    the report's sign-off block, :class:`~reident_airflow.report.signoff.SignOff`);
+    ``database`` (overrides
     the database of the operator's connection, ``conn_id``) and ``hook_params`` (keyword
     arguments of that connection's provider hook), as Airflow's SQL operators take them.
 
@@ -99,6 +118,7 @@ class ReidentOperator(BaseOperator):
         on_breach: str = "fail",
         report_path: str | None = None,
         report_base_url: str | None = None,
+        sign_off: dict[str, Any] | str | None = None,
         database: str | None = None,
         hook_params: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -107,6 +127,7 @@ class ReidentOperator(BaseOperator):
         self.on_breach = on_breach
         self.report_path = report_path
         self.report_base_url = report_base_url
+        self.sign_off = sign_off
         self.database = database
         self.hook_params = hook_params
         self.last_report: dict[str, Any] | None = None
@@ -139,6 +160,22 @@ class ReidentOperator(BaseOperator):
     # -- steps -----------------------------------------------------------------------------
     def check_on_breach(self) -> None:
         check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
+
+    def check_sign_off(self) -> SignOffLike | None:
+        """The rendered ``sign_off`` as the report's
+        :class:`~reident_airflow.report.signoff.SignOff` (``None`` when not given); a bad
+        one fails now."""
+        value: Any = self.sign_off
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        from reident_airflow.operators.hierarchy_specs import parse_mapping
+        from reident_airflow.report.signoff import SignOff
+
+        mapping = parse_mapping(value, "sign_off")
+        try:
+            return SignOff.from_dict(mapping)
+        except (ReidentError, TypeError) as exc:
+            raise ReidentConfigurationError(f"sign_off: {exc}") from None
 
     @contextmanager
     def connected(self, conn_id: str | None) -> Iterator[Engine]:
@@ -232,11 +269,13 @@ class ReidentOperator(BaseOperator):
         logical = context.get("logical_date")
         if logical is not None:
             extra["logical_date"] = str(logical)
+        sign_off = self.check_sign_off()
         try:
             html = render_report(
                 report,
                 kind=self.report_kind,
                 extra={k: v for k, v in extra.items() if v is not None},
+                sign_off=sign_off,
             )
             location = write_report(str(self.report_path), html)
         except InvalidInputError as exc:  # ChartUnavailableError too
@@ -259,11 +298,13 @@ class ReidentOperator(BaseOperator):
         quasi_identifiers: Sequence[str] = (),
         k: int | None = None,
         breaches: Sequence[dict[str, Any]] | None = None,
+        outcome: str | None = None,
     ) -> None:
-        """Act on a breach of ``report`` as ``on_breach`` says; ``breaches`` default to the
-        report's own."""
+        """Act on a breach of ``report`` as ``on_breach`` says (or ``outcome``: ``"warn"``
+        for warning levels crossed, with no breach); ``breaches`` default to the report's
+        own."""
         act_on_breach(
-            on_breach=self.on_breach,
+            on_breach=outcome or self.on_breach,
             check=self.check,
             message=message,
             breaches=report["breaches"] if breaches is None else breaches,
@@ -400,6 +441,9 @@ def act_on_breach(
 ) -> None:
     """Fail (no retries), skip (downstream does not run) or warn (task succeeds).
 
+    A ``"warn"`` with no ``breaches`` is a warning level crossed by a table that passed: it
+    alerts (``outcome`` ``"warn"``) and the task succeeds, whatever ``on_breach`` says.
+
     When the HTML report was written, the breach's report (what the alert reads) carries its
     ``report_location`` and, when it has one, its ``report_url``; the report in XCom stays the
     one the CLI writes (the location has its own XCom keys). The breach handed to the alert
@@ -423,7 +467,8 @@ def act_on_breach(
     if on_breach in ("skip", "warn") and context is not None:
         _alert_from_task(context, breach, logger)
     if on_breach == "warn":
-        logger.warning("%s (on_breach='warn': the task succeeds)", message)
+        why = "on_breach='warn'" if breaches else "warning levels only"
+        logger.warning("%s (%s: the task succeeds)", message, why)
         return
     if on_breach == "skip":
         logger.warning("%s (on_breach='skip': downstream tasks are skipped)", message)

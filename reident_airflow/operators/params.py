@@ -8,7 +8,13 @@ from typing import Any
 
 from reident_airflow.outcomes import ReidentConfigurationError
 
-__all__ = ["ON_BREACH_CHOICES", "check_choice", "parse_columns", "parse_number"]
+__all__ = [
+    "ON_BREACH_CHOICES",
+    "check_choice",
+    "parse_columns",
+    "parse_flag",
+    "parse_number",
+]
 
 #: What an operator does on a breach: fail (no retries), skip downstream, or warn and succeed.
 ON_BREACH_CHOICES = ("fail", "skip", "warn")
@@ -52,3 +58,20 @@ def check_choice(value: str, field: str, choices: Sequence[str]) -> str:
             f"{field} must be one of {', '.join(map(repr, choices))}, got {value!r}"
         )
     return value
+
+
+_TRUE = {"true", "yes", "1", "on"}
+_FALSE = {"false", "no", "0", "off"}
+
+
+def parse_flag(value: Any, field: str) -> bool:
+    """A rendered on/off parameter: a boolean, or its text (``"True"``, ``"false"``, ``"1"``,
+    ``"no"``, ...; templating turns booleans into text)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, str | int) else None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ReidentConfigurationError(f"{field} must be true or false, got {value!r}")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from reident_airflow._compat import Context
 from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Assessment, assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable
-from reident_airflow.engine.options import AssessmentOptions
+from reident_airflow.engine.options import AssessmentOptions, Thresholds
 from reident_airflow.operators.base import (
     BASE_FIELDS,
     STAGED_FIELDS,
@@ -20,8 +21,21 @@ from reident_airflow.operators.base import (
     check_paths,
     local_file,
 )
+from reident_airflow.operators.hierarchy_specs import hierarchy_files, parse_mapping
+from reident_airflow.operators.params import parse_flag
+from reident_airflow.operators.risk_outcome import (
+    AdviceFound,
+    advice_sentence,
+    staged_advice,
+    staged_fingerprint,
+    warning_lines,
+)
+from reident_airflow.outcomes import ReidentConfigurationError
 
-__all__ = ["ReidentificationRiskOperator"]
+__all__ = ["GATE_FIELDS", "ReidentificationRiskOperator"]
+
+#: The gate's limits; each has a warning level ``warn_<name>``.
+GATE_FIELDS = tuple(f.name for f in fields(Thresholds))
 
 
 class ReidentificationRiskOperator(StagedTableOperator):
@@ -87,12 +101,9 @@ class ReidentificationRiskOperator(StagedTableOperator):
         "rank_attributes",
         "max_subset_size",
         "suda",
-        "max_highest_risk",
-        "max_average_risk",
-        "max_records_at_risk",
-        "min_k",
-        "max_global_risk",
-        "min_l",
+        "preset",
+        *GATE_FIELDS,
+        *(f"warn_{name}" for name in GATE_FIELDS),
     )
 
     template_fields: Sequence[str] = (
@@ -100,7 +111,14 @@ class ReidentificationRiskOperator(StagedTableOperator):
         *OPTION_FIELDS,
         *BASE_FIELDS,
         "memory_limit",
+        "hierarchies",
+        "hierarchy_sep",
+        "advice",
+        "fingerprint",
     )
+    #: The one option read by name here (the others go through :meth:`_options`).
+    population_table: str | None
+
     ui_color = "#f0e4ff"
     check = "reidentification_risk"
     report_kind = "assessment"
@@ -114,55 +132,72 @@ class ReidentificationRiskOperator(StagedTableOperator):
         sampling_fraction: float | str | None = None,
         region: str | None = None,
         population_table: str | None = None,
+        preset: str | None = None,
         max_highest_risk: float | str | None = None,
         max_average_risk: float | str | None = None,
         max_records_at_risk: float | str | None = None,
         min_k: int | str | None = None,
+        warn_max_highest_risk: float | str | None = None,
+        warn_max_average_risk: float | str | None = None,
+        warn_max_records_at_risk: float | str | None = None,
+        warn_min_k: int | str | None = None,
         weight: str | None = None,
         sensitive: str | Sequence[str] | None = None,
         recursive_c: float | str | None = None,
-        suda: bool = False,
+        suda: bool | str = False,
         max_global_risk: float | str | None = None,
         min_l: int | str | None = None,
+        warn_max_global_risk: float | str | None = None,
+        warn_min_l: int | str | None = None,
         on_breach: str = "fail",
-        max_subset_size: int | None = None,
+        max_subset_size: int | str | None = None,
         report_path: str | None = None,
-        rank_attributes: bool = True,
+        rank_attributes: bool | str = True,
         memory_limit: str | None = None,
+        hierarchies: Mapping[str, Any] | str | None = None,
+        hierarchy_sep: str = ";",
+        advice: bool | str = True,
+        fingerprint: bool | str = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
-        self.quasi_identifiers = quasi_identifiers
-        self.record_threshold = record_threshold
-        self.population_size = population_size
-        self.sampling_fraction = sampling_fraction
-        self.region = region
-        self.population_table = population_table
-        self.max_highest_risk = max_highest_risk
-        self.max_average_risk = max_average_risk
-        self.max_records_at_risk = max_records_at_risk
-        self.min_k = min_k
-        self.weight = weight
-        self.sensitive = sensitive
-        self.recursive_c = recursive_c
-        self.suda = suda
-        self.max_global_risk = max_global_risk
-        self.min_l = min_l
-        self.max_subset_size = max_subset_size
-        self.rank_attributes = rank_attributes
+        given = locals()
+        for name in self.OPTION_FIELDS:  # each kept as given, converted once rendered
+            setattr(self, name, given[name])
         self.memory_limit = memory_limit
+        self.hierarchies = hierarchies
+        self.hierarchy_sep = hierarchy_sep
+        self.advice = advice
+        self.fingerprint = fingerprint
 
     # -- work ------------------------------------------------------------------------------
     def _options(self) -> AssessmentOptions:
         """The rendered parameters as the assessment's options (checked: fail now if bad)."""
         self.check_on_breach()
         self.check_staged()
+        self.check_sign_off()
         with self.input_errors():
             options = AssessmentOptions.from_mapping(
                 {name: getattr(self, name) for name in self.OPTION_FIELDS}
             )
-        check_paths([("report_path", self.report_path)], [("the source file", self.path)])
+        self.advice = parse_flag(self.advice, "advice")
+        self.fingerprint = parse_flag(self.fingerprint, "fingerprint")
+        specs = self._hierarchy_specs()
+        check_paths(
+            [("report_path", self.report_path)],
+            [("the source file", self.path), *hierarchy_files(specs)],
+        )
         return options
+
+    def _hierarchy_specs(self) -> dict[str, Any]:
+        """The rendered ``hierarchies`` (``{}`` when none are given)."""
+        if self.hierarchies is None or (
+            isinstance(self.hierarchies, str) and not self.hierarchies.strip()
+        ):
+            return {}
+        if not isinstance(self.hierarchy_sep, str) or len(self.hierarchy_sep) != 1:
+            raise ReidentConfigurationError("hierarchy_sep must be a single character")
+        return parse_mapping(self.hierarchies, "hierarchies")
 
     def _class_tables(
         self, qis: list[str], weight: str | None = None, sensitive: Sequence[str] = ()
@@ -215,42 +250,79 @@ class ReidentificationRiskOperator(StagedTableOperator):
             ),
         )
 
+    def _assess(self, options: AssessmentOptions) -> tuple[Assessment, ClassSizes | ClassTable]:
+        """The assessment, and the table it was computed from (for the advice)."""
+        qis = list(options.quasi_identifiers)
+        if not options.needs_class_table:
+            histogram = self._histogram(qis)
+            return assess(histogram, options), histogram
+        aggregates, register = self._class_tables(qis, options.weight, options.sensitive)
+        result = assess(
+            aggregates.table,
+            options,
+            population_table=register,
+            weights=aggregates.weights,
+            sensitive=aggregates.sensitive if options.sensitive else None,
+        )
+        return result, aggregates.table
+
     def execute(self, context: Context) -> dict[str, Any]:
         options = self._options()
-        qis = list(options.quasi_identifiers)
         with self.input_errors():
-            if options.needs_class_table:
-                aggregates, register = self._class_tables(qis, options.weight, options.sensitive)
-                result = assess(
-                    aggregates.table,
-                    options,
-                    population_table=register,
-                    weights=aggregates.weights,
-                    sensitive=aggregates.sensitive if options.sensitive else None,
-                )
-            else:
-                result = assess(self._histogram(qis), options)
-        report = result.to_dict()
+            result, table = self._assess(options)
+            found = None
+            if self.advice:
+                found = staged_advice(self, result, table, self._hierarchy_specs())
+            report = result.to_dict()
+            report["advice"] = None if found is None else found[0].to_dict()
+            report["input"] = staged_fingerprint(self, result) if self.fingerprint else None
         location = self.publish(context, report, source=self.source_name("SQL query"))
         from reident_airflow.summary import assessment_summary
 
         self.log.info("%s", assessment_summary(report))
+        for line in warning_lines(result):
+            self.log.warning("%s", line)
+        if found is not None:
+            self.log.warning("advice: %s", advice_sentence(found))
+        qis = list(result.quasi_identifiers)
         if not result.passed:
             self.gate(
                 context,
                 report,
-                message=self._breach_message(result),
+                message=self._breach_message(result, found),
                 location=location,
                 quasi_identifiers=qis,
                 k=result.k,
             )
+        elif result.warnings:
+            self.gate(
+                context,
+                report,
+                message=self._warning_message(result),
+                location=location,
+                quasi_identifiers=qis,
+                k=result.k,
+                breaches=[],
+                outcome="warn",
+            )
         return report
 
-    def _breach_message(self, result: Assessment) -> str:
+    def _breach_message(self, result: Assessment, found: AdviceFound | None) -> str:
         where = self.source_name()
         parts = "; ".join(b.describe() for b in result.breaches)
-        return (
+        message = (
             f"re-identification risk gate breached for {where!r} "
+            f"(quasi-identifiers: {', '.join(result.quasi_identifiers)}; k = {result.k}; "
+            f"{result.records} records): {parts}"
+        )
+        if found is not None:
+            message += f". What to do: {advice_sentence(found)}"
+        return message
+
+    def _warning_message(self, result: Assessment) -> str:
+        parts = "; ".join(w.describe() for w in result.warnings)
+        return (
+            f"re-identification risk warning level crossed for {self.source_name()!r} "
             f"(quasi-identifiers: {', '.join(result.quasi_identifiers)}; k = {result.k}; "
             f"{result.records} records): {parts}"
         )

@@ -60,6 +60,7 @@ def test_every_parameter_is_templated(cls: type[ReidentOperator]) -> None:
             "where": "sql",
             "hook_params": "json",
             "hierarchies": "json",
+            "sign_off": "json",
         }.items()
         if f in cls.template_fields
     }

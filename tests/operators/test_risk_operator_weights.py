@@ -23,8 +23,8 @@ from reident_airflow.outcomes import ReidentConfigurationError, Reidentification
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
 from tests.conftest import ensure_airflow_db, require_server
 
-#: What the CLI adds to the assessment document about its run; the operator does not.
-CLI_RUN_KEYS = ("input", "advice")
+#: What differs between the CLI's run (a file's fingerprint) and the operator's (a table's).
+CLI_RUN_KEYS = ("input",)
 KEYS = list(sdcmicro_summary()["testdata"]["keyVars"])
 
 
@@ -55,7 +55,7 @@ def _cli(path: Path, *flags: str) -> dict[str, Any]:
     code = main(["assess", str(path), *flags, "--json", "-"], out=out, err=io.StringIO())
     assert code in (0, 1)
     result: dict[str, Any] = json.loads(out.getvalue())
-    for key in CLI_RUN_KEYS:  # the CLI's own run keys (its advice, the input's fingerprint)
+    for key in CLI_RUN_KEYS:  # the CLI's input is the file, the operator's the table
         result.pop(key)
     return result
 
@@ -115,8 +115,11 @@ def test_database_operator_equals_cli_on_csv(
         max_global_risk="0.01",
     )
     report = op.execute({"ti": ti})
+    assert ti.pushed["return_value"] == report
+    fingerprint = report.pop("input")
     assert report == expected
-    assert ti.pushed["return_value"] == expected
+    assert (fingerprint["kind"], fingerprint["rows"]) == ("database", 4580)
+    assert fingerprint["table"] is not None and fingerprint["sha256"] is None
     assert report["journalist"]["basis"] == "sampling_weights"
 
 
