@@ -188,28 +188,21 @@ def repeated_order_free_sum(values: FloatArray, repeats: IntArray) -> float:
 
 def individual_risk_of(pairs: WeightPairs, record_threshold: float) -> IndividualRisk:
     """The individual risk of docs/metrics.md §6 from the distinct ``(f, F)`` pairs."""
-    from reident_airflow.engine.individual_risk import IndividualRisk, benedetti_franconi
+    from reident_airflow.engine.individual_risk import (
+        benedetti_franconi,
+        individual_risk_summary,
+    )
     from reident_airflow.engine.sample import validate_threshold
 
-    t = validate_threshold(record_threshold)
     f, mult = pairs.sizes, pairs.classes
     risk = benedetti_franconi(f, pairs.sums)
-    records = f * mult
-    n = int(records.sum())
-    expected = repeated_order_free_sum(f * risk, mult)
-    highest = float(risk.max())
-    return IndividualRisk(
-        weight=pairs.column,
-        records=n,
-        record_threshold=t,
-        global_risk=expected,
-        global_risk_share=expected / n,
-        highest=highest,
-        lowest=float(risk.min()),
-        records_above_threshold=int(np.sum(records, where=risk > t)) / n,
-        records_affected_by_highest=int(np.sum(records, where=risk == highest)) / n,
+    return individual_risk_summary(
+        pairs.column,
+        f * mult,
+        risk,
+        record_threshold=validate_threshold(record_threshold),
+        global_risk=repeated_order_free_sum(f * risk, mult),
         estimated_population=repeated_order_free_sum(pairs.sums, mult),
-        risk=risk,
     )
 
 
@@ -239,13 +232,15 @@ def assessment_of(
     """The assessment of Spark's aggregates under ``options``: the verdict by
     :func:`~reident_airflow.engine.assessment.assess` on the histogram, then the ranking,
     individual risk and l-diversity from their distributions, and the gate on them all."""
-    from reident_airflow.engine.assessment import JournalistRisk, assess
+    from reident_airflow.engine.assessment import JournalistRisk, assess, check_gates
 
     refuse_per_class(options)
-    gate = options.thresholds
+    # the verdict on the histogram alone: the limits of the measures computed below are
+    # checked once those measures are there, at both levels
     verdict_options = replace(
         options,
-        thresholds=replace(gate, max_global_risk=None, min_l=None),
+        thresholds=replace(options.thresholds, max_global_risk=None, min_l=None),
+        warn_thresholds=replace(options.warn_thresholds, max_global_risk=None, min_l=None),
         weight=None,
         sensitive=(),
         rank_attributes=False,
@@ -270,13 +265,17 @@ def assessment_of(
         basis="sample" if individual is None else "sampling_weights",
         individual=individual,
     )
-    breaches = gate.check(base.prosecutor, base.k, individual=individual, diversity=diversity or ())
+    breaches, warnings = check_gates(
+        options, base.prosecutor, base.k, individual=individual, diversity=diversity or ()
+    )
     return replace(
         base,
         attributes=ranking,
         journalist=journalist,
-        thresholds=gate,
+        thresholds=options.thresholds,
         breaches=breaches,
+        warn_thresholds=options.warn_thresholds,
+        warnings=warnings,
         individual_risk=individual,
         l_diversity=diversity,
     )

@@ -139,3 +139,37 @@ def test_l_diversity_of_the_profiles_is_the_engines(seed: int, diverse: bool) ->
     assert got.to_dict() == want.to_dict()
     assert got.records == want.records
     assert (want.entropy > 1.0) == diverse
+
+
+def test_assessment_of_checks_both_levels_on_the_measures_it_adds() -> None:
+    """Warning levels of the weights' global risk are checked once the individual risk is
+    measured: the verdict on the histogram alone must neither drop nor refuse them."""
+    from reident_airflow.engine.options import AssessmentOptions, Thresholds
+    from reident_airflow.sources.spark_measures import assessment_of
+
+    sizes, record_class, weights = _classes(0)
+    sums = np.bincount(record_class, weights=weights).astype(np.float64)
+    want = individual_risk(sizes, ClassWeights("w", sums), record_threshold=0.2)
+    pairs = Counter(zip(sizes.tolist(), sums.tolist(), strict=True))
+    keys = sorted(pairs)
+    weight_pairs = WeightPairs(
+        "w",
+        sizes=np.array([k[0] for k in keys], dtype=np.int64),
+        sums=np.array([k[1] for k in keys], dtype=np.float64),
+        classes=np.array([pairs[k] for k in keys], dtype=np.int64),
+    )
+    distinct, counts = np.unique(sizes, return_counts=True)
+    options = AssessmentOptions(
+        ("a",),
+        weight="w",
+        rank_attributes=False,
+        thresholds=Thresholds(max_global_risk=1.0, min_k=1),
+        warn_thresholds=Thresholds(max_global_risk=1e-9, min_k=100),
+    )
+    got = assessment_of(ClassSizes(("a",), distinct, counts), options, weights=weight_pairs)
+    assert got.passed
+    assert [(w.metric, w.observed) for w in got.warnings] == [
+        ("k", 1.0),
+        ("individual_risk.global_risk_share", want.global_risk_share),
+    ]
+    assert got.warn_thresholds == options.warn_thresholds
