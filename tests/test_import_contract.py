@@ -52,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 #: Third-party packages the engine must not import.
-ENGINE_FORBIDDEN = {"airflow", "great_expectations", "sqlalchemy", "duckdb"}
+ENGINE_FORBIDDEN = {"airflow", "great_expectations", "sqlalchemy", "duckdb", "pyspark", "py4j"}
 #: pandas' I/O: the engine never reads or writes a file or a database.
 PANDAS_IO = {"read_csv", "read_parquet", "read_sql", "read_sql_query", "read_sql_table"}
 PANDAS_IO_METHODS = {"to_csv", "to_parquet", "to_sql"}
