@@ -8,7 +8,13 @@ from typing import Any
 
 from jinja2.sandbox import SandboxedEnvironment
 
-from reident_airflow.notifiers.payload import BREACH_EVENT, OUTCOME_TEXT, as_text
+from reident_airflow.notifiers.payload import (
+    BREACH_EVENT,
+    OUTCOME_TEXT,
+    WARNING_ONLY_TEXT,
+    as_text,
+    is_warning_only,
+)
 
 __all__ = ["SUBJECT_TEMPLATES", "breach_email"]
 
@@ -25,6 +31,12 @@ def _default_subject(payload: Mapping[str, Any]) -> str:
         if cls:
             return f"[reident] Task failed (not a re-identification breach): {where}: {cls}"
         return f"[reident] Task failed: {where}"
+    if is_warning_only(payload):
+        n = len(payload.get("warnings") or [])
+        return (
+            f"[reident] Re-identification warning: {where} ({payload.get('check')}, "
+            f"{n} warning level(s), warn)"
+        )
     n = len(payload.get("breaches") or [])
     outcome = payload.get("outcome")
     tail = f", {outcome}" if outcome in ("skip", "warn") else ""
@@ -55,6 +67,11 @@ def breach_email(
 
 def _headline(payload: Mapping[str, Any]) -> tuple[str, str]:
     """The e-mail's title and first sentence."""
+    if is_warning_only(payload):
+        return (
+            "Re-identification risk warning level crossed",
+            f"The table passed its release gate but crossed a warning level: {WARNING_ONLY_TEXT}.",
+        )
     if payload.get("event") == BREACH_EVENT:
         if payload.get("outcome") in ("skip", "warn"):
             intro = f"The release gate was breached: {OUTCOME_TEXT[payload['outcome']]}."
@@ -80,13 +97,20 @@ def _text_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
     text = [title, "", intro, ""]
     width = max(len(label) for label, _ in rows)
     text += [f"{label.ljust(width)} : {value}" for label, value in rows]
-    breaches = payload.get("breaches") or []
-    if breaches:
-        text += ["", "Breached thresholds:"]
-        text += [
-            f"  - {b['metric']}: observed {as_text(b['observed'])}, limit {as_text(b['limit'])}"
-            for b in breaches
-        ]
+    for heading, key in (
+        ("Breached thresholds", "breaches"),
+        ("Warning levels crossed", "warnings"),
+    ):
+        items = payload.get(key) or []
+        if items:
+            text += ["", f"{heading}:"]
+            text += [
+                f"  - {b['metric']}: observed {as_text(b['observed'])}, limit {as_text(b['limit'])}"
+                for b in items
+            ]
+    sentence = _advice_sentence(payload)
+    if sentence:
+        text += ["", f"What to do: {sentence}"]
     if payload.get("report_url") or payload.get("report_location"):
         text += ["", f"Report: {payload.get('report_url') or payload['report_location']}"]
     if payload.get("log_url"):
@@ -105,19 +129,26 @@ def _html_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
         *(f"<tr><th align='left'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _rows(payload)),
         "</table>",
     ]
-    breaches = payload.get("breaches") or []
-    if breaches:
-        parts += [
-            "<h3>Breached thresholds</h3>",
-            "<table border='1' cellpadding='4' cellspacing='0'>",
-            "<tr><th>Metric</th><th>Observed</th><th>Limit</th></tr>",
-            *(
-                f"<tr><td>{esc(b['metric'])}</td><td>{esc(as_text(b['observed']))}</td>"
-                f"<td>{esc(as_text(b['limit']))}</td></tr>"
-                for b in breaches
-            ),
-            "</table>",
-        ]
+    for heading, key in (
+        ("Breached thresholds", "breaches"),
+        ("Warning levels crossed", "warnings"),
+    ):
+        items = payload.get(key) or []
+        if items:
+            parts += [
+                f"<h3>{heading}</h3>",
+                "<table border='1' cellpadding='4' cellspacing='0'>",
+                "<tr><th>Metric</th><th>Observed</th><th>Limit</th></tr>",
+                *(
+                    f"<tr><td>{esc(b['metric'])}</td><td>{esc(as_text(b['observed']))}</td>"
+                    f"<td>{esc(as_text(b['limit']))}</td></tr>"
+                    for b in items
+                ),
+                "</table>",
+            ]
+    sentence = _advice_sentence(payload)
+    if sentence:
+        parts += ["<h3>What to do</h3>", f"<p>{esc(sentence)}</p>"]
     url = payload.get("report_url")
     if isinstance(url, str) and url.startswith(("https://", "http://")):
         parts.append(f'<p><a href="{esc(url)}">Report</a></p>')
@@ -127,6 +158,12 @@ def _html_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
         parts.append(f'<p><a href="{esc(payload["log_url"])}">Task log</a></p>')
     parts += [f"<p><small>{_AGGREGATES_ONLY}</small></p>", "</body></html>"]
     return "\n".join(parts) + "\n"
+
+
+def _advice_sentence(payload: Mapping[str, Any]) -> str | None:
+    advice = payload.get("advice")
+    sentence = advice.get("sentence") if isinstance(advice, Mapping) else None
+    return sentence if isinstance(sentence, str) and sentence else None
 
 
 def _rows(payload: Mapping[str, Any]) -> list[tuple[str, str]]:

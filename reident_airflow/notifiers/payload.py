@@ -16,8 +16,11 @@ __all__ = [
     "FAILURE_EVENT",
     "OUTCOMES",
     "OUTCOME_TEXT",
+    "WARNING_ONLY_TEXT",
+    "advice_of",
     "as_text",
     "breach_payload",
+    "is_warning_only",
 ]
 
 #: ``schema`` of the webhook JSON (and of :func:`breach_payload`'s dict).
@@ -42,6 +45,8 @@ OUTCOME_TEXT = {
     "warn": "the task succeeded with a warning (on_breach='warn'): the release went ahead",
 }
 _MAX_ITEMS = 100
+#: What happened when only warning levels were crossed.
+WARNING_ONLY_TEXT = "the task succeeded: the release went ahead"
 
 
 def _number(value: Any) -> int | float | None:
@@ -126,7 +131,10 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
     ``columns_below_target`` (direct match), ``report_schema``, ``outcome`` (of a breach:
     ``"fail"``, ``"skip"`` or ``"warn"``, the operator's ``on_breach``), ``report_location``
     (where the operator wrote its HTML report, when it did), ``report_url`` (its URL for a
-    browser, when it has one) and ``text`` (a one-line summary,
+    browser, when it has one), ``warnings`` (the warning levels crossed, as ``breaches``; a
+    table that crossed only those alerts with no breach and outcome ``"warn"``), ``advice``
+    (on a ``min_k`` breach: :func:`advice_of`, with its ``sentence``) and ``text`` (a one-line
+    summary,
     the field Slack/Mattermost-style webhooks display). Values missing from the source are
     None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
     names stay strings, and nothing else of the report or the exception's message is included.
@@ -148,6 +156,8 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
         "outcome": None,
         "report_location": None,
         "report_url": None,
+        "warnings": [],
+        "advice": None,
     }
     source = _breach_fields(payload, exc, report)
     if source is not None:
@@ -162,6 +172,8 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
             classes=_count(source.get("classes")),
             columns_below_target=_names(source.get("below_target")),
             report_schema=_name(source.get("schema")),
+            warnings=_breaches(source.get("warnings")),
+            advice=advice_of(source.get("advice")),
         )
     payload["text"] = _summary(payload)
     return payload
@@ -224,20 +236,93 @@ def _failure_cause(payload: Mapping[str, Any]) -> str:
     return "(cause not available to this callback; see the task log)"
 
 
+def _listed(items: Sequence[Mapping[str, Any]]) -> str:
+    return "; ".join(
+        f"{b['metric']} observed {as_text(b['observed'])} (limit {as_text(b['limit'])})"
+        for b in items
+    )
+
+
+def is_warning_only(payload: Mapping[str, Any]) -> bool:
+    """Whether the alert is about warning levels alone (the table passed its gate)."""
+    return (
+        payload.get("event") == BREACH_EVENT
+        and not payload.get("breaches")
+        and bool(payload.get("warnings"))
+    )
+
+
 def _summary(payload: Mapping[str, Any]) -> str:
     if payload.get("event") != BREACH_EVENT:
         return f"Task {_where(payload)} failed {_failure_cause(payload)}"
     breaches = payload.get("breaches") or []
-    parts = "; ".join(
-        f"{b['metric']} observed {as_text(b['observed'])} (limit {as_text(b['limit'])})"
-        for b in breaches
-    )
-    text = (
-        f"Re-identification breach in {_where(payload)}: {payload.get('check') or 'check'} "
-        f"breached {len(breaches)} threshold(s): {parts}"
-    )
-    if payload.get("outcome") in ("skip", "warn"):
-        text += f"; {OUTCOME_TEXT[payload['outcome']]}"
+    warnings = payload.get("warnings") or []
+    check = payload.get("check") or "check"
+    if is_warning_only(payload):
+        text = (
+            f"Re-identification warning in {_where(payload)}: {check} crossed "
+            f"{len(warnings)} warning level(s): {_listed(warnings)}; {WARNING_ONLY_TEXT}"
+        )
+    else:
+        text = (
+            f"Re-identification breach in {_where(payload)}: {check} "
+            f"breached {len(breaches)} threshold(s): {_listed(breaches)}"
+        )
+        if payload.get("outcome") in ("skip", "warn"):
+            text += f"; {OUTCOME_TEXT[payload['outcome']]}"
+        if warnings:
+            text += f"; warning levels crossed: {_listed(warnings)}"
+    advice = payload.get("advice")
+    if isinstance(advice, Mapping) and advice.get("sentence"):
+        text += f"; what to do: {advice['sentence']}"
     if payload.get("report_url") or payload.get("report_location"):
         text += f"; report: {payload.get('report_url') or payload['report_location']}"
     return text
+
+
+def _levels(value: Any) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        return {}
+    items = list(value.items())[:_MAX_ITEMS]
+    return {n: c for n, c in ((_name(k), _count(v)) for k, v in items) if n and c is not None}
+
+
+def advice_of(value: Any) -> dict[str, Any] | None:
+    """The advice on a ``min_k`` breach (the report's ``advice``), rebuilt field by field --
+    counts, the driving column's name and its distinctions, Datafly's levels per QI -- with
+    its ``sentence`` written from those fields alone; None when the report holds none."""
+    from reident_airflow.engine.advice import BreachAdvice, DataflyOutlook, RiskDriver
+
+    if not isinstance(value, Mapping):
+        return None
+    counts = {
+        key: _count(value.get(key))
+        for key in ("k", "records", "classes", "classes_below_k", "records_below_k")
+    }
+    if any(v is None for v in counts.values()):
+        return None
+    driver = value.get("driver")
+    column = _name(driver.get("column")) if isinstance(driver, Mapping) else None
+    found_driver = None
+    if isinstance(driver, Mapping) and column is not None:
+        full, without = (
+            _number(driver.get("distinction")),
+            _number(driver.get("distinction_without")),
+        )
+        if full is not None and without is not None:
+            found_driver = RiskDriver(
+                column=column, distinction=float(full), distinction_without=float(without)
+            )
+    outlook = value.get("datafly")
+    found_outlook = None
+    if isinstance(outlook, Mapping) and _count(outlook.get("k")) is not None:
+        found_outlook = DataflyOutlook(
+            k=int(outlook["k"]),
+            feasible=outlook.get("feasible") is True,
+            levels=_levels(outlook.get("levels")),
+            suppressed_records=_count(outlook.get("suppressed_records")),
+            below_k=_count(outlook.get("below_k")),
+            suppression_limit=_count(outlook.get("suppression_limit")),
+        )
+    advice = BreachAdvice(**counts, driver=found_driver, datafly=found_outlook)  # type: ignore[arg-type]
+    return {**advice.to_dict(), "sentence": advice.describe()}

@@ -54,6 +54,9 @@ class LineageAssertion:
     actual: str | None
     success: bool
     column: str | None = None
+    severity: str | None = None
+    """``"warn"`` for a warning level (``warn_*``): crossing it does not fail the task; None
+    for a failing level, whose severity follows the operator's ``on_breach``."""
 
 
 def _number(value: Any) -> float | None:
@@ -69,22 +72,38 @@ def _text(value: float | None) -> str | None:
 
 
 def _check(
-    measure: str, actual: float | None, bound: str, limit: float, column: str | None = None
+    measure: str,
+    actual: float | None,
+    bound: str,
+    limit: float,
+    column: str | None = None,
+    severity: str | None = None,
 ) -> LineageAssertion:
     ok = actual is not None and (actual <= limit if bound == "<=" else actual >= limit)
+    name = f"{measure} {bound} {_text(limit)}"
     return LineageAssertion(
-        name=f"{measure} {bound} {_text(limit)}",
+        name=f"{name} (warning level)" if severity == "warn" else name,
         assertion=measure,
         expected=str(_text(limit)),
         actual=_text(actual),
         success=ok,
         column=column,
+        severity=severity,
     )
 
 
 def _assessment_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
+    """The failing levels (``thresholds``), then the warning levels (``warn_thresholds``)."""
+    return _level_assertions(report, "thresholds", None) + _level_assertions(
+        report, "warn_thresholds", "warn"
+    )
+
+
+def _level_assertions(
+    report: Mapping[str, Any], key: str, severity: str | None
+) -> list[LineageAssertion]:
     out: list[LineageAssertion] = []
-    thresholds = report.get("thresholds") or {}
+    thresholds = report.get(key) or {}
     for name, limit in thresholds.items():
         bound_limit = _number(limit)
         if bound_limit is None:
@@ -92,7 +111,9 @@ def _assessment_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
         if name == "min_l":
             for column, entry in (report.get("l_diversity") or {}).items():
                 distinct = _number(entry.get("distinct")) if isinstance(entry, Mapping) else None
-                out.append(_check("l_diversity.distinct", distinct, ">=", bound_limit, column))
+                out.append(
+                    _check("l_diversity.distinct", distinct, ">=", bound_limit, column, severity)
+                )
             continue
         if name not in _MEASURES:
             continue
@@ -100,7 +121,7 @@ def _assessment_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
         value: Any = report
         for part in path:
             value = value.get(part) if isinstance(value, Mapping) else None
-        out.append(_check(".".join(path), _number(value), bound, bound_limit))
+        out.append(_check(".".join(path), _number(value), bound, bound_limit, None, severity))
     return out
 
 
@@ -135,7 +156,12 @@ def _direct_match_assertions(report: Mapping[str, Any]) -> list[LineageAssertion
 
 def report_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
     """One assertion per threshold of a reident report (assessment, Datafly, direct match):
-    name (e.g. ``"k >= 5"``), expected (the limit), actual (the measure), success."""
+    name (e.g. ``"k >= 5"``), expected (the limit), actual (the measure), success.
+
+    An assessment's warning levels are assertions too, named ``"k >= 10 (warning level)"``
+    with severity ``"warn"``: ``success`` says whether the measure met the level, so a
+    crossed warning level is ``success: false`` on a task that succeeded (the failing levels
+    have severity ``"error"`` when ``on_breach="fail"``, else ``"warn"``)."""
     schema = str(report.get("schema") or "")
     if schema.startswith("reident.datafly"):
         return _datafly_assertions(report)
@@ -259,7 +285,7 @@ def operator_lineage(operator: Any, task_instance: Any) -> Any:
                 assertion=a.assertion,
                 success=a.success,
                 column=a.column,
-                severity=severity,
+                severity=a.severity or severity,
                 name=a.name,
                 expected=a.expected,
                 actual=a.actual,

@@ -243,3 +243,89 @@ def test_every_alert_carries_the_report_url(
     assert second["event"] == BREACH_EVENT and second["k"] == 1
     assert second["report_location"] == str(tmp_path / "report.html")
     assert second["report_url"] == url
+
+
+def test_a_warning_level_alone_alerts_warn_and_the_task_succeeds(
+    tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """min_k = 1 passes; warn_min_k = 2 is crossed (k = 1: the 99501 record is alone)."""
+    op = gate(tmp_path, "fail", notifier(webhook_server, monkeypatch))
+    op.min_k, op.warn_min_k = 1, "2"
+    _, ti, exc = run(op)
+    assert exc is None and ti.pushed[REPORT_XCOM_KEY]["passed"] is True
+    payload = assert_one_alert(webhook_server, "warn", str(tmp_path / "report.html"))
+    assert payload["breaches"] == []
+    assert payload["warnings"] == [{"metric": "k", "observed": 1, "limit": 2}]
+    assert payload["advice"] is None  # min_k itself was met: no advice
+    assert payload["text"].startswith("Re-identification warning in release_gate.assess")
+    assert "crossed 1 warning level(s): k observed 1 (limit 2)" in payload["text"]
+    subject, text, html_body = breach_email(payload)
+    assert subject == (
+        "[reident] Re-identification warning: release_gate.assess "
+        "(reidentification_risk, 1 warning level(s), warn)"
+    )
+    assert "Warning levels crossed:\n  - k: observed 1, limit 2" in text
+    assert "<h3>Warning levels crossed</h3>" in html_body
+
+
+def test_the_advice_reaches_the_alert_the_message_and_xcom(
+    tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By hand, on (zip, sex) of the staged CSV: classes (99501-0042, F) x1, (10001, M) x2,
+    (10002, F) x1 -> 3 classes, 2 of them (2 records) below k = 2. Distinction: all QIs
+    3 / 4 = 0.75; without zip (sex alone: F, M) 2 / 4 = 0.5; without sex (zip alone) 3 / 4:
+    zip drives the risk. Datafly at k = 2 with its default limit of k = 2 records: the 2
+    records below k may be suppressed, so nothing is generalized (levels 0) and 2 suppressed.
+    """
+    op = gate(tmp_path, "fail", notifier(webhook_server, monkeypatch))
+    op.hierarchies = '{"zip": {"type": "masking"}, "sex": {"type": "masking"}}'
+    context, ti, exc = run(op)
+    assert isinstance(exc, ReidentificationBreach)
+    expected = {
+        "k": 2,
+        "records": 4,
+        "classes": 3,
+        "classes_below_k": 2,
+        "records_below_k": 2,
+        "driver": {"column": "zip", "distinction": 0.75, "distinction_without": 0.5},
+        "datafly": {
+            "k": 2,
+            "feasible": True,
+            "levels": {"zip": 0, "sex": 0},
+            "suppressed_records": 2,
+            "below_k": 0,
+            "suppression_limit": 2,
+        },
+    }
+    assert ti.pushed[REPORT_XCOM_KEY]["advice"] == expected
+    sentence = (
+        "2 of 3 classes, holding 2 of 4 records, are smaller than k=2; 'zip' drives the "
+        "risk: without it the distinction falls from 0.75 to 0.5; Datafly at k=2 would "
+        "generalize zip→0, sex→0 and suppress 2 record(s)."
+    )
+    assert str(exc).endswith(f"What to do: {sentence}")
+    callbacks = op.on_failure_callback
+    for callback in [callbacks] if callable(callbacks) else list(callbacks or ()):
+        callback({**context, "exception": exc})
+    payload = assert_one_alert(webhook_server, "fail", str(tmp_path / "report.html"))
+    assert payload["advice"] == {**expected, "sentence": sentence}
+    assert payload["text"].endswith(f"what to do: {sentence}; report: {tmp_path}/report.html")
+    _, text, html_body = breach_email(payload)
+    assert f"What to do: {sentence}" in text and "<h3>What to do</h3>" in html_body
+    for secret in SECRETS:  # nor in the log-bound message or the XCom report
+        assert secret not in str(exc) and secret not in json.dumps(ti.pushed[REPORT_XCOM_KEY])
+
+
+def test_advice_false_and_a_bad_sign_off(
+    tmp_path: Path, webhook_server: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    op = gate(tmp_path, "warn", notifier(webhook_server, monkeypatch))
+    op.advice = "False"
+    _, ti, _ = run(op)
+    assert ti.pushed[REPORT_XCOM_KEY]["advice"] is None
+    assert webhook_server.requests[0].json()["advice"] is None
+    from reident_airflow.outcomes import ReidentConfigurationError
+
+    op.sign_off = {"decision": "maybe"}
+    with pytest.raises(ReidentConfigurationError, match=r"sign_off: .*decision"):
+        run(op)

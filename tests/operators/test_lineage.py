@@ -198,3 +198,29 @@ def test_without_the_provider_there_is_no_lineage(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(builtins, "__import__", no_openlineage)
     assert op.get_openlineage_facets_on_complete(None) is None
     assert op.get_openlineage_facets_on_failure(None) is None
+
+
+def test_warning_levels_are_assertions_with_severity_warn() -> None:
+    """QI age of tests/data/test.csv: k = 1 and average risk 4 / 7 = 0.571429 (see the
+    module's docstring). The failing level 0.6 is met; the warning levels 0.5 and k >= 2
+    are crossed: success false, severity "warn", the task succeeds."""
+    from reident_airflow.operators.lineage import report_assertions
+
+    op = ReidentificationRiskOperator(
+        task_id="t",
+        path=str(oracle_data("test.csv")),
+        sep=";",
+        quasi_identifiers="age",
+        max_average_risk=0.6,
+        warn_max_average_risk="0.5",
+        warn_min_k="2",
+        fingerprint=False,
+    )
+    report = op.execute({})  # type: ignore[arg-type]
+    assert report["passed"] is True
+    got = [(a.name, a.actual, a.success, a.severity) for a in report_assertions(report)]
+    assert got == [
+        ("prosecutor.average_risk <= 0.6", "0.571429", True, None),
+        ("prosecutor.average_risk <= 0.5 (warning level)", "0.571429", False, "warn"),
+        ("k >= 2 (warning level)", "1", False, "warn"),
+    ]
