@@ -20,7 +20,10 @@ Parameters (``airflow dags test release_gate -c '{"generalize_age": false}'``):
 - ``staged_table`` / ``published_table``: where the release is staged and published;
 - ``quasi_identifiers``: comma-separated QI columns;
 - ``generalize_age``: the staging step's own anonymization (ages in 10-year bands);
-- ``max_records_at_risk`` / ``max_average_risk``: the gate; ``on_breach``: fail / skip / warn;
+- ``max_records_at_risk`` / ``max_average_risk``: the gate; ``preset``: a named gate from
+  published guidance (``ema-0070``, ``el-emam-public``, ``k5``, ...: its limits fill those left
+  unset); ``warn_max_records_at_risk`` / ``warn_max_average_risk`` / ``warn_min_k``: warning
+  levels (logged and alerted, the release goes ahead); ``on_breach``: fail / skip / warn;
 - ``anonymize_on_breach`` (default false): instead of failing, a breach sends the staged table
   through Datafly (``anonymize``: ``k``, ``suppression_limit``, ARX's Adult hierarchies bundled
   in ``reident_airflow/data/hierarchies``, ``hierarchy_overrides`` to replace some, e.g.
@@ -32,11 +35,14 @@ Parameters (``airflow dags test release_gate -c '{"generalize_age": false}'``):
   (``publish_anonymized``). ``on_breach`` does not apply to the first assessment then.
 
 A breach fails ``assess`` without retries (``retries=2`` applies to infrastructure errors only)
-and ``publish`` does not run; so does a table Datafly cannot bring to ``k`` within the
-suppression limit (``anonymize`` fails), that still breaches the gate afterwards
+and ``publish`` does not run (on a breach of ``min_k``, the log, the error and the alert say
+what to do: classes and records below k, the driving column, what Datafly would do); so
+does a table Datafly cannot bring to ``k`` within the suppression limit (``anonymize``
+fails), that still breaches the gate afterwards
 (``reassess`` fails) or that releases columns too close to the originals (``direct_match``
 fails). Every publish is atomic (readers never see a half-written table). If the
-connection ``reident_alerts`` (an HTTP webhook) exists, a breach is posted to it;
+connection ``reident_alerts`` (an HTTP webhook) exists, a breach, or a warning level
+crossed, is posted to it;
 ``REIDENT_ALERT_EMAIL`` adds an e-mail through ``smtp_default``.
 """
 
@@ -97,6 +103,20 @@ ADULT_HIERARCHIES = {
 AGE_DECADES_HIERARCHY = str(_HIERARCHY_DIR.joinpath("adult_hierarchy_age_decades.csv"))
 
 
+#: The gate of ``assess`` and ``reassess``: the run's limits, preset and warning levels.
+GATE = {
+    name: f"{{{{ params.{name} }}}}"
+    for name in (
+        "max_records_at_risk",
+        "max_average_risk",
+        "preset",
+        "warn_max_records_at_risk",
+        "warn_max_average_risk",
+        "warn_min_k",
+    )
+}
+
+
 def release_hierarchies(params: dict[str, Any]) -> str:
     """The hierarchies of the ``anonymize`` task (JSON): ARX's Adult hierarchies, the age one
     matching the staged ages, then the run's ``hierarchy_overrides``."""
@@ -143,6 +163,10 @@ with DAG(
         "generalize_age": True,
         "max_records_at_risk": 0.01,
         "max_average_risk": 0.05,
+        "preset": None,
+        "warn_max_records_at_risk": None,
+        "warn_max_average_risk": None,
+        "warn_min_k": None,
         "on_breach": "fail",
         "anonymize_on_breach": False,
         "anonymized_table": "anonymized_release",
@@ -185,8 +209,7 @@ with DAG(
         conn_id=STAGING_CONN,
         table="{{ params.staged_table }}",
         quasi_identifiers="{{ params.quasi_identifiers }}",
-        max_records_at_risk="{{ params.max_records_at_risk }}",
-        max_average_risk="{{ params.max_average_risk }}",
+        **GATE,
         # when anonymizing, a breach is handled downstream: assess only reports it
         on_breach="{{ 'warn' if params.anonymize_on_breach else params.on_breach }}",
         on_failure_callback=_failure_callbacks(),
@@ -218,8 +241,7 @@ with DAG(
         conn_id=STAGING_CONN,
         table="{{ params.anonymized_table }}",
         quasi_identifiers="{{ params.quasi_identifiers }}",
-        max_records_at_risk="{{ params.max_records_at_risk }}",
-        max_average_risk="{{ params.max_average_risk }}",
+        **GATE,
         on_breach="fail",
         on_failure_callback=_failure_callbacks(),
     )

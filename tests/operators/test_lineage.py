@@ -216,7 +216,7 @@ def test_warning_levels_are_assertions_with_severity_warn() -> None:
         warn_min_k="2",
         fingerprint=False,
     )
-    report = op.execute({})  # type: ignore[arg-type]
+    report = op.execute({})
     assert report["passed"] is True
     got = [(a.name, a.actual, a.success, a.severity) for a in report_assertions(report)]
     assert got == [

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
+import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,36 @@ def _expected_report(tmp_path: Path, generalize: bool) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(out.read_text())
     result.pop("input")  # the CLI's input is the file, the operator's the staged table
     return result
+
+
+@pytest.fixture
+def alerts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
+    """A local webhook receiving the DAG's alerts (``reident_alerts``): the JSON bodies."""
+    received: list[dict[str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append(json.loads(body))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    conn = {"conn_type": "http", "host": "127.0.0.1", "port": server.server_address[1]}
+    monkeypatch.setenv("AIRFLOW_CONN_REIDENT_ALERTS", json.dumps(conn))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    try:
+        yield received
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
 
 
 @pytest.fixture
@@ -172,6 +205,58 @@ def test_warn_logs_and_publishes(sqlite_staging: str) -> None:
     assert report["passed"] is False
     assert [b["metric"] for b in report["breaches"]] == ["prosecutor.records_at_risk"]
     assert conf["published_table"] in _table_names(sqlite_staging)
+
+
+def test_a_warning_level_alerts_and_publishes(
+    sqlite_staging: str, alerts: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """Issue 19: the staged table meets its gate (10-year age bands) but crosses the warning
+    level warn_max_average_risk=0.001: assess succeeds, publish runs, one alert says "warn".
+    The observed average risk is what `reident assess` measures on the same data."""
+    dag = load_dag("release_gate")
+    conf = _conf(warn_max_average_risk=0.001)
+    run = dag.test(run_conf=conf)
+    got = states(run)
+    assert run.state == "success", got
+    assert got["assess"] == ("success", 1) and got["publish"][0] == "success", got
+    assert conf["published_table"] in _table_names(sqlite_staging)
+    expected = _expected_report(tmp_path, generalize=True)
+    average = expected["prosecutor"]["average_risk"]
+    warning = {"metric": "prosecutor.average_risk", "observed": average, "limit": 0.001}
+    report = _xcom(run, "assess")
+    assert report["passed"] is True and report["warnings"] == [warning]
+    [alert] = alerts
+    assert (alert["outcome"], alert["task_id"], alert["breaches"]) == ("warn", "assess", [])
+    assert alert["warnings"] == [warning]
+
+
+def test_a_preset_failing_level_fails_and_alerts(
+    sqlite_staging: str, alerts: list[dict[str, Any]]
+) -> None:
+    """Raw ages breach the preset k5 (k = 1) and cross the warning level of the average
+    risk: assess fails on try 1, nothing is published, one alert says "fail" with the
+    warning level and the advice."""
+    dag = load_dag("release_gate")
+    conf = _conf(
+        generalize_age=False, preset="k5", max_records_at_risk=1, warn_max_average_risk=0.001
+    )
+    run = dag.test(run_conf=conf)
+    got = states(run)
+    assert run.state == "failed"
+    assert got["assess"] == ("failed", 1), got
+    assert got["publish"][0] == "upstream_failed"
+    assert conf["published_table"] not in _table_names(sqlite_staging)
+    [alert] = alerts
+    assert alert["outcome"] == "fail" and alert["task_id"] == "assess"
+    assert alert["breaches"] == [{"metric": "k", "observed": 1, "limit": 5}]
+    report = _xcom(run, "assess")
+    average = report["prosecutor"]["average_risk"]  # met at 0.05, crossed at 0.001
+    assert alert["warnings"] == [
+        {"metric": "prosecutor.average_risk", "observed": average, "limit": 0.001}
+    ]
+    assert report["preset"] == "k5" and report["thresholds"]["min_k"] == 5
+    assert alert["advice"] == {**report["advice"], "sentence": alert["advice"]["sentence"]}
+    assert alert["advice"]["records_below_k"] == report["advice"]["records_below_k"] > 0
 
 
 def test_breach_is_anonymized_reassessed_and_published(staging: str) -> None:
