@@ -38,10 +38,13 @@ from reident_airflow.engine.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from reident_airflow.commands.assess_outcome import AdviceFound
+    from reident_airflow.commands.common import Progress
     from reident_airflow.engine.assessment import Assessment
     from reident_airflow.engine.hierarchies import Hierarchy
 
 __all__ = [
+    "CONNECT_TIMEOUT",
+    "DEFAULT_CONNECT_PORT",
     "DEFAULT_MASTER",
     "ENGINES",
     "add_spark_arguments",
@@ -54,6 +57,10 @@ __all__ = [
 ENGINES = ("local", "spark")
 #: The classic session's master when neither ``--spark-master`` nor ``--spark-remote`` is given.
 DEFAULT_MASTER = "local[*]"
+#: Spark Connect's port when ``--spark-remote`` names none.
+DEFAULT_CONNECT_PORT = 15002
+#: Seconds to wait for the Spark Connect server to accept a connection.
+CONNECT_TIMEOUT = 10.0
 #: Set on every session unless ``--spark-conf`` says otherwise: no progress bars on stderr.
 _QUIET_CONF = {"spark.ui.showConsoleProgress": "false"}
 
@@ -128,9 +135,41 @@ def check_engine_arguments(args: argparse.Namespace) -> None:
 
 
 # ------------------------------------------------------------------------------- the session
+def _check_reachable(url: str) -> None:
+    """Refuse a Spark Connect URL whose server does not accept a connection within
+    :data:`CONNECT_TIMEOUT` seconds (PySpark itself retries for minutes before failing)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    host, port = None, DEFAULT_CONNECT_PORT
+    try:
+        parts = urlsplit(url.split(";", 1)[0])
+        if parts.scheme == "sc":
+            host, port = parts.hostname, parts.port or DEFAULT_CONNECT_PORT
+    except ValueError:  # a port that is not a number
+        host = None
+    if not host:
+        raise InvalidInputError(f"--spark-remote must be sc://HOST[:PORT], got {url!r}")
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT):
+            pass
+    except OSError as exc:
+        raise InvalidInputError(
+            f"cannot reach the Spark Connect server at {host}:{port} ({type(exc).__name__})"
+        ) from None
+
+
 def spark_session(args: argparse.Namespace) -> Any:
     """The Spark session ``--spark-remote`` / ``--spark-master`` / ``--spark-conf`` describe
     (an existing one of this process is reused, as ``getOrCreate`` does)."""
+    import warnings
+
+    if args.spark_remote:
+        _check_reachable(args.spark_remote)
+    # PySpark 4.2 warns on import that it does not fully support pandas >= 3 (unused here)
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
@@ -185,6 +224,7 @@ def _outlook(
 
 def _advice(
     args: argparse.Namespace,
+    progress: Progress,
     frame: Any,
     result: Assessment,
     hierarchies: Mapping[str, Hierarchy],
@@ -197,6 +237,7 @@ def _advice(
     from reident_airflow.sources.spark import histogram_from_spark
     from reident_airflow.sources.spark_grouping import spark_errors
 
+    progress(f"k = {result.k} < {limit}: counting the advice in Spark (Datafly on histograms)")
     with spark_errors(_label(args)):
         table = histogram_from_spark(frame, result.quasi_identifiers)
         outlook, missing = _outlook(frame, result, hierarchies)
@@ -251,7 +292,7 @@ def run_spark(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         progress(f"grouping {_label(args)} on {len(options.quasi_identifiers)} QIs in Spark")
         result = assess_spark_frame(frame, options)
         payload = result.to_dict()
-        found = _advice(args, frame, result, hierarchies)
+        found = _advice(args, progress, frame, result, hierarchies)
         payload["advice"] = None if found is None else found[0].to_dict()
         payload["input"] = _fingerprint(args, result)
         if payload["input"] is None and not args.no_fingerprint:

@@ -150,6 +150,14 @@ def test_a_table_over_spark_connect_gives_the_csv_json(
         (["x.parquet", "--qi", "a", "--engine", "sprak"], "(did you mean 'spark'?)"),
         (["x.parquet", "--qi", "a", "--spark-mastr", "local"], "(did you mean --spark-master?)"),
         (["x.parquet", "--qi", "a", "--spark-conf", "novalue"], "must be KEY=VALUE"),
+        (
+            ["--engine", "spark", "x.parquet", "--qi", "a", "--spark-remote", "http://h:1"],
+            "--spark-remote must be sc://HOST[:PORT]",
+        ),
+        (  # nothing listens on port 1: refused at once, not after PySpark's minutes of retries
+            ["--engine", "spark", "x.parquet", "--qi", "a", "--spark-remote", "sc://127.0.0.1:1"],
+            "cannot reach the Spark Connect server at 127.0.0.1:1",
+        ),
     ],
 )
 def test_spark_flags_are_checked_before_anything_starts(argv: list[str], expected: str) -> None:
