@@ -1,0 +1,139 @@
+"""Issue 19 in the risk operator: the advice on a k breach (log, exception, XCom), the input's
+fingerprint and the sign-off in the report.
+
+Acceptance: Adult on ``sex, age, race`` with ``min_k = 5``. The counts below 5 are made here
+with ``csv`` and ``Counter``; the Datafly outcome by a direct
+:func:`~reident_airflow.engine.datafly.datafly` run with ARX's hierarchies in tests/data.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from reident_airflow.engine.datafly import datafly
+from reident_airflow.engine.hierarchies import load_hierarchy
+from reident_airflow.operators import ReidentificationRiskOperator
+from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
+from tests.conftest import oracle_data
+
+QIS = ("sex", "age", "race")
+
+
+class _TI:
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+def _adult_counts() -> tuple[int, int, int]:
+    """Records, and the classes and records below k = 5 on sex, age and race, by hand."""
+    with oracle_data("adult.csv").open(newline="", encoding="utf-8") as fh:
+        rows = [tuple(r[q] for q in QIS) for r in csv.DictReader(fh, delimiter=";")]
+    small = [n for n in Counter(rows).values() if n < 5]
+    return len(rows), len(small), sum(small)
+
+
+@pytest.fixture(scope="module")
+def adult_db(tmp_path_factory: pytest.TempPathFactory) -> sa.Engine:
+    db = tmp_path_factory.mktemp("advice") / "staging.db"
+    engine = sa.create_engine(f"sqlite:///{db}")
+    frame = pd.read_csv(oracle_data("adult.csv"), sep=";", dtype=str, keep_default_na=False)
+    frame.to_sql("adult", engine, index=False, chunksize=5000)
+    return engine
+
+
+def test_adult_k_breach_names_the_counts_and_datafly(adult_db: sa.Engine) -> None:
+    hierarchies = {q: str(oracle_data(f"adult_hierarchy_{q}.csv")) for q in QIS}
+    op = ReidentificationRiskOperator(
+        task_id="assess",
+        conn_id="staging",
+        table="adult",
+        quasi_identifiers=",".join(QIS),
+        min_k="5",
+        hierarchies=json.dumps(hierarchies),
+    )
+    op.get_engine = lambda conn_id: adult_db  # type: ignore[method-assign]  # the test seam
+    ti = _TI()
+    with pytest.raises(ReidentificationBreach) as caught:
+        op.execute({"ti": ti})  # type: ignore[arg-type]
+    records, classes_below, records_below = _adult_counts()
+    assert (records, classes_below, records_below) == (30162, 191, 425)
+    frame = pd.read_csv(oracle_data("adult.csv"), sep=";", dtype=str, keep_default_na=False)
+    arx = {q: load_hierarchy(oracle_data(f"adult_hierarchy_{q}.csv"), column=q) for q in QIS}
+    expected = datafly(frame, list(QIS), arx, 5)
+
+    advice = ti.pushed["return_value"]["advice"]
+    assert (advice["k"], advice["records"]) == (5, records)
+    assert (advice["classes_below_k"], advice["records_below_k"]) == (classes_below, records_below)
+    assert advice["datafly"]["levels"] == dict(expected.levels)
+    assert advice["datafly"]["suppressed_records"] == expected.suppressed_records
+    assert advice["driver"]["column"] == "age"
+    message = str(caught.value)
+    assert (
+        f"What to do: {classes_below} of {advice['classes']} classes, holding {records_below} "
+        f"of {records} records, are smaller than k=5;"
+    ) in message
+    assert f"suppress {expected.suppressed_records} record(s)." in message
+    fingerprint = ti.pushed["return_value"]["input"]
+    assert (fingerprint["kind"], fingerprint["table"], fingerprint["rows"]) == (
+        "database",
+        "adult",
+        records,
+    )
+
+
+def test_fingerprint_and_sign_off_in_the_report(tmp_path: Path) -> None:
+    """tests/data/test.csv on age: k = 1 (66 is alone), so min_k = 1 passes."""
+    source = oracle_data("test.csv")
+    report = tmp_path / "r.html"
+    op = ReidentificationRiskOperator(
+        task_id="assess",
+        path=str(source),
+        sep=";",
+        quasi_identifiers="age",
+        min_k=1,
+        report_path=str(report),
+        sign_off='{"reviewer": "A. Jones", "decision": "approve", "date": "2026-12-01"}',
+    )
+    got = op.execute({"ti": _TI()})  # type: ignore[arg-type]
+    data = source.read_bytes()
+    fingerprint = got["input"]
+    assert fingerprint["sha256"] == hashlib.sha256(data).hexdigest()
+    assert (fingerprint["size_bytes"], fingerprint["rows"]) == (len(data), 7)
+    html = report.read_text(encoding="utf-8")
+    assert fingerprint["sha256"] in html
+    assert "A. Jones" in html and "2026-12-01" in html
+    assert got["advice"] is None  # no k breach
+
+    op.fingerprint = "false"
+    assert op.execute({"ti": _TI()})["input"] is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("sign_off", {"reviewer": "A", "when": "x"}, "sign_off: unknown sign-off keys: when"),
+        ("advice", "maybe", "advice must be true or false"),
+        ("hierarchies", "[1]", "hierarchies must be a mapping"),
+        ("warn_min_k", "0.5", "warn_min_k"),
+        ("preset", "ema0070", "did you mean .ema-0070."),
+    ],
+)
+def test_bad_parameters_fail_before_reading(name: str, value: Any, message: str) -> None:
+    op = ReidentificationRiskOperator(
+        task_id="assess", path="/nonexistent/staged.csv", quasi_identifiers="age", min_k=2
+    )
+    setattr(op, name, value)
+    with pytest.raises(ReidentConfigurationError, match=message):
+        op.execute({"ti": _TI()})  # type: ignore[arg-type]
