@@ -326,6 +326,14 @@ class StagedTableOperator(ReidentOperator):
     ``where`` (with ``table`` only) gates one partition without a whole ``SELECT``:
     ``where="day = '{{ ds }}'"`` reads ``SELECT * FROM <table> WHERE day = '...'``, the table
     quoted by the database's dialect; the condition is SQL of the DAG's author, as ``sql`` is.
+
+    :param conn_id: Airflow connection of the staging database (with ``table`` or ``sql``).
+    :param table: the staged table of that connection.
+    :param schema: the table's schema.
+    :param sql: a ``SELECT`` to read instead of ``table`` (or a ``.sql`` template file).
+    :param where: a condition narrowing ``table`` to some rows (one partition).
+    :param path: a CSV or Parquet file instead of a database: local or an object-storage URL.
+    :param sep: the CSV's separator (default ``,``).
     """
 
     def __init__(

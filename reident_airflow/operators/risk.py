@@ -43,20 +43,40 @@ class ReidentificationRiskOperator(StagedTableOperator):
 
     The table is either in a database (``conn_id`` with ``table`` or ``sql``; the ``GROUP BY``
     runs in the database and only one row per equivalence class is fetched) or a CSV / Parquet
-    file (``path``, local or an object-storage URL Airflow supports). ``where`` narrows a
-    ``table`` to the rows of one partition (``"day = '{{ ds }}'"``) without a whole ``SELECT``;
-    ``sql`` may name a ``.sql`` template file.
+    file (``path``, local or an object-storage URL Airflow supports): the parameters of
+    :class:`~reident_airflow.operators.base.StagedTableOperator` (``conn_id``, ``table``,
+    ``schema``, ``sql``, ``where``, ``path``, ``sep``). ``where`` narrows a ``table`` to the
+    rows of one partition (``"day = '{{ ds }}'"``) without a whole ``SELECT``; ``sql`` may name
+    a ``.sql`` template file.
 
     :param quasi_identifiers: QI columns (list, or comma-separated string; templated).
-    :param conn_id: Airflow connection of the staging database.
-    :param table: staged table (with ``schema``), or ``sql``: a ``SELECT`` to assess.
-    :param path: CSV or Parquet file instead of a database (``sep`` for CSV).
     :param record_threshold: record risk above which a record counts as at risk (default
         :data:`~reident_airflow.engine.defaults.DEFAULT_RECORD_THRESHOLD`).
-    :param population_size: / ``sampling_fraction`` / ``region``: the population the table was
-        drawn from, for the population-uniqueness models (at most one).
+    :param population_size: size of the population the table was drawn from, for the
+        population-uniqueness models (at most one of this, ``sampling_fraction`` and
+        ``region``).
+    :param sampling_fraction: the table's share of that population (n / N).
+    :param region: a population of known size (see
+        :data:`~reident_airflow.engine.defaults.REGIONS`).
     :param population_table: a register of that population on the same QIs (a table of the
         same connection, or a file when ``path`` is used).
+    :param preset: a named gate from published guidance
+        (:data:`~reident_airflow.engine.presets.PRESETS`: ``ema-0070``, ``health-canada``,
+        ``el-emam-public``, ``el-emam-controlled``, ``el-emam-trusted``, ``k5``, ``k11``); its
+        limits fill those left unset, a limit given wins. The assessment names it.
+    :param max_highest_risk: the prosecutor's highest record risk may be at most this.
+    :param max_average_risk: the prosecutor's average record risk may be at most this.
+    :param max_records_at_risk: the share of records above ``record_threshold`` may be at
+        most this.
+    :param min_k: every class must hold at least this many records.
+    :param warn_max_highest_risk: warning level of ``max_highest_risk``.
+    :param warn_max_average_risk: warning level of ``max_average_risk``.
+    :param warn_max_records_at_risk: warning level of ``max_records_at_risk``.
+    :param warn_min_k: warning level of ``min_k``. A warning level is as strict as its failing
+        level or stricter; crossing it logs one line, alerts (outcome ``"warn"``, through the
+        :class:`~reident_airflow.notifiers.ReidentBreachNotifier` of
+        ``on_failure_callback``) and lists it under ``warnings``: the task succeeds and the
+        release goes ahead.
     :param weight: a sampling-weight column: adds the individual risk (sdcMicro's
         Benedetti–Franconi approximation, docs/metrics.md §6), which is then also the
         journalist's basis when no register is given. Weight sums are computed where the data
@@ -65,26 +85,45 @@ class ReidentificationRiskOperator(StagedTableOperator):
         entropy and recursive (``recursive_c``, default
         :data:`~reident_airflow.engine.defaults.DEFAULT_RECURSIVE_C`) l-diversity
         (docs/metrics.md §7); value counts per class are computed where the data is.
+    :param recursive_c: c of recursive (c, l)-diversity.
     :param suda: also compute SUDA2 special uniques (per-column contributions).
-    :param max_highest_risk: / ``max_average_risk`` / ``max_records_at_risk`` / ``min_k``: the
-        gate; each is optional. ``max_global_risk`` gates the expected share of
-        re-identifications from ``weight``, ``min_l`` the distinct l of every sensitive column.
+    :param max_global_risk: the expected share of re-identifications from ``weight`` may be
+        at most this.
+    :param min_l: every sensitive column must have at least this distinct l in every class.
+    :param warn_max_global_risk: warning level of ``max_global_risk``.
+    :param warn_min_l: warning level of ``min_l``.
     :param on_breach: ``"fail"`` (default: the task fails, no retries), ``"skip"`` (the task
         and its downstream are skipped: nothing is published) or ``"warn"`` (log, succeed).
+        It applies to the failing levels; warning levels never stop the task.
+    :param max_subset_size: rank QI subsets up to this many columns.
+    :param report_path: where to write a self-contained HTML risk report (templated; a local
+        path or an object-storage URL), also when the gate is breached; its location is pushed
+        to XCom under ``report_location``, its URL (``report_base_url``, or an object-storage
+        URL) under ``report_url``: the task's "Re-identification report" link. Needs the
+        ``report`` extra (matplotlib). ``sign_off`` pre-fills its sign-off block.
     :param rank_attributes: rank the QI subsets (which columns re-identify; default). With
         ``False`` and no weight, sensitive columns, SUDA2 or register, only the class-size
         histogram is counted where the data is: nothing per class leaves the database.
     :param memory_limit: most memory the embedded engine (DuckDB) may use for a ``path``
         (e.g. ``"1GB"``; templated); beyond it, it spills to a temporary folder.
-    :param report_path: where to write a self-contained HTML risk report (templated; a local
-        path or an object-storage URL), also when the gate is breached; its location is pushed
-        to XCom under ``report_location``, its URL (``report_base_url``, or an object-storage
-        URL) under ``report_url``: the task's "Re-identification report" link. Needs the
-        ``report`` extra (matplotlib).
+    :param hierarchies: ``{qi: spec}`` for the advice's Datafly outlook (specs as
+        :class:`~reident_airflow.operators.datafly.DataflyOperator` takes them); QIs without
+        one use the hierarchies bundled for Adult's column names, if any.
+    :param hierarchy_sep: separator of the ARX hierarchy files (default ``;``).
+    :param advice: on a breach of ``min_k``, read the staged table again (its class table
+        where the data is, then its QI columns) for the advice: classes and records below k,
+        the column that drives the risk and what Datafly at that k would do (default
+        ``True``). It is logged, ends the breach's message, goes to XCom (``advice``), to the
+        alert and to the report. Aggregates only.
+    :param fingerprint: add ``input`` to the assessment (default ``True``): a file's SHA-256,
+        size and row count (an object-storage file is hashed as downloaded), or a table's or
+        query's row count and snapshot (:mod:`reident_airflow.sources.fingerprint`); the
+        report shows it. Hashing costs about 2.5 s per GB.
 
-    Returns the assessment JSON (``reident.assessment/v1``, aggregates only) as XCom
-    (``return_value``, pushed before failing on a breach too). Connection and SQL errors
-    are raised as they are, so Airflow's retries apply; bad parameters and breaches fail now.
+    Returns the assessment JSON (``reident.assessment/v1``, aggregates only, with ``advice``
+    and ``input``) as XCom (``return_value``, pushed before failing on a breach too).
+    Connection and SQL errors are raised as they are, so Airflow's retries apply; bad
+    parameters and breaches fail now.
     """
 
     #: The operator's parameters that are fields of :class:`AssessmentOptions`.
