@@ -60,8 +60,11 @@ def check_choice(value: str, field: str, choices: Sequence[str]) -> str:
     return value
 
 
-_TRUE = {"true", "yes", "1", "on"}
-_FALSE = {"false", "no", "0", "off"}
+#: The texts an on/off parameter may render to (any case), as the options' flags take them.
+_FLAG_TEXTS = {
+    **dict.fromkeys(("true", "yes", "1", "on"), True),
+    **dict.fromkeys(("false", "no", "0", "off"), False),
+}
 
 
 def parse_flag(value: Any, field: str) -> bool:
@@ -69,9 +72,7 @@ def parse_flag(value: Any, field: str) -> bool:
     ``"no"``, ...; templating turns booleans into text)."""
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower() if isinstance(value, str | int) else None
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ReidentConfigurationError(f"{field} must be true or false, got {value!r}")
+    found = _FLAG_TEXTS.get(str(value).strip().lower()) if isinstance(value, str | int) else None
+    if found is None:
+        raise ReidentConfigurationError(f"{field} must be true or false, got {value!r}")
+    return found
