@@ -2,6 +2,11 @@
 assertion per threshold and the row count, as Airflow's common.sql check operators report
 them.
 
+Warning levels (``warn_*``) are assertions as well, named ``"<measure> <= <limit> (warning
+level)"`` with severity ``"warn"``; ``success`` is whether the measure met the level, so a
+crossed warning level reads ``success: false`` on a task that succeeded. The failing levels'
+severity is ``"error"`` with ``on_breach="fail"`` and ``"warn"`` otherwise.
+
 The assertions (:func:`report_assertions`) and the dataset names (:func:`dataset_of`) are
 plain Python; :func:`operator_lineage` turns them into the OpenLineage provider's objects and
 returns None when the provider (``apache-airflow-providers-openlineage``) is not installed.
