@@ -34,7 +34,8 @@ _EXPORTS: dict[str, str] = {
     "assessment": "Assessment Breach JournalistRisk assess",
     "attributes": "AttributeRisk attribute_risks",
     "classes": "ClassSizes ClassTable class_table_from_grouped",
-    "datafly": "DataflyAttempt DataflyResult DataflyStep",
+    "datafly": "DataflyResult",
+    "datafly_search": "DataflyAttempt DataflyStep",
     "defaults": "DEFAULT_RECORD_THRESHOLD DEFAULT_RECURSIVE_C DEFAULT_TARGET REGIONS",
     "direct_match": (
         "ColumnProtection DirectMatchResult column_protection direct_match_from_counts "
@@ -84,9 +85,9 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.classes import ClassSizes as ClassSizes
     from reident_airflow.engine.classes import ClassTable as ClassTable
     from reident_airflow.engine.classes import class_table_from_grouped as class_table_from_grouped
-    from reident_airflow.engine.datafly import DataflyAttempt as DataflyAttempt
     from reident_airflow.engine.datafly import DataflyResult as DataflyResult
-    from reident_airflow.engine.datafly import DataflyStep as DataflyStep
+    from reident_airflow.engine.datafly_search import DataflyAttempt as DataflyAttempt
+    from reident_airflow.engine.datafly_search import DataflyStep as DataflyStep
     from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD as DEFAULT_RECORD_THRESHOLD
     from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C as DEFAULT_RECURSIVE_C
     from reident_airflow.engine.defaults import DEFAULT_TARGET as DEFAULT_TARGET

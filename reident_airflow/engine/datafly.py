@@ -38,14 +38,21 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from reident_airflow.engine.classes import group_codes
+from reident_airflow.engine.datafly_search import (
+    DataflyAttempt,
+    DataflyStep,
+    Histogram,
+    SearchSpace,
+    datafly_search,
+)
 from reident_airflow.engine.encoding import encode_series, validate_quasi_identifiers
 from reident_airflow.engine.errors import (
     AnonymizationInfeasibleError,
@@ -54,39 +61,23 @@ from reident_airflow.engine.errors import (
     InvalidInputError,
 )
 from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
-from reident_airflow.engine.records import FieldRecord
 
 __all__ = [
     "SCHEMA",
-    "DataflyAttempt",
     "DataflyResult",
-    "DataflyStep",
-    "Histogram",
-    "HistogramAt",
+    "DataflySummary",
     "InformationLoss",
-    "SearchSpace",
     "datafly",
     "datafly_inputs",
-    "datafly_search",
+    "datafly_summary",
     "infeasible_report",
     "parse_suppression_limit",
-    "records_below",
     "resolve_suppression_limit",
 ]
 
 SCHEMA = "reident.datafly/v1"
 
 IntArray = NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class DataflyStep(FieldRecord):
-    """One generalization: QI ``generalized`` went to ``level``, after which ``below_k``
-    records were in classes smaller than k."""
-
-    generalized: str
-    level: int
-    below_k: int
 
 
 @dataclass(frozen=True)
@@ -109,39 +100,12 @@ class InformationLoss:
         return {"precision": self.precision, "discernibility": self.discernibility}
 
 
-@dataclass(frozen=True)
-class DataflyAttempt:
-    """A state Datafly reached: the levels of the QIs and the records then below k.
-
-    Carried by :class:`AnonymizationInfeasibleError` as ``best_attempt`` (the state with the
-    fewest records below k; ties go to the later state). Aggregates only.
-    """
-
-    levels: dict[str, int]
-    below_k: int
-    suppression_limit: int
-    steps: tuple[DataflyStep, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "levels": dict(self.levels),
-            "below_k": self.below_k,
-            "suppression_limit": self.suppression_limit,
-            "steps": [s.to_dict() for s in self.steps],
-        }
-
-
 @dataclass(frozen=True, eq=False)
-class DataflyResult:
-    """The outcome of :func:`datafly`.
-
-    ``table`` is the generalized DataFrame: the input's rows minus the suppressed ones, in the
-    input's order and with its index; non-QI columns untouched; each QI column holds the
-    generalized labels as strings. ``to_dict()`` is the ``reident.datafly/v1`` JSON of
-    docs/contract.md (aggregates only: the table is not in it). ``achieved_k`` is the smallest
-    output class (``None`` when every record was suppressed, which only a suppression limit
-    of at least ``n`` allows).
-    """
+class DataflySummary:
+    """What a Datafly run reached, in aggregates: the fields every backend's result shares
+    (:class:`DataflyResult` adds the pandas table, the Spark result a Spark DataFrame).
+    ``achieved_k`` is the smallest output class (``None`` when every record was suppressed,
+    which only a suppression limit of at least ``n`` allows)."""
 
     records: int
     k: int
@@ -153,13 +117,13 @@ class DataflyResult:
     top_levels: dict[str, int]
     steps: tuple[DataflyStep, ...]
     information_loss: InformationLoss
-    table: pd.DataFrame = field(repr=False)
 
     @property
     def released_records(self) -> int:
         return self.records - self.suppressed_records
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``reident.datafly/v1`` JSON of docs/contract.md (aggregates only)."""
         return {
             "schema": SCHEMA,
             "records": self.records,
@@ -171,6 +135,61 @@ class DataflyResult:
             "steps": [s.to_dict() for s in self.steps],
             "information_loss": self.information_loss.to_dict(),
         }
+
+    def summary_fields(self) -> dict[str, Any]:
+        """The fields, by name (not deep-copied), to build a backend's result from."""
+        return {f.name: getattr(self, f.name) for f in fields(DataflySummary)}
+
+
+@dataclass(frozen=True, eq=False)
+class DataflyResult(DataflySummary):
+    """The outcome of :func:`datafly`.
+
+    ``table`` is the generalized DataFrame: the input's rows minus the suppressed ones, in the
+    input's order and with its index; non-QI columns untouched; each QI column holds the
+    generalized labels as strings. ``to_dict()`` is the ``reident.datafly/v1`` JSON of
+    docs/contract.md (aggregates only: the table is not in it). ``achieved_k`` is the smallest
+    output class (``None`` when every record was suppressed, which only a suppression limit
+    of at least ``n`` allows).
+    """
+
+    table: pd.DataFrame = field(repr=False)
+
+
+def datafly_summary(
+    space: SearchSpace,
+    levels: Sequence[int],
+    steps: Sequence[DataflyStep],
+    final: Histogram,
+    *,
+    k: int,
+    limit: int,
+) -> DataflySummary:
+    """The summary of a finished search from the class-size histogram at its final levels:
+    classes below ``k`` are suppressed; Prec and C_DM as :class:`InformationLoss` defines."""
+    sizes, counts = final
+    n = int((sizes * counts).sum())
+    small = sizes < k
+    suppressed = int((sizes[small] * counts[small]).sum())
+    kept_sizes, kept_counts = sizes[~small], counts[~small]
+    m = len(space.names)
+    tops = [space.top(i) for i in range(m)]
+    ratios = [levels[i] / tops[i] if tops[i] else 0.0 for i in range(m)]
+    return DataflySummary(
+        records=n,
+        k=k,
+        achieved_k=int(kept_sizes.min()) if kept_sizes.size else None,
+        suppression_limit=limit,
+        suppressed_records=suppressed,
+        quasi_identifiers=space.names,
+        levels=dict(zip(space.names, levels, strict=True)),
+        top_levels=dict(zip(space.names, tops, strict=True)),
+        steps=tuple(steps),
+        information_loss=InformationLoss(
+            precision=1.0 - sum(ratios) / m,
+            discernibility=int((kept_sizes**2 * kept_counts).sum()) + suppressed * n,
+        ),
+    )
 
 
 def resolve_suppression_limit(limit: int | float | None, k: int, records: int) -> int:
@@ -380,7 +399,7 @@ def datafly(
     levels, steps = datafly_search(
         space, _PandasHistograms(columns, base), k=k, limit=limit, progress=progress
     )
-    return _release(frame, columns, base, levels, k=k, limit=limit, steps=steps)
+    return _release(frame, columns, base, space, levels, k=k, limit=limit, steps=steps)
 
 
 @dataclass(frozen=True, eq=False)
@@ -392,38 +411,10 @@ class _Base:
     row_class: IntArray
 
 
-#: A class-size histogram: the distinct class sizes (ascending) and how many classes have each.
-Histogram: TypeAlias = tuple[IntArray, IntArray]
-#: The seam of the search: the class-size histogram the records form when each QI is at the
-#: given level (one level per QI, in QI order). Called once per step, each call one level
-#: above the previous one on one QI; wherever the records are (pandas here, Spark in
-#: :mod:`reident_airflow.sources.spark_release_datafly`).
-HistogramAt: TypeAlias = Callable[[Sequence[int]], Histogram]
-
-
-@dataclass(frozen=True)
-class SearchSpace:
-    """What Datafly's search needs of the QIs besides the histograms: their names (in
-    tie-breaking order) and, per QI and level, the distinct labels of the values present."""
-
-    names: tuple[str, ...]
-    cards: tuple[tuple[int, ...], ...]  # cards[i][level]; len(cards[i]) - 1 is the top level
-
-    def top(self, i: int) -> int:
-        return len(self.cards[i]) - 1
-
-
-def records_below(histogram: Histogram, k: int) -> int:
-    """The records in classes of fewer than ``k`` records."""
-    sizes, counts = histogram
-    small = sizes < k
-    return int((sizes[small] * counts[small]).sum())
-
-
 class _PandasHistograms:
-    """:data:`HistogramAt` on the encoded columns: each step regroups the current class table
-    (the generalized QI mapped one level up) or, where the hierarchy is not a tree at that
-    level, the base class table (always exact)."""
+    """:data:`~reident_airflow.engine.datafly_search.HistogramAt` on the encoded columns: each
+    step regroups the current class table (the generalized QI mapped one level up) or, where
+    the hierarchy is not a tree at that level, the base class table (always exact)."""
 
     def __init__(self, columns: list[_Column], base: _Base) -> None:
         self._columns = columns
@@ -455,85 +446,11 @@ class _PandasHistograms:
         return sizes.astype(np.int64, copy=False), counts.astype(np.int64, copy=False)
 
 
-def datafly_search(
-    space: SearchSpace,
-    histogram_at: HistogramAt,
-    *,
-    k: int,
-    limit: int,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[list[int], list[DataflyStep]]:
-    """Sweeney's greedy search: generalize the QI with the most distinct values one level at
-    a time until at most ``limit`` records are in classes below ``k``.
-
-    ``histogram_at`` gives the class-size histogram at each state (:data:`HistogramAt`).
-    Returns the final level of every QI and the steps taken; raises
-    :class:`AnonymizationInfeasibleError` (with the best attempt) when every QI is at its top
-    level and still too many records are below ``k``.
-    """
-    m = len(space.names)
-    levels = [0] * m
-    first = histogram_at(levels)
-    below = records_below(first, k)
-    steps: list[DataflyStep] = []
-    best = (below, 0, list(levels))  # records below k, steps, levels of the best state
-    if progress is not None:
-        records, classes = int((first[0] * first[1]).sum()), int(first[1].sum())
-        progress(
-            f"step 0: {records:,} records in {classes:,} classes; "
-            f"{below:,} records in classes below k={k} (limit {limit:,})"
-        )
-    while below > limit:
-        candidates = [i for i in range(m) if levels[i] < space.top(i)]
-        if not candidates:
-            raise _infeasible(k, limit, below, _attempt(space, best, steps, limit))
-        # The QI with the most distinct values in the current generalized table; ties: the
-        # first given. Generalization never drops a record, so a QI's distinct values at its
-        # level are the distinct labels of the values present: ``cards[level]``.
-        chosen = max(candidates, key=lambda i: (space.cards[i][levels[i]], -i))
-        levels[chosen] += 1
-        below = records_below(histogram_at(levels), k)
-        name = space.names[chosen]
-        steps.append(DataflyStep(generalized=name, level=levels[chosen], below_k=below))
-        if below <= best[0]:
-            best = (below, len(steps), list(levels))
-        if progress is not None:
-            progress(
-                f"step {len(steps)}: generalized {name} to level {levels[chosen]}; "
-                f"{below:,} records in classes below k"
-            )
-    return levels, steps
-
-
-def _attempt(
-    space: SearchSpace, best: tuple[int, int, list[int]], steps: list[DataflyStep], limit: int
-) -> DataflyAttempt:
-    below, taken, levels = best
-    return DataflyAttempt(
-        levels=dict(zip(space.names, levels, strict=True)),
-        below_k=below,
-        suppression_limit=limit,
-        steps=tuple(steps[:taken]),
-    )
-
-
-def _infeasible(
-    k: int, limit: int, below: int, attempt: DataflyAttempt
-) -> AnonymizationInfeasibleError:
-    """The error for a search that ended with every QI at its top level."""
-    return AnonymizationInfeasibleError(
-        f"cannot reach k={k} within the suppression limit of {limit:,} records: with "
-        f"every quasi-identifier at its top level, {below:,} records remain in classes "
-        f"smaller than k (best attempt: {attempt.below_k:,} records below k at levels "
-        f"{', '.join(f'{q}={lv}' for q, lv in attempt.levels.items())})",
-        best_attempt=attempt,
-    )
-
-
 def _release(
     frame: pd.DataFrame,
     columns: list[_Column],
     base: _Base,
+    space: SearchSpace,
     levels: list[int],
     *,
     k: int,
@@ -543,7 +460,6 @@ def _release(
     """Apply the final levels: base classes -> final classes -> which rows survive; the
     generalized table without the records of classes below ``k``, and its information loss."""
     m = len(columns)
-    n = len(frame)
     final = [columns[i].level_maps[levels[i]][base.codes[:, i]] for i in range(m)]
     _, final_sizes, base_to_final = group_codes(
         final,
@@ -553,30 +469,14 @@ def _release(
     )
     assert base_to_final is not None
     suppressed_class = final_sizes < k
-    suppressed = int(final_sizes[suppressed_class].sum())
-    kept_sizes = final_sizes[~suppressed_class]
-    achieved_k = int(kept_sizes.min()) if kept_sizes.size else None
+    sizes, counts = np.unique(final_sizes.astype(np.int64, copy=False), return_counts=True)
+    summary = datafly_summary(space, levels, steps, (sizes, counts), k=k, limit=limit)
 
     keep_rows = ~suppressed_class[base_to_final][base.row_class]
+    suppressed = summary.suppressed_records
     # pandas copy-on-write: neither form lets a change to ``table`` reach ``frame``
     table = frame.loc[keep_rows] if suppressed else frame.copy(deep=False)
     for i, col in enumerate(columns):
         row_codes = col.row_codes[keep_rows] if suppressed else col.row_codes
         table[col.name] = col.labels[levels[i]].take(col.level_maps[levels[i]][row_codes])
-
-    ratios = [levels[i] / columns[i].top if columns[i].top else 0.0 for i in range(m)]
-    precision = 1.0 - sum(ratios) / m
-    discernibility = int((kept_sizes.astype(np.int64) ** 2).sum()) + suppressed * n
-    return DataflyResult(
-        records=n,
-        k=k,
-        achieved_k=achieved_k,
-        suppression_limit=limit,
-        suppressed_records=suppressed,
-        quasi_identifiers=tuple(c.name for c in columns),
-        levels={columns[i].name: levels[i] for i in range(m)},
-        top_levels={c.name: c.top for c in columns},
-        steps=tuple(steps),
-        information_loss=InformationLoss(precision=precision, discernibility=discernibility),
-        table=table,
-    )
+    return DataflyResult(**summary.summary_fields(), table=table)

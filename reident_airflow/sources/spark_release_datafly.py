@@ -13,7 +13,7 @@ The rows never reach the driver. What does:
 
 The codes reach the rows by a broadcast join of each QI's small mapping table (value -> code
 per level, null-safe); the coded rows are cached for the search. The search is the engine's
-own (:func:`~reident_airflow.engine.datafly.datafly_search`), so levels, steps and the
+own (:func:`~reident_airflow.engine.datafly_search.datafly_search`), so levels, steps and the
 suppressed count equal the pandas :func:`~reident_airflow.engine.datafly.datafly` on the same
 data. The release (:attr:`SparkDataflyResult.table`) is a lazy DataFrame: the original
 columns, each QI holding its label at the chosen level (text), the rows of classes below k
@@ -33,13 +33,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from reident_airflow.engine.datafly import (
-    SCHEMA,
-    DataflyStep,
+from reident_airflow.engine.datafly import DataflySummary, datafly_inputs, datafly_summary
+from reident_airflow.engine.datafly_search import (
     Histogram,
-    InformationLoss,
     SearchSpace,
-    datafly_inputs,
     datafly_search,
 )
 from reident_airflow.engine.encoding import validate_quasi_identifiers
@@ -53,35 +50,12 @@ __all__ = ["SparkDataflyResult", "datafly_spark", "write_release_path", "write_r
 
 
 @dataclass(frozen=True, eq=False)
-class SparkDataflyResult:
+class SparkDataflyResult(DataflySummary):
     """The outcome of :func:`datafly_spark`: the fields of
-    :class:`~reident_airflow.engine.datafly.DataflyResult`, ``table`` a Spark DataFrame."""
+    :class:`~reident_airflow.engine.datafly.DataflyResult`, ``table`` a Spark DataFrame;
+    ``to_dict()`` the same ``reident.datafly/v1`` JSON (aggregates only)."""
 
-    records: int
-    k: int
-    achieved_k: int | None
-    suppression_limit: int
-    suppressed_records: int
-    quasi_identifiers: tuple[str, ...]
-    levels: dict[str, int]
-    top_levels: dict[str, int]
-    steps: tuple[DataflyStep, ...]
-    information_loss: InformationLoss
     table: Any
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``reident.datafly/v1`` JSON (aggregates only), as the pandas result's."""
-        return {
-            "schema": SCHEMA,
-            "records": self.records,
-            "k": self.k,
-            "achieved_k": self.achieved_k,
-            "suppression_limit": self.suppression_limit,
-            "suppressed_records": self.suppressed_records,
-            "levels": dict(self.levels),
-            "steps": [s.to_dict() for s in self.steps],
-            "information_loss": self.information_loss.to_dict(),
-        }
 
 
 @dataclass(frozen=True)
@@ -184,60 +158,33 @@ def datafly_spark(
     rows = _joined(frame, coded)
     keys = [_code_column(i, lv) for i, c in enumerate(coded) for lv in range(len(c.cards))]
     search_rows = rows.select(*keys).cache()
+    space = SearchSpace(names=names, cards=tuple(c.cards for c in coded))
     try:
-        space = SearchSpace(names=names, cards=tuple(c.cards for c in coded))
         levels, steps = datafly_search(
             space, lambda lv: _histogram_at(search_rows, lv), k=k, limit=limit, progress=progress
         )
         final = _histogram_at(search_rows, levels)
     finally:
         search_rows.unpersist()
-    return _result(frame, rows, coded, levels, steps, final, k=k, limit=limit)
+    summary = datafly_summary(space, levels, steps, final, k=k, limit=limit)
+    return SparkDataflyResult(
+        **summary.summary_fields(), table=_table(frame, rows, coded, levels, k)
+    )
 
 
-def _result(
-    frame: DataFrame,
-    rows: DataFrame,
-    coded: list[_Coded],
-    levels: list[int],
-    steps: list[DataflyStep],
-    final: Histogram,
-    *,
-    k: int,
-    limit: int,
-) -> SparkDataflyResult:
+def _table(
+    frame: DataFrame, rows: DataFrame, coded: list[_Coded], levels: list[int], k: int
+) -> DataFrame:
+    """The release, lazily: the original columns, each QI its label at its final level, the
+    rows of classes below ``k`` removed."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    sizes, counts = final
-    n = int((sizes * counts).sum())
-    small = sizes < k
-    suppressed = int((sizes[small] * counts[small]).sum())
-    kept_sizes, kept_counts = sizes[~small], counts[~small]
     label = {c.name: F.col(f"reident_q{i}_label{levels[i]}") for i, c in enumerate(coded)}
     window = Window.partitionBy(*label.values())
     sized = rows.withColumn("reident_size", F.count(F.lit(1)).over(window))
-    table = sized.where(F.col("reident_size") >= k).select(
+    return sized.where(F.col("reident_size") >= k).select(
         *(label[c].alias(c) if c in label else _ref(c) for c in frame.columns)
-    )
-    m = len(coded)
-    tops = [len(c.cards) - 1 for c in coded]
-    ratios = [levels[i] / tops[i] if tops[i] else 0.0 for i in range(m)]
-    return SparkDataflyResult(
-        records=n,
-        k=k,
-        achieved_k=int(kept_sizes.min()) if kept_sizes.size else None,
-        suppression_limit=limit,
-        suppressed_records=suppressed,
-        quasi_identifiers=tuple(c.name for c in coded),
-        levels={c.name: levels[i] for i, c in enumerate(coded)},
-        top_levels={c.name: tops[i] for i, c in enumerate(coded)},
-        steps=tuple(steps),
-        information_loss=InformationLoss(
-            precision=1.0 - sum(ratios) / m,
-            discernibility=int((kept_sizes**2 * kept_counts).sum()) + suppressed * n,
-        ),
-        table=table,
     )
 
 

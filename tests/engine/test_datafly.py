@@ -11,12 +11,11 @@ import pytest
 
 from reident_airflow.engine.datafly import (
     SCHEMA,
-    DataflyAttempt,
     DataflyResult,
-    DataflyStep,
     datafly,
     resolve_suppression_limit,
 )
+from reident_airflow.engine.datafly_search import DataflyAttempt, DataflyStep
 from reident_airflow.engine.errors import (
     AnonymizationInfeasibleError,
     EmptyDatasetError,

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reident_airflow.engine.datafly import DataflyStep, datafly
+from reident_airflow.engine.datafly import datafly
+from reident_airflow.engine.datafly_search import DataflyStep
 from reident_airflow.engine.errors import AnonymizationInfeasibleError
 from reident_airflow.engine.hierarchies import Hierarchy
 
