@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -52,10 +52,17 @@ __all__ = [
     "SCHEMA",
     "ColumnProtection",
     "DirectMatchResult",
+    "KeyCounts",
+    "check_key_counts",
+    "check_key_matches",
+    "check_record_counts",
     "column_protection",
+    "columns_to_score",
     "direct_match_from_counts",
     "direct_match_protection",
     "direct_match_report",
+    "keyed_columns_to_score",
+    "match_counts",
     "validate_target",
 ]
 
@@ -230,17 +237,18 @@ def _check_table(table: object, name: str) -> pd.DataFrame:
     return table
 
 
-def _columns_to_score(
-    original: pd.DataFrame, avatar: pd.DataFrame, key: str | None, columns: Sequence[str] | None
+def columns_to_score(
+    original: Sequence[Any], avatar: Sequence[Any], key: str | None, columns: Sequence[Any] | None
 ) -> tuple[tuple[str, ...], tuple[str, ...], list[Any]]:
-    """The columns of one table only (original's, avatar's), and the columns to score:
-    ``columns`` checked, or every column of both tables but the key."""
-    avatar_columns = set(avatar.columns)
-    original_columns = set(original.columns)
-    only_in_original = tuple(label(c) for c in original.columns if c not in avatar_columns)
-    only_in_avatar = tuple(label(c) for c in avatar.columns if c not in original_columns)
+    """From the two tables' column names: the columns of one table only (original's,
+    avatar's), and the columns to score: ``columns`` checked, or every column of both tables
+    but the key. Raises :class:`InvalidInputError` with the messages every path shares."""
+    avatar_columns = set(avatar)
+    original_columns = set(original)
+    only_in_original = tuple(label(c) for c in original if c not in avatar_columns)
+    only_in_avatar = tuple(label(c) for c in avatar if c not in original_columns)
     if columns is None:
-        selected = [c for c in original.columns if c in avatar_columns and c != key]
+        selected = [c for c in original if c in avatar_columns and c != key]
     else:
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a sequence of column names, not one string")
@@ -257,6 +265,113 @@ def _columns_to_score(
             + ("" if key is None else f" besides the key {key!r}")
         )
     return only_in_original, only_in_avatar, selected
+
+
+def check_record_counts(original: int, avatar: int) -> int:
+    """Both tables have records, as many of them (the first checks of every path); returns
+    that number."""
+    for name, records in (("original", original), ("avatar", avatar)):
+        if records == 0:
+            raise EmptyDatasetError(f"the {name} table has no records")
+    if original != avatar:
+        raise InvalidInputError(
+            f"the tables have different numbers of records: the original table has "
+            f"{original}, the avatar table has {avatar}"
+        )
+    return original
+
+
+# ---------------------------------------------------------------------------------------------
+# The key checks from counts: shared by the paths that count where the data is (SQL, Spark).
+
+
+@dataclass(frozen=True)
+class KeyCounts:
+    """What a counting backend found in one table (``name``: ``"original"`` or ``"avatar"``)
+    for the key checks: its records, and whether it has the key column, how many of its
+    records have a key value and how many distinct key values there are."""
+
+    name: str
+    records: int
+    has_key: bool
+    present: int
+    distinct: int
+
+
+def check_key_counts(
+    key: str,
+    original: KeyCounts,
+    avatar: KeyCounts,
+    repeated: Callable[[str], tuple[int, int]],
+) -> int:
+    """The DataFrame path's checks of two tables aligned on ``key``, from counts and in its
+    order: records in both, as many of them, the key column in both, then per table no
+    missing key value and no repeated one. ``repeated(name)`` counts, for the message, the
+    key values of that table occurring more than once and the records holding them; it is
+    called only on a repeated key. Returns the number of records."""
+    n = check_record_counts(original.records, avatar.records)
+    for side in (original, avatar):
+        if not side.has_key:
+            raise InvalidInputError(f"key column {key!r} is missing from the {side.name} table")
+    for side in (original, avatar):
+        if side.present < side.records:
+            raise InvalidInputError(
+                f"key column {key!r} has {side.records - side.present} missing values in the "
+                f"{side.name} table"
+            )
+        if side.distinct != side.present:
+            keys, rows = repeated(side.name)
+            raise InvalidInputError(
+                f"key column {key!r} is not unique in the {side.name} table: {keys} key values "
+                f"occur more than once, on {rows} records"
+            )
+    return n
+
+
+def check_key_matches(key: str, records: int, matched: int) -> None:
+    """Every key of one table is in the other: the join on the key has ``records`` rows."""
+    if matched != records:
+        # Both keys are unique and the tables have n records each: as many avatar keys are
+        # missing from the original table as the other way round.
+        missing = records - matched
+        raise InvalidInputError(
+            f"key column {key!r} does not match between the tables: {missing} key values of "
+            f"the original table are not in the avatar table, and {missing} key values of "
+            f"the avatar table are not in the original table"
+        )
+
+
+def keyed_columns_to_score(
+    original: Sequence[str],
+    avatar: Sequence[str],
+    key: str,
+    columns: Sequence[Any] | None,
+    *,
+    records: int,
+    joined_rows: Callable[[], int],
+) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
+    """:func:`columns_to_score` for tables whose column names are text (a database's, Spark's):
+    ``columns`` are read as text. As on the DataFrame path a key mismatch is reported before a
+    refused column: on a refusal ``joined_rows()`` counts the join on the key first."""
+    given = columns if columns is None or isinstance(columns, str) else [str(c) for c in columns]
+    try:
+        return columns_to_score(original, avatar, key, given)
+    except InvalidInputError:
+        check_key_matches(key, records, joined_rows())
+        raise
+
+
+def match_counts(
+    selected: Sequence[str], joined: Sequence[Any], distinct: Sequence[Any]
+) -> dict[str, tuple[int, int]]:
+    """``(m_c, u_c)`` per selected column from a counting backend's two aggregate rows:
+    ``joined`` = the join's rows, then each column's matches; ``distinct`` = per column its
+    distinct values, then 1 if it has a missing value (missing counts as one value). An
+    aggregate that is NULL (no row) counts 0."""
+    return {
+        c: (int(joined[1 + i] or 0), int(distinct[2 * i] or 0) + int(distinct[2 * i + 1] or 0))
+        for i, c in enumerate(selected)
+    }
 
 
 def direct_match_protection(
@@ -282,18 +397,12 @@ def direct_match_protection(
     original = _check_table(original, "original")
     avatar = _check_table(avatar, "avatar")
     target_value = validate_target(target)
-    for name, table in (("original", original), ("avatar", avatar)):
-        if len(table) == 0:
-            raise EmptyDatasetError(f"the {name} table has no records")
-    if len(original) != len(avatar):
-        raise InvalidInputError(
-            f"the tables have different numbers of records: the original table has "
-            f"{len(original)}, the avatar table has {len(avatar)}"
-        )
-    n = len(original)
+    n = check_record_counts(len(original), len(avatar))
     positions = None if key is None else alignment(original, avatar, key)
 
-    only_in_original, only_in_avatar, selected = _columns_to_score(original, avatar, key, columns)
+    only_in_original, only_in_avatar, selected = columns_to_score(
+        list(original.columns), list(avatar.columns), key, columns
+    )
     counts: dict[str, tuple[int, int]] = {}
     for column in selected:
         y = avatar[column]

@@ -64,10 +64,15 @@ from sqlalchemy.sql.sqltypes import NullType
 from reident_airflow.engine.direct_match import (
     DEFAULT_TARGET,
     DirectMatchResult,
+    KeyCounts,
+    check_key_counts,
+    check_key_matches,
     direct_match_from_counts,
+    keyed_columns_to_score,
+    match_counts,
     validate_target,  # one validation of the target, shared with the DataFrame path
 )
-from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.connect import connect, make_engine, reflect_table
 from reident_airflow.sources.db_errors import database_errors
 
@@ -188,31 +193,7 @@ def _declared_unique(table: sa.FromClause, key: str) -> bool:
     return any(index.unique and [c.name for c in index.columns] == [key] for index in table.indexes)
 
 
-def _selected(
-    original: Sequence[str], avatar: Sequence[str], key: str, columns: Sequence[str] | None
-) -> list[str]:
-    """The columns to score, chosen (and refused) as the engine does."""
-    in_avatar, in_original = set(avatar), set(original)
-    if columns is None:
-        selected = [c for c in original if c in in_avatar and c != key]
-    else:
-        if isinstance(columns, str):
-            raise InvalidInputError("columns must be a sequence of column names, not one string")
-        selected = list(dict.fromkeys(str(c) for c in columns))
-        if key in selected:
-            raise InvalidInputError(f"the key column {key!r} cannot also be scored")
-        for name, present in (("original", in_original), ("avatar", in_avatar)):
-            absent = [c for c in selected if c not in present]
-            if absent:
-                raise InvalidInputError(f"columns missing from the {name} table: {absent}")
-    if not selected:
-        raise InvalidInputError(
-            f"no column to compare: the tables have no column in common besides the key {key!r}"
-        )
-    return selected
-
-
-def _table_counts(conn: Connection, table: sa.FromClause, key: str) -> tuple[int, int, int]:
+def _table_counts(conn: Connection, table: sa.FromClause, key: str, name: str) -> KeyCounts:
     """Records, non-missing keys and distinct keys of a table, in one scan.
 
     The distinct keys are only counted when no primary key or unique constraint on the key
@@ -220,7 +201,7 @@ def _table_counts(conn: Connection, table: sa.FromClause, key: str) -> tuple[int
     """
     if key not in table.c:
         total = int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
-        return total, total, total
+        return KeyCounts(name, total, False, total, total)
     k = table.c[key]
     unique = _declared_unique(table, key)
     exact = _exact(conn.dialect.name, k, _kind(k.type))
@@ -232,20 +213,11 @@ def _table_counts(conn: Connection, table: sa.FromClause, key: str) -> tuple[int
         )
     ).one()
     total, present, distinct = (int(v) for v in row)
-    return total, present, distinct
+    return KeyCounts(name, total, True, present, distinct)
 
 
-def _raise_for_key(
-    conn: Connection, table: sa.FromClause, key: str, name: str, counts: tuple[int, int, int]
-) -> None:
-    """No missing key value, and no key value twice (the engine's messages)."""
-    total, present, distinct = counts
-    if present < total:
-        raise InvalidInputError(
-            f"key column {key!r} has {total - present} missing values in the {name} table"
-        )
-    if distinct == present:
-        return
+def _repeated_keys(conn: Connection, table: sa.FromClause, key: str) -> tuple[int, int]:
+    """The key values occurring more than once, and the records holding them."""
     groups = (
         sa.select(sa.func.count().label("n"))
         .select_from(table)
@@ -254,10 +226,7 @@ def _raise_for_key(
         .subquery()
     )
     keys, rows = conn.execute(sa.select(sa.func.count(), sa.func.sum(groups.c.n))).one()
-    raise InvalidInputError(
-        f"key column {key!r} is not unique in the {name} table: {int(keys)} key values occur "
-        f"more than once, on {int(rows)} records"
-    )
+    return int(keys), int(rows)
 
 
 def direct_match_counts_sql(
@@ -285,21 +254,27 @@ def direct_match_counts_sql(
         raise InvalidInputError(NO_KEY_MESSAGE)
     dialect = conn.dialect.name
     o, a = original.alias("reident_original"), avatar.alias("reident_avatar")
-    n = _check_tables(conn, original, avatar, key)
-    original_columns = [c.name for c in original.columns]
-    avatar_columns = [c.name for c in avatar.columns]
+    tables = {"original": original, "avatar": avatar}
+    n = check_key_counts(
+        key,
+        _table_counts(conn, original, key, "original"),
+        _table_counts(conn, avatar, key, "avatar"),
+        lambda name: _repeated_keys(conn, tables[name], key),
+    )
     joined = sa.join(o, a, _equal(dialect, o.c[key], a.c[key]))
-    try:
-        selected = _selected(original_columns, avatar_columns, key, columns)
-    except InvalidInputError:
-        # The engine reports a key mismatch first: count the join, then raise.
-        _raise_unmatched(
-            key, n, int(_execute_join(conn, sa.select(sa.func.count()).select_from(joined))[0])
-        )
-        raise
+    only_in_original, only_in_avatar, selected = keyed_columns_to_score(
+        [c.name for c in original.columns],
+        [c.name for c in avatar.columns],
+        key,
+        columns,
+        records=n,
+        joined_rows=lambda: int(
+            _execute_join(conn, sa.select(sa.func.count()).select_from(joined))[0]
+        ),
+    )
     matches = [sa.func.sum(sa.case((_same(dialect, o.c[c], a.c[c]), 1), else_=0)) for c in selected]
     row = _execute_join(conn, sa.select(sa.func.count(), *matches).select_from(joined))
-    _raise_unmatched(key, n, int(row[0]))
+    check_key_matches(key, n, int(row[0]))
     distinct: list[sa.ColumnElement[Any]] = []
     for c in selected:
         column = avatar.c[c]
@@ -308,53 +283,12 @@ def direct_match_counts_sql(
             sa.func.max(sa.case((column.is_(None), 1), else_=0)),
         ]
     u = conn.execute(sa.select(*distinct).select_from(avatar)).one()
-    counts = {
-        c: (int(row[1 + i] or 0), int(u[2 * i] or 0) + int(u[2 * i + 1] or 0))
-        for i, c in enumerate(selected)
-    }
-    in_avatar, in_original = set(avatar_columns), set(original_columns)
     return DirectMatchCounts(
         records=n,
-        counts=counts,
-        only_in_original=tuple(c for c in original_columns if c not in in_avatar),
-        only_in_avatar=tuple(c for c in avatar_columns if c not in in_original),
+        counts=match_counts(selected, row, u),
+        only_in_original=only_in_original,
+        only_in_avatar=only_in_avatar,
     )
-
-
-def _check_tables(
-    conn: Connection, original: sa.FromClause, avatar: sa.FromClause, key: str
-) -> int:
-    """The engine's checks of the two tables, in its order: both have records, as many of
-    them, the key column, no missing or repeated key. Returns the number of records."""
-    sides = (("original", original), ("avatar", avatar))
-    scanned = {name: _table_counts(conn, table, key) for name, table in sides}
-    for name, _ in sides:
-        if scanned[name][0] == 0:
-            raise EmptyDatasetError(f"the {name} table has no records")
-    n, n_avatar = scanned["original"][0], scanned["avatar"][0]
-    if n != n_avatar:
-        raise InvalidInputError(
-            f"the tables have different numbers of records: the original table has "
-            f"{n}, the avatar table has {n_avatar}"
-        )
-    for name, table in sides:
-        if key not in table.c:
-            raise InvalidInputError(f"key column {key!r} is missing from the {name} table")
-    for name, table in sides:
-        _raise_for_key(conn, table, key, name, scanned[name])
-    return n
-
-
-def _raise_unmatched(key: str, n: int, matched: int) -> None:
-    if matched != n:
-        # Both keys are unique and the tables have n records each: as many avatar keys are
-        # missing from the original table as the other way round.
-        missing = n - matched
-        raise InvalidInputError(
-            f"key column {key!r} does not match between the tables: {missing} key values of "
-            f"the original table are not in the avatar table, and {missing} key values of "
-            f"the avatar table are not in the original table"
-        )
 
 
 # MariaDB joins two unindexed tables with a block nested loop (quadratic) unless hash joins are

@@ -39,10 +39,15 @@ from typing import TYPE_CHECKING, Any
 from reident_airflow.engine.direct_match import (
     DEFAULT_TARGET,
     DirectMatchResult,
+    KeyCounts,
+    check_key_counts,
+    check_key_matches,
     direct_match_from_counts,
+    keyed_columns_to_score,
+    match_counts,
     validate_target,
 )
-from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
 
 if TYPE_CHECKING:
@@ -106,82 +111,28 @@ def _same(o: DataFrame, a: DataFrame, name: str) -> Column:
     return left.cast("string").eqNullSafe(right.cast("string"))
 
 
-def _table_counts(frame: DataFrame, key: str) -> tuple[int, int, int]:
+def _table_counts(frame: DataFrame, key: str, name: str) -> KeyCounts:
     """Records, keys present and distinct keys, in one aggregation."""
     from pyspark.sql import functions as F
 
     if key not in frame.columns:
         total = int(frame.count())
-        return total, total, total
+        return KeyCounts(name, total, False, total, total)
     value = _value(frame, key)
     row = frame.agg(F.count(F.lit(1)), F.count(value), F.count_distinct(value)).first()
     assert row is not None
-    return int(row[0]), int(row[1]), int(row[2])
+    return KeyCounts(name, int(row[0]), True, int(row[1]), int(row[2]))
 
 
-def _raise_for_key(frame: DataFrame, key: str, name: str, counts: tuple[int, int, int]) -> None:
+def _repeated_keys(frame: DataFrame, key: str) -> tuple[int, int]:
+    """The key values occurring more than once, and the records holding them."""
     from pyspark.sql import functions as F
 
-    total, present, distinct = counts
-    if present < total:
-        raise InvalidInputError(
-            f"key column {key!r} has {total - present} missing values in the {name} table"
-        )
-    if distinct == present:
-        return
     size = F.count(F.lit(1)).alias("reident_n")
     repeated = frame.groupBy(_value(frame, key)).agg(size).where(F.col("reident_n") > 1)
     row = repeated.agg(F.count(F.lit(1)), F.sum("reident_n")).first()
     assert row is not None
-    raise InvalidInputError(
-        f"key column {key!r} is not unique in the {name} table: {int(row[0])} key values occur "
-        f"more than once, on {int(row[1])} records"
-    )
-
-
-def _check_tables(original: DataFrame, avatar: DataFrame, key: str) -> int:
-    """The engine's checks, in its order; returns the number of records."""
-    sides = (("original", original), ("avatar", avatar))
-    scanned = {name: _table_counts(frame, key) for name, frame in sides}
-    for name, _ in sides:
-        if scanned[name][0] == 0:
-            raise EmptyDatasetError(f"the {name} table has no records")
-    n, n_avatar = scanned["original"][0], scanned["avatar"][0]
-    if n != n_avatar:
-        raise InvalidInputError(
-            f"the tables have different numbers of records: the original table has "
-            f"{n}, the avatar table has {n_avatar}"
-        )
-    for name, frame in sides:
-        if key not in frame.columns:
-            raise InvalidInputError(f"key column {key!r} is missing from the {name} table")
-    for name, frame in sides:
-        _raise_for_key(frame, key, name, scanned[name])
-    return n
-
-
-def _selected(
-    original: Sequence[str], avatar: Sequence[str], key: str, columns: Sequence[str] | None
-) -> list[str]:
-    """The columns to score, chosen (and refused) as the engine does."""
-    in_avatar, in_original = set(avatar), set(original)
-    if columns is None:
-        selected = [c for c in original if c in in_avatar and c != key]
-    else:
-        if isinstance(columns, str):
-            raise InvalidInputError("columns must be a sequence of column names, not one string")
-        selected = list(dict.fromkeys(str(c) for c in columns))
-        if key in selected:
-            raise InvalidInputError(f"the key column {key!r} cannot also be scored")
-        for name, present in (("original", in_original), ("avatar", in_avatar)):
-            absent = [c for c in selected if c not in present]
-            if absent:
-                raise InvalidInputError(f"columns missing from the {name} table: {absent}")
-    if not selected:
-        raise InvalidInputError(
-            f"no column to compare: the tables have no column in common besides the key {key!r}"
-        )
-    return selected
+    return int(row[0]), int(row[1])
 
 
 def direct_match_spark(
@@ -199,44 +150,38 @@ def direct_match_spark(
     target_value = validate_target(target)
     if not isinstance(key, str) or not key:
         raise InvalidInputError(NO_KEY_MESSAGE)
-    n = _check_tables(original, avatar, key)
+    frames = {"original": original, "avatar": avatar}
+    n = check_key_counts(
+        key,
+        _table_counts(original, key, "original"),
+        _table_counts(avatar, key, "avatar"),
+        lambda name: _repeated_keys(frames[name], key),
+    )
     o, a = original.alias("reident_o"), avatar.alias("reident_a")
     joined = o.join(a, _same(o, a, key))
-    try:
-        selected = _selected(original.columns, avatar.columns, key, columns)
-    except InvalidInputError:
-        _raise_unmatched(key, n, int(joined.count()))
-        raise
+    only_in_original, only_in_avatar, selected = keyed_columns_to_score(
+        original.columns,
+        avatar.columns,
+        key,
+        columns,
+        records=n,
+        joined_rows=lambda: int(joined.count()),
+    )
     matches = [F.sum(F.when(_same(o, a, c), 1).otherwise(0)) for c in selected]
     row = joined.agg(F.count(F.lit(1)), *matches).first()
     assert row is not None
-    _raise_unmatched(key, n, int(row[0]))
+    check_key_matches(key, n, int(row[0]))
     distinct: list[Column] = []
     for c in selected:
         value = _value(avatar, c)
         distinct += [F.count_distinct(value), F.max(F.when(value.isNull(), 1).otherwise(0))]
     u = avatar.agg(*distinct).first()
     assert u is not None
-    counts = {
-        c: (int(row[1 + i] or 0), int(u[2 * i] or 0) + int(u[2 * i + 1] or 0))
-        for i, c in enumerate(selected)
-    }
-    in_avatar, in_original = set(avatar.columns), set(original.columns)
     return direct_match_from_counts(
         n,
-        counts,
+        match_counts(selected, row, u),
         target=target_value,
         key=key,
-        only_in_original=tuple(c for c in original.columns if c not in in_avatar),
-        only_in_avatar=tuple(c for c in avatar.columns if c not in in_original),
+        only_in_original=only_in_original,
+        only_in_avatar=only_in_avatar,
     )
-
-
-def _raise_unmatched(key: str, n: int, matched: int) -> None:
-    if matched != n:
-        missing = n - matched
-        raise InvalidInputError(
-            f"key column {key!r} does not match between the tables: {missing} key values of "
-            f"the original table are not in the avatar table, and {missing} key values of "
-            f"the avatar table are not in the original table"
-        )
