@@ -233,13 +233,21 @@ def _advice(
     limit = result.thresholds.min_k
     if args.no_advice or limit is None or result.k >= limit:
         return None
+    import numpy as np
+
     from reident_airflow.engine.advice import breach_advice
-    from reident_airflow.sources.spark import histogram_from_spark
+    from reident_airflow.engine.classes import ClassSizes
     from reident_airflow.sources.spark_grouping import spark_errors
 
+    pairs = result.class_size_histogram  # the histogram Spark counted for the assessment
+    table = ClassSizes(
+        result.quasi_identifiers,
+        np.array([size for size, _ in pairs], dtype=np.int64),
+        np.array([count for _, count in pairs], dtype=np.int64),
+        excluded_records=result.excluded_records,
+    )
     progress(f"k = {result.k} < {limit}: counting the advice in Spark (Datafly on histograms)")
     with spark_errors(_label(args)):
-        table = histogram_from_spark(frame, result.quasi_identifiers)
         outlook, missing = _outlook(frame, result, hierarchies)
     ranking = result.attributes or None
     return breach_advice(table, limit, ranking=ranking, datafly=outlook), missing
