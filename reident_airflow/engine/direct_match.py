@@ -25,7 +25,9 @@ compare as they are. Missing equals missing (``NaN``, ``None``, ``pd.NA`` alike)
 
 The arithmetic lives in :func:`column_protection` and the ranking in
 :func:`direct_match_from_counts`, so that a database pushdown path that only *counts*
-``(m_c, u_c)`` gives the same result as :func:`direct_match_protection` over DataFrames.
+``(m_c, u_c)`` gives the same result as :func:`direct_match_protection` over DataFrames; the
+checks such a path makes (same messages, same order) are :func:`count_keyed`'s, on what its
+:class:`KeyedCounter` counts.
 
 Source: Octopize, "Column Direct Match Protection" (avatar privacy metrics documentation);
 see the references of docs/metrics.md.
@@ -37,7 +39,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 import pandas as pd
@@ -51,18 +53,17 @@ __all__ = [
     "DEFAULT_TARGET",
     "SCHEMA",
     "ColumnProtection",
+    "DirectMatchCounts",
     "DirectMatchResult",
     "KeyCounts",
-    "check_key_counts",
-    "check_key_matches",
+    "KeyedCounter",
     "check_record_counts",
     "column_protection",
     "columns_to_score",
+    "count_keyed",
     "direct_match_from_counts",
     "direct_match_protection",
     "direct_match_report",
-    "keyed_columns_to_score",
-    "match_counts",
     "validate_target",
 ]
 
@@ -298,7 +299,7 @@ class KeyCounts:
     distinct: int
 
 
-def check_key_counts(
+def _check_key_counts(
     key: str,
     original: KeyCounts,
     avatar: KeyCounts,
@@ -328,7 +329,7 @@ def check_key_counts(
     return n
 
 
-def check_key_matches(key: str, records: int, matched: int) -> None:
+def _check_key_matches(key: str, records: int, matched: int) -> None:
     """Every key of one table is in the other: the join on the key has ``records`` rows."""
     if matched != records:
         # Both keys are unique and the tables have n records each: as many avatar keys are
@@ -341,7 +342,7 @@ def check_key_matches(key: str, records: int, matched: int) -> None:
         )
 
 
-def keyed_columns_to_score(
+def _keyed_columns_to_score(
     original: Sequence[str],
     avatar: Sequence[str],
     key: str,
@@ -350,18 +351,18 @@ def keyed_columns_to_score(
     records: int,
     joined_rows: Callable[[], int],
 ) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
-    """:func:`columns_to_score` for tables whose column names are text (a database's, Spark's):
+    """Columns to score for tables whose column names are text (a database's, Spark's):
     ``columns`` are read as text. As on the DataFrame path a key mismatch is reported before a
     refused column: on a refusal ``joined_rows()`` counts the join on the key first."""
     given = columns if columns is None or isinstance(columns, str) else [str(c) for c in columns]
     try:
         return columns_to_score(original, avatar, key, given)
     except InvalidInputError:
-        check_key_matches(key, records, joined_rows())
+        _check_key_matches(key, records, joined_rows())
         raise
 
 
-def match_counts(
+def _match_counts(
     selected: Sequence[str], joined: Sequence[Any], distinct: Sequence[Any]
 ) -> dict[str, tuple[int, int]]:
     """``(m_c, u_c)`` per selected column from a counting backend's two aggregate rows:
@@ -372,6 +373,69 @@ def match_counts(
         c: (int(joined[1 + i] or 0), int(distinct[2 * i] or 0) + int(distinct[2 * i + 1] or 0))
         for i, c in enumerate(selected)
     }
+
+
+@dataclass(frozen=True)
+class DirectMatchCounts:
+    """What a counting backend counted: ``n``, ``(m_c, u_c)`` per column and the column
+    layout."""
+
+    records: int
+    counts: dict[str, tuple[int, int]]
+    only_in_original: tuple[str, ...]
+    only_in_avatar: tuple[str, ...]
+
+    def result(
+        self, *, target: float = DEFAULT_TARGET, key: str | None = None
+    ) -> DirectMatchResult:
+        """Ranked and gated by :func:`direct_match_from_counts`."""
+        return direct_match_from_counts(
+            self.records,
+            self.counts,
+            target=target,
+            key=key,
+            only_in_original=self.only_in_original,
+            only_in_avatar=self.only_in_avatar,
+        )
+
+
+class KeyedCounter(Protocol):
+    """A backend counting two tables aligned on a key where they are (a database, Spark).
+    ``name`` is ``"original"`` or ``"avatar"``; ``columns`` gives a table's column names,
+    ``key_counts`` its records and key counts, ``repeated_keys`` its key values occurring more
+    than once and the records holding them, ``joined_rows`` the rows of the join on the key;
+    ``matches`` one row: the join's rows, then each selected column's matches; ``distinct``
+    one row of the avatar table: per column its distinct values, then 1 if one is missing."""
+
+    def columns(self, name: str) -> Sequence[str]: ...
+    def key_counts(self, name: str) -> KeyCounts: ...
+    def repeated_keys(self, name: str) -> tuple[int, int]: ...
+    def joined_rows(self) -> int: ...
+    def matches(self, selected: Sequence[str]) -> Sequence[Any]: ...
+    def distinct(self, selected: Sequence[str]) -> Sequence[Any]: ...
+
+
+def count_keyed(
+    counter: KeyedCounter, key: str, columns: Sequence[Any] | None
+) -> DirectMatchCounts:
+    """The checks of the DataFrame path (same messages, same order) and ``(m_c, u_c)`` per
+    column, from what ``counter`` counts: one pass per table, one over the join, one over
+    the avatar table (a repeated key or a refused column costs one more)."""
+    n = _check_key_counts(
+        key, counter.key_counts("original"), counter.key_counts("avatar"), counter.repeated_keys
+    )
+    only_in_original, only_in_avatar, selected = _keyed_columns_to_score(
+        counter.columns("original"),
+        counter.columns("avatar"),
+        key,
+        columns,
+        records=n,
+        joined_rows=counter.joined_rows,
+    )
+    row = counter.matches(selected)
+    _check_key_matches(key, n, int(row[0]))
+    counts = _match_counts(selected, row, counter.distinct(selected))
+    return DirectMatchCounts(n, counts, only_in_original, only_in_avatar)
 
 
 def direct_match_protection(

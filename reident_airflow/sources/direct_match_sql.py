@@ -52,7 +52,6 @@ with hash joins enabled for that statement only (``SET STATEMENT join_cache_leve
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -63,13 +62,10 @@ from sqlalchemy.sql.sqltypes import NullType
 
 from reident_airflow.engine.direct_match import (
     DEFAULT_TARGET,
+    DirectMatchCounts,  # counted here, also by Spark: the engine's, named here as before
     DirectMatchResult,
     KeyCounts,
-    check_key_counts,
-    check_key_matches,
-    direct_match_from_counts,
-    keyed_columns_to_score,
-    match_counts,
+    count_keyed,
     validate_target,  # one validation of the target, shared with the DataFrame path
 )
 from reident_airflow.engine.errors import InvalidInputError
@@ -95,16 +91,6 @@ FETCH_ROWS = 100_000
 # cast never overflows): what the engine would parse as a number.
 _NUMBER_TEXT = r"^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]{1,3})?\s*$"
 _MYSQL = frozenset({"mysql", "mariadb"})
-
-
-@dataclass(frozen=True)
-class DirectMatchCounts:
-    """What the database counted: ``n``, ``(m_c, u_c)`` per column and the column layout."""
-
-    records: int
-    counts: dict[str, tuple[int, int]]
-    only_in_original: tuple[str, ...]
-    only_in_avatar: tuple[str, ...]
 
 
 # ------------------------------------------------------------------------------ comparisons
@@ -252,43 +238,54 @@ def direct_match_counts_sql(
     """
     if not isinstance(key, str) or not key:
         raise InvalidInputError(NO_KEY_MESSAGE)
-    dialect = conn.dialect.name
-    o, a = original.alias("reident_original"), avatar.alias("reident_avatar")
-    tables = {"original": original, "avatar": avatar}
-    n = check_key_counts(
-        key,
-        _table_counts(conn, original, key, "original"),
-        _table_counts(conn, avatar, key, "avatar"),
-        lambda name: _repeated_keys(conn, tables[name], key),
-    )
-    joined = sa.join(o, a, _equal(dialect, o.c[key], a.c[key]))
-    only_in_original, only_in_avatar, selected = keyed_columns_to_score(
-        [c.name for c in original.columns],
-        [c.name for c in avatar.columns],
-        key,
-        columns,
-        records=n,
-        joined_rows=lambda: int(
-            _execute_join(conn, sa.select(sa.func.count()).select_from(joined))[0]
-        ),
-    )
-    matches = [sa.func.sum(sa.case((_same(dialect, o.c[c], a.c[c]), 1), else_=0)) for c in selected]
-    row = _execute_join(conn, sa.select(sa.func.count(), *matches).select_from(joined))
-    check_key_matches(key, n, int(row[0]))
-    distinct: list[sa.ColumnElement[Any]] = []
-    for c in selected:
-        column = avatar.c[c]
-        distinct += [
-            sa.func.count(sa.distinct(_exact(dialect, column, _kind(column.type)))),
-            sa.func.max(sa.case((column.is_(None), 1), else_=0)),
-        ]
-    u = conn.execute(sa.select(*distinct).select_from(avatar)).one()
-    return DirectMatchCounts(
-        records=n,
-        counts=match_counts(selected, row, u),
-        only_in_original=only_in_original,
-        only_in_avatar=only_in_avatar,
-    )
+    return count_keyed(_SqlCounter(conn, original, avatar, key), key, columns)
+
+
+class _SqlCounter:
+    """:class:`~reident_airflow.engine.direct_match.KeyedCounter` in SQL (module docstring)."""
+
+    def __init__(
+        self, conn: Connection, original: sa.FromClause, avatar: sa.FromClause, key: str
+    ) -> None:
+        self._conn, self._key, self._dialect = conn, key, conn.dialect.name
+        self._tables = {"original": original, "avatar": avatar}
+        self._o, self._a = original.alias("reident_original"), avatar.alias("reident_avatar")
+
+    def columns(self, name: str) -> list[str]:
+        return [c.name for c in self._tables[name].columns]
+
+    def key_counts(self, name: str) -> KeyCounts:
+        return _table_counts(self._conn, self._tables[name], self._key, name)
+
+    def repeated_keys(self, name: str) -> tuple[int, int]:
+        return _repeated_keys(self._conn, self._tables[name], self._key)
+
+    def _joined(self) -> sa.Join:
+        o, a, key = self._o, self._a, self._key
+        return sa.join(o, a, _equal(self._dialect, o.c[key], a.c[key]))
+
+    def joined_rows(self) -> int:
+        stmt = sa.select(sa.func.count()).select_from(self._joined())
+        return int(_execute_join(self._conn, stmt)[0])
+
+    def matches(self, selected: Sequence[str]) -> sa.Row[Any]:
+        o, a = self._o, self._a
+        same = [_same(self._dialect, o.c[c], a.c[c]) for c in selected]
+        matches = [sa.func.sum(sa.case((m, 1), else_=0)) for m in same]
+        return _execute_join(
+            self._conn, sa.select(sa.func.count(), *matches).select_from(self._joined())
+        )
+
+    def distinct(self, selected: Sequence[str]) -> sa.Row[Any]:
+        avatar = self._tables["avatar"]
+        distinct: list[sa.ColumnElement[Any]] = []
+        for c in selected:
+            column = avatar.c[c]
+            distinct += [
+                sa.func.count(sa.distinct(_exact(self._dialect, column, _kind(column.type)))),
+                sa.func.max(sa.case((column.is_(None), 1), else_=0)),
+            ]
+        return self._conn.execute(sa.select(*distinct).select_from(avatar)).one()
 
 
 # MariaDB joins two unindexed tables with a block nested loop (quadratic) unless hash joins are
@@ -333,14 +330,7 @@ def direct_match_in_database(
         original = _reflect(conn, original_table, schema)
         avatar = _reflect(conn, avatar_table, avatar_schema if avatar_schema else schema)
         counted = direct_match_counts_sql(conn, original, avatar, key=key, columns=columns)
-    return direct_match_from_counts(
-        counted.records,
-        counted.counts,
-        target=target_value,
-        key=key,
-        only_in_original=counted.only_in_original,
-        only_in_avatar=counted.only_in_avatar,
-    )
+    return counted.result(target=target_value, key=key)
 
 
 def _reflect(conn: Connection, table: str, schema: str | None) -> sa.Table:

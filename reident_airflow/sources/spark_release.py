@@ -40,11 +40,7 @@ from reident_airflow.engine.direct_match import (
     DEFAULT_TARGET,
     DirectMatchResult,
     KeyCounts,
-    check_key_counts,
-    check_key_matches,
-    direct_match_from_counts,
-    keyed_columns_to_score,
-    match_counts,
+    count_keyed,
     validate_target,
 )
 from reident_airflow.engine.errors import InvalidInputError
@@ -145,43 +141,54 @@ def direct_match_spark(
 ) -> DirectMatchResult:
     """Column Direct Match Protection of two Spark DataFrames aligned on ``key``, counted by
     Spark; only counts reach the driver (module docstring)."""
-    from pyspark.sql import functions as F
-
     target_value = validate_target(target)
     if not isinstance(key, str) or not key:
         raise InvalidInputError(NO_KEY_MESSAGE)
-    frames = {"original": original, "avatar": avatar}
-    n = check_key_counts(
-        key,
-        _table_counts(original, key, "original"),
-        _table_counts(avatar, key, "avatar"),
-        lambda name: _repeated_keys(frames[name], key),
-    )
-    o, a = original.alias("reident_o"), avatar.alias("reident_a")
-    joined = o.join(a, _same(o, a, key))
-    only_in_original, only_in_avatar, selected = keyed_columns_to_score(
-        original.columns,
-        avatar.columns,
-        key,
-        columns,
-        records=n,
-        joined_rows=lambda: int(joined.count()),
-    )
-    matches = [F.sum(F.when(_same(o, a, c), 1).otherwise(0)) for c in selected]
-    row = joined.agg(F.count(F.lit(1)), *matches).first()
-    assert row is not None
-    check_key_matches(key, n, int(row[0]))
-    distinct: list[Column] = []
-    for c in selected:
-        value = _value(avatar, c)
-        distinct += [F.count_distinct(value), F.max(F.when(value.isNull(), 1).otherwise(0))]
-    u = avatar.agg(*distinct).first()
-    assert u is not None
-    return direct_match_from_counts(
-        n,
-        match_counts(selected, row, u),
-        target=target_value,
-        key=key,
-        only_in_original=only_in_original,
-        only_in_avatar=only_in_avatar,
-    )
+    counted = count_keyed(_SparkCounter(original, avatar, key), key, columns)
+    return counted.result(target=target_value, key=key)
+
+
+class _SparkCounter:
+    """:class:`~reident_airflow.engine.direct_match.KeyedCounter` on Spark (module docstring)."""
+
+    def __init__(self, original: DataFrame, avatar: DataFrame, key: str) -> None:
+        self._frames = {"original": original, "avatar": avatar}
+        self._key = key
+        self._o, self._a = original.alias("reident_o"), avatar.alias("reident_a")
+
+    def _joined(self) -> DataFrame:
+        """The join on the key (built once the key is known to be in both tables)."""
+        return self._o.join(self._a, _same(self._o, self._a, self._key))
+
+    def columns(self, name: str) -> list[str]:
+        return list(self._frames[name].columns)
+
+    def key_counts(self, name: str) -> KeyCounts:
+        return _table_counts(self._frames[name], self._key, name)
+
+    def repeated_keys(self, name: str) -> tuple[int, int]:
+        return _repeated_keys(self._frames[name], self._key)
+
+    def joined_rows(self) -> int:
+        return int(self._joined().count())
+
+    def matches(self, selected: Sequence[str]) -> Any:
+        from pyspark.sql import functions as F
+
+        o, a = self._o, self._a
+        matches = [F.sum(F.when(_same(o, a, c), 1).otherwise(0)) for c in selected]
+        row = self._joined().agg(F.count(F.lit(1)), *matches).first()
+        assert row is not None
+        return row
+
+    def distinct(self, selected: Sequence[str]) -> Any:
+        from pyspark.sql import functions as F
+
+        avatar = self._frames["avatar"]
+        distinct: list[Column] = []
+        for c in selected:
+            value = _value(avatar, c)
+            distinct += [F.count_distinct(value), F.max(F.when(value.isNull(), 1).otherwise(0))]
+        row = avatar.agg(*distinct).first()
+        assert row is not None
+        return row
