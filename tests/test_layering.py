@@ -43,7 +43,7 @@ def test_exported_members_exist(name: str) -> None:
         assert hasattr(module, member), f"{name}.__all__ names missing {member}"
 
 
-_HEAVY = "{'pandas', 'scipy', 'pyarrow'}"
+_HEAVY = "{'pandas', 'scipy', 'pyarrow', 'pyspark', 'py4j'}"
 
 
 @pytest.mark.parametrize(
