@@ -144,3 +144,40 @@ def test_errors_carry_the_engines_messages(
             key="k",
         )
     assert str(spark_error.value) == str(engine_error.value)
+
+
+@pytest.mark.parametrize(
+    ("avatar", "schema", "columns"),
+    [
+        # the key column missing from the avatar table
+        (pd.DataFrame({"j": [1, 2, 3, 4], "v": [0, 1, 2, 3]}), "j long, v long", None),
+        # a missing key value in the avatar table
+        (
+            pd.DataFrame({"k": pd.array([1, 2, None, 4], dtype="Int64"), "v": [0, 1, 2, 3]}),
+            "k long, v long",
+            None,
+        ),
+        # the key cannot also be scored
+        (pd.DataFrame({"k": [1, 2, 3, 4], "v": [0, 1, 2, 3]}), "k long, v long", ["k"]),
+        # a column of neither table
+        (pd.DataFrame({"k": [1, 2, 3, 4], "v": [0, 1, 2, 3]}), "k long, v long", ["w"]),
+        # keys that do not match are reported before the refused column
+        (pd.DataFrame({"k": [1, 2, 3, 5], "v": [0, 1, 2, 3]}), "k long, v long", ["w"]),
+        # only the key in common
+        (pd.DataFrame({"k": [1, 2, 3, 4], "w": [0, 1, 2, 3]}), "k long, w long", None),
+    ],
+)
+def test_key_and_column_errors_carry_the_engines_messages(
+    spark: Any, avatar: pd.DataFrame, schema: str, columns: list[str] | None
+) -> None:
+    original = pd.DataFrame({"k": [1, 2, 3, 4], "v": [0, 1, 2, 3]})
+    with pytest.raises(InvalidInputError) as engine_error:
+        direct_match_protection(original, avatar, key="k", columns=columns)
+    with pytest.raises(InvalidInputError) as spark_error:
+        direct_match_spark(
+            _spark(spark, original, "k long, v long"),
+            _spark(spark, avatar, schema),
+            key="k",
+            columns=columns,
+        )
+    assert str(spark_error.value) == str(engine_error.value)
