@@ -34,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     "assessment": "Assessment Breach JournalistRisk assess",
     "attributes": "AttributeRisk attribute_risks",
     "classes": "ClassSizes ClassTable class_table_from_grouped",
-    "datafly": "DataflyResult",
+    "datafly": "DataflyResult DataflySummary",
     "datafly_search": "DataflyAttempt DataflyStep",
     "defaults": "DEFAULT_RECORD_THRESHOLD DEFAULT_RECURSIVE_C DEFAULT_TARGET REGIONS",
     "direct_match": (
@@ -86,6 +86,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.classes import ClassTable as ClassTable
     from reident_airflow.engine.classes import class_table_from_grouped as class_table_from_grouped
     from reident_airflow.engine.datafly import DataflyResult as DataflyResult
+    from reident_airflow.engine.datafly import DataflySummary as DataflySummary
     from reident_airflow.engine.datafly_search import DataflyAttempt as DataflyAttempt
     from reident_airflow.engine.datafly_search import DataflyStep as DataflyStep
     from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD as DEFAULT_RECORD_THRESHOLD
