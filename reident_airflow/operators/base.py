@@ -352,6 +352,7 @@ class StagedTableOperator(ReidentOperator):
         self.where = where
         self.path = path
         self.sep = sep
+        self._staged_copy: Path | None = None
 
     def check_staged(self) -> None:
         """The staged table is a file or a table / query of a connection, not both; a
@@ -395,8 +396,26 @@ class StagedTableOperator(ReidentOperator):
             return [(self.conn_id, schema, table) for schema, table in tables_in_sql(self.sql)]
         return []
 
+    @contextmanager
+    def staged_once(self) -> Iterator[None]:
+        """Within the block, an object-storage ``path`` is downloaded once: every
+        :meth:`read_table` reads that copy (the assessment, the advice and the fingerprint
+        then see the same bytes)."""
+        if not self.path or "://" not in str(self.path):
+            yield
+            return
+        with local_file(str(self.path)) as local:
+            self._staged_copy = local
+            try:
+                yield
+            finally:
+                self._staged_copy = None
+
     def read_table(self, from_file: Callable[[Path], T], from_engine: Callable[[Engine], T]) -> T:
-        """:meth:`read_staged` of the staged table."""
+        """:meth:`read_staged` of the staged table (its one copy inside :meth:`staged_once`)."""
+        copy: Path | None = getattr(self, "_staged_copy", None)  # None on a bare instance
+        if copy is not None:
+            return from_file(copy)
         return self.read_staged(
             path=self.path, conn_id=self.conn_id, from_file=from_file, from_engine=from_engine
         )

@@ -307,7 +307,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         options = self._options()
-        with self.input_errors():
+        with self.input_errors(), self.staged_once():
             result, table = self._assess(options)
             found = None
             if self.advice:

@@ -9,7 +9,9 @@ assessment once it is computed (issue 19), as ``reident assess`` does
   else the bundled ones (:func:`~reident_airflow.sources.advice.advise_on_breach`).
 - **Fingerprint** (:func:`staged_fingerprint`): the staged file's SHA-256, size and row count,
   or the table's (or query's) row count and snapshot
-  (:mod:`reident_airflow.sources.fingerprint`). A file in object storage is hashed as
+  (:mod:`reident_airflow.sources.fingerprint`). A file in object storage is downloaded once
+  for the assessment, the advice and the fingerprint
+  (:meth:`~reident_airflow.operators.base.StagedTableOperator.staged_once`), hashed as
   downloaded and named by its URL.
 
 Aggregates only: names, counts, levels, hashes -- never a value.

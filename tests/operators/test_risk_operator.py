@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import subprocess
@@ -163,19 +164,37 @@ def test_hostile_values_fail_clearly_and_execute_nothing(
         assert conn.exec_driver_sql('SELECT count(*) FROM "staged"').scalar() == 3
 
 
-def test_file_source_and_object_storage(tmp_path: Path) -> None:
+def test_file_source_and_object_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ensure_airflow_db()
     csv = tmp_path / "t.csv"
     csv.write_text("a,b\n1,x\n1,x\n2,y\n", encoding="utf-8")
     ti = _TI()
     op = ReidentificationRiskOperator(task_id="f", path=str(csv), quasi_identifiers="a,b")
     assert op.execute({"ti": ti})["classes"] == 2
-    # a URL goes through Airflow's ObjectStoragePath (file:// here; s3:// etc. with providers)
+    # a URL goes through Airflow's ObjectStoragePath (file:// here; s3:// etc. with providers),
+    # downloaded once for the assessment, the advice and the fingerprint
+    import reident_airflow.operators.base as base
+
+    downloads: list[str] = []
+    real = base.local_file
+
+    def counted(path: str) -> Any:
+        downloads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(base, "local_file", counted)
     op = ReidentificationRiskOperator(
         task_id="m", path=f"file://{csv}", quasi_identifiers="a,b", min_k=2
     )
     with pytest.raises(ReidentificationBreach):
         op.execute({"ti": ti})
+    assert downloads == [f"file://{csv}"]
+    report = ti.pushed["return_value"]
+    # classes (1, x) x2 and (2, y) x1: one class of one record below k = 2
+    assert (report["advice"]["classes_below_k"], report["advice"]["records_below_k"]) == (1, 1)
+    fingerprint = report["input"]
+    assert fingerprint["location"] == f"file://{csv}" and fingerprint["rows"] == 3
+    assert fingerprint["sha256"] == hashlib.sha256(csv.read_bytes()).hexdigest()
 
 
 def test_connection_errors_are_left_to_retries() -> None:
