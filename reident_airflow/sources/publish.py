@@ -83,10 +83,21 @@ def staging_table(
 
 
 def create_staging(engine: Engine, staging: sa.Table) -> None:
-    """Create the staging table, dropping first one left by a run that was killed."""
-    with engine.begin() as conn:
-        staging.drop(conn, checkfirst=True)
-        staging.create(conn)
+    """Create the staging table, dropping first one left by a run that was killed.
+
+    A run killed while it committed its own staging table (the COMMIT sent, the process gone)
+    can make that table appear between this run's drop and its create, which then fails as a
+    duplicate: the pair is tried once more, and a second failure is raised.
+    """
+    for attempt in (1, 2):
+        try:
+            with engine.begin() as conn:
+                staging.drop(conn, checkfirst=True)
+                staging.create(conn)
+            return
+        except sa.exc.DBAPIError:
+            if attempt == 2:
+                raise
 
 
 def drop_quietly(engine: Engine, table: sa.Table) -> None:

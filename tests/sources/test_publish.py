@@ -238,3 +238,34 @@ def test_connection_error_cuts_statement_and_parameters() -> None:
     assert isinstance(shown, sa.exc.OperationalError)
     assert "secret" not in str(shown)
     assert "login refused" in str(shown) and "(end)" in str(shown)
+
+
+@pytest.mark.parametrize("database", ["postgresql", "mariadb"], indirect=True)
+def test_a_staging_table_committed_by_a_dying_run_meanwhile_is_replaced(
+    database: tuple[str, sa.Engine], names: tuple[str, str]
+) -> None:
+    """A run killed just after it sent COMMIT for its staging table: the table appears between
+    this run's drop and its create. Here another connection creates it at that instant; the
+    publish drops it and carries on (it used to fail as a duplicate table)."""
+    _, engine = database
+    source, target = names
+    _fill(engine, source, 5, "new")
+    _fill(engine, target, OLD_ROWS, "old")
+    rival = sa.create_engine(engine.url)
+    created: list[str] = []
+
+    def appear(table: sa.Table, connection: sa.Connection, **_: object) -> None:
+        if table.name == target + NEW_SUFFIX and not created:
+            created.append(table.name)
+            with rival.begin() as other:
+                _table(table.name).create(other)
+
+    sa.event.listen(sa.Table, "before_create", appear)
+    try:
+        copy_table_atomic(engine, source, target)
+    finally:
+        sa.event.remove(sa.Table, "before_create", appear)
+        rival.dispose()
+    assert created == [target + NEW_SUFFIX]
+    assert _state(engine, target) == (5, "new", "new")
+    assert _leftovers(engine, target) == set()
