@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from reident_airflow.commands.assess_outcome import (
     add_outcome_arguments,
     breach_advice_of,
+    finish_assessment,
     input_fingerprint,
     result_lines,
 )
@@ -55,7 +56,6 @@ from reident_airflow.commands.common import (
     add_table_arguments,
     columns_as_written,
     database_located,
-    finish,
     given_hierarchies,
     input_label,
     memory_size,
@@ -381,7 +381,6 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         return run_spark(args, out, err)
     from reident_airflow.engine.assessment import assess
-    from reident_airflow.summary import assessment_summary
 
     options = assessment_options(args)
     hierarchies = given_hierarchies(args)
@@ -391,15 +390,13 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         result = assess(
             table, options, population_table=register, weights=weights, sensitive=sensitive
         )
-        payload = result.to_dict()
         found = _advice(args, result, table, hierarchies, progress)
-        payload["advice"] = None if found is None else found[0].to_dict()
         if not args.no_fingerprint:
             progress(f"fingerprinting {input_label(args)}")
-        payload["input"] = input_fingerprint(args, result)
-        progress("writing the outputs")
-        summary = lambda: assessment_summary(payload)  # noqa: E731
-        code = finish(args, payload, kind="assessment", streams=(out, err), summary=summary)
+        fingerprint = input_fingerprint(args, result)
+        code = finish_assessment(
+            args, result, found, fingerprint, progress=progress, streams=(out, err)
+        )
     for line in result_lines(result, found):
         err.write(f"{line}\n")
     return code

@@ -33,6 +33,7 @@ __all__ = [
     "AdviceFound",
     "add_outcome_arguments",
     "breach_advice_of",
+    "finish_assessment",
     "input_fingerprint",
     "result_lines",
     "warning_line",
@@ -159,3 +160,30 @@ def result_lines(result: Assessment, found: AdviceFound) -> list[str]:
             )
         lines.append(line)
     return lines
+
+
+def finish_assessment(
+    args: argparse.Namespace,
+    result: Assessment,
+    found: AdviceFound,
+    fingerprint: dict[str, Any] | None,
+    *,
+    progress: Callable[[str], None],
+    streams: tuple[Any, Any],
+) -> int:
+    """Write the outputs of an assessment (its JSON with the ``advice`` and ``input`` of this
+    run, the summary, the report) and return the exit code; any engine, any source."""
+    from reident_airflow.commands.common import finish
+    from reident_airflow.summary import assessment_summary
+
+    payload = result.to_dict()
+    payload["advice"] = None if found is None else found[0].to_dict()
+    payload["input"] = fingerprint
+    progress("writing the outputs")
+    return finish(
+        args,
+        payload,
+        kind="assessment",
+        streams=streams,
+        summary=lambda: assessment_summary(payload),
+    )

@@ -276,12 +276,11 @@ def _no_fingerprint_reason(args: argparse.Namespace) -> str:
 def run_spark(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``assess`` with ``--engine spark``: the handler's work once the options are known."""
     from reident_airflow.commands.assess import assessment_options
-    from reident_airflow.commands.assess_outcome import result_lines
-    from reident_airflow.commands.common import Progress, finish, given_hierarchies
+    from reident_airflow.commands.assess_outcome import finish_assessment, result_lines
+    from reident_airflow.commands.common import Progress, given_hierarchies
     from reident_airflow.sources.spark import assess_spark_frame
     from reident_airflow.sources.spark_grouping import spark_errors
     from reident_airflow.sources.spark_measures import refuse_per_class
-    from reident_airflow.summary import assessment_summary
 
     options = assessment_options(args)
     try:
@@ -299,15 +298,13 @@ def run_spark(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             frame = _frame(session, args)
         progress(f"grouping {_label(args)} on {len(options.quasi_identifiers)} QIs in Spark")
         result = assess_spark_frame(frame, options)
-        payload = result.to_dict()
         found = _advice(args, progress, frame, result, hierarchies)
-        payload["advice"] = None if found is None else found[0].to_dict()
-        payload["input"] = _fingerprint(args, result)
-        if payload["input"] is None and not args.no_fingerprint:
+        fingerprint = _fingerprint(args, result)
+        if fingerprint is None and not args.no_fingerprint:
             progress(_no_fingerprint_reason(args))
-        progress("writing the outputs")
-        summary = lambda: assessment_summary(payload)  # noqa: E731
-        code = finish(args, payload, kind="assessment", streams=(out, err), summary=summary)
+        code = finish_assessment(
+            args, result, found, fingerprint, progress=progress, streams=(out, err)
+        )
     for line in result_lines(result, found):
         err.write(f"{line}\n")
     return code
