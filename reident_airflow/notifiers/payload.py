@@ -115,6 +115,29 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _empty_payload(context: Mapping[str, Any], exc: Any) -> dict[str, Any]:
+    """The alert's keys with the task's ids and nothing of a breach yet."""
+    return {
+        "schema": ALERT_SCHEMA,
+        "event": FAILURE_EVENT,
+        **_task_ids(context),
+        "exception_class": type(exc).__name__ if isinstance(exc, BaseException) else None,
+        "check": None,
+        "breaches": [],
+        "quasi_identifiers": [],
+        "k": None,
+        "records": None,
+        "classes": None,
+        "columns_below_target": [],
+        "report_schema": None,
+        "outcome": None,
+        "report_location": None,
+        "report_url": None,
+        "warnings": [],
+        "advice": None,
+    }
+
+
 def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[str, Any]:
     """The alert for a failed task, as a JSON-safe dict (``"schema": "reident.alert/v1"``).
 
@@ -134,31 +157,12 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
     browser, when it has one), ``warnings`` (the warning levels crossed, as ``breaches``; a
     table that crossed only those alerts with no breach and outcome ``"warn"``), ``advice``
     (on a ``min_k`` breach: :func:`advice_of`, with its ``sentence``) and ``text`` (a one-line
-    summary,
-    the field Slack/Mattermost-style webhooks display). Values missing from the source are
+    summary, the field Slack/Mattermost-style webhooks display). Values missing from the source are
     None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
     names stay strings, and nothing else of the report or the exception's message is included.
     """
     exc = context.get("exception")
-    payload: dict[str, Any] = {
-        "schema": ALERT_SCHEMA,
-        "event": FAILURE_EVENT,
-        **_task_ids(context),
-        "exception_class": type(exc).__name__ if isinstance(exc, BaseException) else None,
-        "check": None,
-        "breaches": [],
-        "quasi_identifiers": [],
-        "k": None,
-        "records": None,
-        "classes": None,
-        "columns_below_target": [],
-        "report_schema": None,
-        "outcome": None,
-        "report_location": None,
-        "report_url": None,
-        "warnings": [],
-        "advice": None,
-    }
+    payload = _empty_payload(context, exc)
     source = _breach_fields(payload, exc, report)
     if source is not None:
         outcome = source.get("outcome")

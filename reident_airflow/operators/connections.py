@@ -88,6 +88,11 @@ def sqlalchemy_engine(
     _no_hook_params(conn_id, hook_params)
     if database:
         conn.schema = database
+    return _engine_from_fields(conn_id, conn_type, conn, extra)
+
+
+def _engine_from_fields(conn_id: str, conn_type: str, conn: Any, extra: dict[str, Any]) -> Engine:
+    """The engine of a connection without a provider hook, from its fields and extras."""
     driver = _DRIVERS.get(conn_type)
     if driver is None:
         raise ReidentConfigurationError(
