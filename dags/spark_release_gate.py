@@ -45,7 +45,6 @@ from __future__ import annotations
 import datetime
 import os
 import tempfile
-import uuid
 from typing import Any
 
 import pendulum
@@ -60,30 +59,6 @@ else:  # pragma: no cover
 
 SPARK_CONN = "spark_default"
 _WORK = os.path.join(tempfile.gettempdir(), "reident-spark-release-gate")
-
-
-def publish_atomically(spark: Any, frame: Any, path: str) -> None:
-    """Write ``frame`` as Parquet to a sibling of ``path``, then swap it in with Hadoop's
-    renames (a failed write leaves ``path`` as it was). Needs a classic session."""
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
-        raise RuntimeError("publishing to a path needs a classic Spark session")
-    suffix = uuid.uuid4().hex[:12]
-    staged, retired = f"{path}.reident-new-{suffix}", f"{path}.reident-old-{suffix}"
-    frame.write.parquet(staged)
-    hadoop_path = jvm.org.apache.hadoop.fs.Path
-    target = hadoop_path(path)
-    fs = target.getFileSystem(spark._jsc.hadoopConfiguration())
-    exists = bool(fs.exists(target))
-    if exists and not fs.rename(target, hadoop_path(retired)):
-        fs.delete(hadoop_path(staged), True)
-        raise OSError(f"could not move the previous release aside ({path!r})")
-    if not fs.rename(hadoop_path(staged), target):
-        if exists:
-            fs.rename(hadoop_path(retired), target)
-        raise OSError(f"could not move the new release into place ({path!r})")
-    if exists:
-        fs.delete(hadoop_path(retired), True)
 
 
 def _breach_message(result: Any, where: str) -> str:
@@ -138,6 +113,7 @@ with DAG(
         from reident_airflow.operators.base import act_on_breach
         from reident_airflow.outcomes import REPORT_XCOM_KEY
         from reident_airflow.sources.spark import assess_spark_frame
+        from reident_airflow.sources.spark_release_datafly import write_frame_path
 
         p = params or {}
         candidate = str(p["candidate_path"])
@@ -163,7 +139,8 @@ with DAG(
                 quasi_identifiers=result.quasi_identifiers,
                 k=result.k,
             )
-        publish_atomically(spark, frame, str(p["published_path"]))
+        # written beside the target, then renamed into place (classic session)
+        write_frame_path(frame, str(p["published_path"]))
         return report
 
     stage() >> gate()

@@ -46,7 +46,13 @@ from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["SparkDataflyResult", "datafly_spark", "write_release_path", "write_release_table"]
+__all__ = [
+    "SparkDataflyResult",
+    "datafly_spark",
+    "write_frame_path",
+    "write_release_path",
+    "write_release_table",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -213,11 +219,16 @@ def _quoted(parts: Sequence[str]) -> str:
 def write_release_path(
     result: SparkDataflyResult, path: str, *, file_format: str = "parquet"
 ) -> None:
-    """Write the release once to a sibling of ``path``, then swap it in: the old folder is
+    """Write the release to ``path`` atomically (:func:`write_frame_path`)."""
+    write_frame_path(result.table, path, file_format=file_format)
+
+
+def write_frame_path(frame: DataFrame, path: str, *, file_format: str = "parquet") -> None:
+    """Write ``frame`` once to a sibling of ``path``, then swap it in: the old folder is
     renamed aside, the new one renamed to ``path``, the old one deleted. A failed write leaves
     ``path`` as it was. Renames go through Hadoop's file system (any scheme Spark reads) on a
     classic session; a Spark Connect session has no access to it, and is refused."""
-    session = result.table.sparkSession
+    session = frame.sparkSession
     jvm = getattr(session, "_jvm", None)
     if jvm is None:
         raise InvalidInputError(
@@ -226,7 +237,7 @@ def write_release_path(
         )
     suffix = uuid.uuid4().hex[:12]
     staged, retired = f"{path}.reident-new-{suffix}", f"{path}.reident-old-{suffix}"
-    result.table.write.format(file_format).save(staged)
+    frame.write.format(file_format).save(staged)
     hadoop = jvm.org.apache.hadoop.fs.Path
     target = hadoop(path)
     fs = target.getFileSystem(session._jsc.hadoopConfiguration())
