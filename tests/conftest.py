@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -105,3 +106,12 @@ def load_reference(path: Path) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def adult_csv() -> Path:
     return oracle_data("adult.csv")
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A TCP port of 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port

@@ -4,7 +4,6 @@ OperationalError", and never the password. The port is one of 127.0.0.1 nothing 
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -12,14 +11,6 @@ import pytest
 from tests.cli._cli import one_line_error, run
 
 PASSWORD = "S3cr3t-pw"
-
-
-@pytest.fixture
-def closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def _url(scheme: str, port: int) -> str:

@@ -7,7 +7,6 @@ The servers are "down" by construction: a port on 127.0.0.1 that nothing listens
 from __future__ import annotations
 
 import pickle
-import socket
 
 import pytest
 import sqlalchemy as sa
@@ -23,15 +22,6 @@ from reident_airflow.sources.db_errors import (
 )
 
 PASSWORD = "S3cr3t-pw"
-
-
-@pytest.fixture
-def closed_port() -> int:
-    """A TCP port of 127.0.0.1 nothing listens on (bound, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ PostgreSQL and MariaDB servers (``db`` marker).
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,15 +32,6 @@ from tests.conftest import require_server
 
 PASSWORD = "S3cr3t-pw"
 VALUE = "do-not-show-7731"
-
-
-@pytest.fixture
-def closed_port() -> int:
-    """A TCP port of 127.0.0.1 nothing listens on (bound, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 READERS: dict[str, Callable[[str], Any]] = {
