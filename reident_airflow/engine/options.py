@@ -50,6 +50,7 @@ __all__ = [
     "AssessmentOptions",
     "OptionError",
     "Thresholds",
+    "parse_flag",
 ]
 
 #: How a rule's message names each field for a caller of the Python API (fields not listed
@@ -441,7 +442,9 @@ _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
 
-def _flag(value: Any, key: str) -> bool:
+def parse_flag(value: Any, key: str) -> bool:
+    """An on/off option: a boolean, or its text (``true``/``yes``/``on``/``1`` and their
+    opposites, any case); :class:`InvalidInputError` naming ``key`` otherwise."""
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower() if isinstance(value, str | int) else None
@@ -490,8 +493,8 @@ _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "weight": _name,
     "sensitive": _column_names,
     "recursive_c": _number,
-    "rank_attributes": _flag,
+    "rank_attributes": parse_flag,
     "max_subset_size": _whole_number,
-    "suda": _flag,
+    "suda": parse_flag,
     "suda_max_msu_size": _whole_number,
 }

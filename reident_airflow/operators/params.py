@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.options import parse_flag as flag_value
 from reident_airflow.outcomes import ReidentConfigurationError
 
 __all__ = [
@@ -60,19 +62,10 @@ def check_choice(value: str, field: str, choices: Sequence[str]) -> str:
     return value
 
 
-#: The texts an on/off parameter may render to (any case), as the options' flags take them.
-_FLAG_TEXTS = {
-    **dict.fromkeys(("true", "yes", "1", "on"), True),
-    **dict.fromkeys(("false", "no", "0", "off"), False),
-}
-
-
 def parse_flag(value: Any, field: str) -> bool:
     """A rendered on/off parameter: a boolean, or its text (``"True"``, ``"false"``, ``"1"``,
     ``"no"``, ...; templating turns booleans into text)."""
-    if isinstance(value, bool):
-        return value
-    found = _FLAG_TEXTS.get(str(value).strip().lower()) if isinstance(value, str | int) else None
-    if found is None:
-        raise ReidentConfigurationError(f"{field} must be true or false, got {value!r}")
-    return found
+    try:
+        return flag_value(value, field)
+    except InvalidInputError as exc:  # a configuration error of the task: no retries
+        raise ReidentConfigurationError(str(exc)) from exc
