@@ -30,6 +30,7 @@ from reident_airflow.operators.risk_outcome import (
     staged_fingerprint,
     warning_lines,
 )
+from reident_airflow.operators.spark_table import check_spark_staged
 from reident_airflow.outcomes import ReidentConfigurationError
 
 __all__ = ["GATE_FIELDS", "ReidentificationRiskOperator"]
@@ -210,15 +211,19 @@ class ReidentificationRiskOperator(StagedTableOperator):
         self.fingerprint = fingerprint
 
     # -- work ------------------------------------------------------------------------------
-    def _options(self) -> AssessmentOptions:
-        """The rendered parameters as the assessment's options (checked: fail now if bad)."""
+    def _options(self, *, spark: bool = False) -> AssessmentOptions:
+        """The rendered parameters as the assessment's options (checked: fail now if bad);
+        ``spark``: the staged table is read by a Spark connection."""
         self.check_on_breach()
-        self.check_staged()
+        if not spark:
+            self.check_staged()
         self.check_sign_off()
         with self.input_errors():
             options = AssessmentOptions.from_mapping(
                 {name: getattr(self, name) for name in self.OPTION_FIELDS}
             )
+        if spark:
+            check_spark_staged(self, options)
         self.advice = parse_flag(self.advice, "advice")
         self.fingerprint = parse_flag(self.fingerprint, "fingerprint")
         specs = self._hierarchy_specs()
@@ -305,8 +310,10 @@ class ReidentificationRiskOperator(StagedTableOperator):
         )
         return result, aggregates.table
 
-    def execute(self, context: Context) -> dict[str, Any]:
-        options = self._options()
+    def _assess_staged(
+        self, options: AssessmentOptions
+    ) -> tuple[Assessment, AdviceFound | None, dict[str, Any]]:
+        """The assessment of a file or a database table, its advice and its report."""
         with self.input_errors(), self.staged_once():
             result, table = self._assess(options)
             found = None
@@ -315,6 +322,50 @@ class ReidentificationRiskOperator(StagedTableOperator):
             report = result.to_dict()
             report["advice"] = None if found is None else found[0].to_dict()
             report["input"] = staged_fingerprint(self, result) if self.fingerprint else None
+        return result, found, report
+
+    def _assess_spark(
+        self, options: AssessmentOptions, conn: Any
+    ) -> tuple[Assessment, None, dict[str, Any]]:
+        """The assessment of a Spark connection's table or path, grouped by Spark. No advice
+        (it would bring the class table and the QI columns to the driver); the fingerprint
+        of a local Parquet path only."""
+        from reident_airflow.operators.spark_table import read_spark_frame, spark_session
+        from reident_airflow.sources.spark import assess_spark_frame
+
+        with self.input_errors():
+            session = spark_session(str(self.conn_id), conn)
+            result = assess_spark_frame(read_spark_frame(self, session), options)
+            limit = result.thresholds.min_k
+            if self.advice and limit is not None and result.k < limit:
+                self.log.info(
+                    "advice: not computed on a Spark connection (it needs the class table and "
+                    "the QI columns on the driver)"
+                )
+            report = result.to_dict()
+            report["advice"] = None
+            report["input"] = self._spark_fingerprint(result) if self.fingerprint else None
+        return result, None, report
+
+    def _spark_fingerprint(self, result: Assessment) -> dict[str, Any] | None:
+        """A local Parquet path's fingerprint (a file or a directory); else None."""
+        if not self.path or "://" in str(self.path):
+            self.log.info("fingerprint: only of a local path on a Spark connection")
+            return None
+        from reident_airflow.sources.fingerprint import fingerprint_file
+
+        rows = result.records + result.excluded_records
+        return fingerprint_file(Path(str(self.path)), rows=rows).to_dict()
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from reident_airflow.operators.spark_table import spark_connection
+
+        conn = spark_connection(self.conn_id)
+        options = self._options(spark=conn is not None)
+        if conn is None:
+            result, found, report = self._assess_staged(options)
+        else:
+            result, found, report = self._assess_spark(options, conn)
         location = self.publish(context, report, source=self.source_name("SQL query"))
         from reident_airflow.summary import assessment_summary
 
