@@ -8,6 +8,7 @@ from. The suite reads nothing outside the repository.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -31,6 +32,10 @@ os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 _MIGRATED: list[bool] = []
+
+# py4j logs "Closing down clientserver connection" from a destructor at interpreter exit, when
+# pytest has already closed the stream it would write to ("--- Logging error ---")
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def ensure_airflow_db() -> Path:
