@@ -50,6 +50,15 @@ class ReidentificationRiskOperator(StagedTableOperator):
     rows of one partition (``"day = '{{ ds }}'"``) without a whole ``SELECT``; ``sql`` may name
     a ``.sql`` template file.
 
+    With a ``conn_id`` of the apache-spark provider (type ``spark``: ``host`` the master, the
+    extras Spark settings; or ``spark_connect``: a Spark Connect server), ``table`` (of the
+    session's catalog, ``schema`` its database) or ``path`` (Parquet, any URL Spark reads) is
+    read by that connection's ``SparkSession`` -- got or created, never stopped -- and grouped
+    by Spark (:func:`~reident_airflow.sources.spark.assess_spark_frame`); ``where`` is a Spark
+    SQL filter of either. Not on Spark (refused before any reading): ``sql``, ``suda``,
+    ``population_table``; the advice is not computed (logged), and ``input`` is the
+    fingerprint of a local ``path`` only (else ``None``).
+
     :param quasi_identifiers: QI columns (list, or comma-separated string; templated).
     :param record_threshold: record risk above which a record counts as at risk (default
         :data:`~reident_airflow.engine.defaults.DEFAULT_RECORD_THRESHOLD`).

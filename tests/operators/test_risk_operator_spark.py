@@ -147,3 +147,23 @@ def test_spark_refuses_what_it_cannot_do(
     op = _operator(quasi_identifiers="sex,age", **kwargs)
     with pytest.raises(ReidentConfigurationError, match=named):
         op.execute({"ti": _TI()})
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ({"conn_type": "spark"}, "names no master"),
+        ({"conn_type": "spark_connect", "host": "sc://spark.example/db"}, "not supported"),
+        ({"conn_type": "spark", "host": "local[2]", "extra": "[1]"}, "not a JSON object"),
+    ],
+)
+def test_spark_connection_refused_before_a_session(
+    monkeypatch: pytest.MonkeyPatch, value: dict[str, Any], named: str
+) -> None:
+    """A connection the session cannot be built from fails now (no Spark is started)."""
+    monkeypatch.setenv("AIRFLOW_CONN_REIDENT_SPARK_BAD", json.dumps(value))
+    op = ReidentificationRiskOperator(
+        task_id="bad", conn_id="reident_spark_bad", path="x.parquet", quasi_identifiers="sex"
+    )
+    with pytest.raises(ReidentConfigurationError, match=named):
+        op.execute({"ti": _TI()})
