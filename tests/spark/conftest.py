@@ -1,5 +1,5 @@
 """The Spark fixtures of :mod:`tests.spark.sessions` for the tests of this folder."""
 
-from tests.spark.sessions import connect_server, session, spark, spark_connect
+from tests.spark.sessions import classic_spark, connect_server, session, spark, spark_connect
 
-__all__ = ["connect_server", "session", "spark", "spark_connect"]
+__all__ = ["classic_spark", "connect_server", "session", "spark", "spark_connect"]

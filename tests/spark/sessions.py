@@ -11,7 +11,8 @@ when the session starts, beside the classic session's JVM (they start in paralle
 stopped when the session ends. Shuffles use 4 partitions: the tables are small. A session
 that cannot start fails the tests (never a skip).
 
-Fixtures: ``spark`` (classic), ``spark_connect`` (a Connect client session) and ``session``
+Fixtures: ``spark`` (classic), ``classic_spark`` (the same, without starting the Connect
+server), ``spark_connect`` (a Connect client session) and ``session``
 (each of the two in turn).
 """
 
@@ -172,6 +173,13 @@ def connect_server() -> Iterator[ConnectServer]:
 @pytest.fixture(scope="session")
 def spark(connect_server: ConnectServer) -> Any:
     """The classic local[2] session (the Connect server starts meanwhile)."""
+    return _classic()
+
+
+@pytest.fixture(scope="session")
+def classic_spark() -> Any:
+    """The classic local[2] session alone, for tests that need no Connect server (the same
+    session as ``spark``; stopped with the others when the Connect server's fixture ends)."""
     return _classic()
 
 

@@ -32,19 +32,6 @@ QIS = ("sex", "age", "race", "education")
 
 
 @pytest.fixture(scope="module")
-def spark() -> Any:
-    """The shared local session (``getOrCreate`` returns the one a test session has)."""
-    from pyspark.sql import SparkSession
-
-    return (
-        SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-
-
-@pytest.fixture(scope="module")
 def adult() -> pd.DataFrame:
     return pd.read_csv(oracle_data("adult.csv"), sep=";", dtype=str, keep_default_na=False)
 
@@ -55,9 +42,9 @@ def hierarchies() -> dict[str, Hierarchy]:
 
 
 @pytest.fixture(scope="module")
-def adult_spark(spark: Any, adult: pd.DataFrame) -> Any:
+def adult_spark(classic_spark: Any, adult: pd.DataFrame) -> Any:
     schema = ", ".join(f"`{c}` string" for c in adult.columns)
-    return spark.createDataFrame(list(adult.itertuples(index=False)), schema=schema)
+    return classic_spark.createDataFrame(list(adult.itertuples(index=False)), schema=schema)
 
 
 def _multiset(rows: Any) -> Counter[tuple[Any, ...]]:
@@ -95,32 +82,36 @@ def test_missing_hierarchy_is_the_engines_error(
 
 
 def test_release_is_written_then_swapped_in(
-    spark: Any, adult_spark: Any, hierarchies: dict[str, Hierarchy], tmp_path: Path
+    classic_spark: Any, adult_spark: Any, hierarchies: dict[str, Hierarchy], tmp_path: Path
 ) -> None:
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS reident_release LOCATION '{tmp_path / 'db'}'")
+    classic_spark.sql(f"CREATE DATABASE IF NOT EXISTS reident_release LOCATION '{tmp_path / 'db'}'")
     try:
         first = datafly_spark(adult_spark, ["sex", "race"], hierarchies, 5)
         write_release_table(first, "reident_release.adult")
-        assert spark.table("reident_release.adult").count() == first.records - (
+        assert classic_spark.table("reident_release.adult").count() == first.records - (
             first.suppressed_records
         )
         second = datafly_spark(adult_spark.limit(1000), ["sex", "race"], hierarchies, 5)
         write_release_table(second, "reident_release.adult")
-        assert spark.table("reident_release.adult").count() == 1000 - second.suppressed_records
-        names = [t.name for t in spark.catalog.listTables("reident_release")]
+        assert (
+            classic_spark.table("reident_release.adult").count() == 1000 - second.suppressed_records
+        )
+        names = [t.name for t in classic_spark.catalog.listTables("reident_release")]
         assert names == ["adult"]  # the staged and the retired tables are gone
     finally:
-        spark.sql("DROP DATABASE IF EXISTS reident_release CASCADE")
+        classic_spark.sql("DROP DATABASE IF EXISTS reident_release CASCADE")
 
 
 def test_release_path_is_written_then_swapped_in(
-    spark: Any, adult_spark: Any, hierarchies: dict[str, Hierarchy], tmp_path: Path
+    classic_spark: Any, adult_spark: Any, hierarchies: dict[str, Hierarchy], tmp_path: Path
 ) -> None:
     target = tmp_path / "release"
     first = datafly_spark(adult_spark, ["sex", "race"], hierarchies, 5)
     write_release_path(first, str(target))
-    assert spark.read.parquet(str(target)).count() == first.records - first.suppressed_records
+    assert (
+        classic_spark.read.parquet(str(target)).count() == first.records - first.suppressed_records
+    )
     second = datafly_spark(adult_spark.limit(1000), ["sex", "race"], hierarchies, 5)
     write_release_path(second, str(target))
-    assert spark.read.parquet(str(target)).count() == 1000 - second.suppressed_records
+    assert classic_spark.read.parquet(str(target)).count() == 1000 - second.suppressed_records
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]  # nothing left beside it

@@ -23,19 +23,6 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    """The shared local session (``getOrCreate`` returns the one a test session has)."""
-    from pyspark.sql import SparkSession
-
-    return (
-        SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-
-
 def _rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
     """Rows as Python values (a float NaN stays NaN; pd.NA becomes None)."""
     out = []
@@ -48,27 +35,30 @@ def _rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
     return out
 
 
-def _spark(spark: Any, frame: pd.DataFrame, schema: str) -> Any:
-    return spark.createDataFrame(_rows(frame), schema=schema)
+def _spark(classic_spark: Any, frame: pd.DataFrame, schema: str) -> Any:
+    return classic_spark.createDataFrame(_rows(frame), schema=schema)
 
 
 def _same_result(got: Any, want: Any) -> None:
     assert got.to_dict() == want.to_dict()
 
 
-def test_mixed_table_equals_the_engine(spark: Any) -> None:
+def test_mixed_table_equals_the_engine(classic_spark: Any) -> None:
     schema = "id long, zip string, age long, sex string, income double"
     shuffled = MIXED_AVATAR.sample(frac=1, random_state=5)
     want = direct_match_protection(MIXED_ORIGINAL, shuffled, key="id", target=70)
     got = direct_match_spark(
-        _spark(spark, MIXED_ORIGINAL, schema), _spark(spark, shuffled, schema), key="id", target=70
+        _spark(classic_spark, MIXED_ORIGINAL, schema),
+        _spark(classic_spark, shuffled, schema),
+        key="id",
+        target=70,
     )
     _same_result(got, want)
     for column in got.columns:  # hand counts of tests/engine/test_direct_match.py
         assert (column.matches, column.distinct_avatar_values) == MIXED_EXPECTED[column.column][1:]
 
 
-def test_random_table_equals_the_engine(spark: Any) -> None:
+def test_random_table_equals_the_engine(classic_spark: Any) -> None:
     rng = np.random.default_rng(7)
     n = 200
     original = pd.DataFrame(
@@ -86,12 +76,12 @@ def test_random_table_equals_the_engine(spark: Any) -> None:
     schema = "key long, age long, city string, score double"
     want = direct_match_protection(original, avatar, key="key")
     got = direct_match_spark(
-        _spark(spark, original, schema), _spark(spark, avatar, schema), key="key"
+        _spark(classic_spark, original, schema), _spark(classic_spark, avatar, schema), key="key"
     )
     _same_result(got, want)
 
 
-def test_missing_nan_and_types_equal_the_engine(spark: Any) -> None:
+def test_missing_nan_and_types_equal_the_engine(classic_spark: Any) -> None:
     # tests/engine/test_direct_match.py's cases, keyed: NaN and NULL are one missing value;
     # an integer equals the text of the same number; a boolean equals 0/1.
     original = pd.DataFrame(
@@ -112,8 +102,8 @@ def test_missing_nan_and_types_equal_the_engine(spark: Any) -> None:
     )
     want = direct_match_protection(original, avatar, key="k")
     got = direct_match_spark(
-        _spark(spark, original, "k long, f double, t string, n long"),
-        _spark(spark, avatar, "k string, f double, t string, n string"),
+        _spark(classic_spark, original, "k long, f double, t string, n long"),
+        _spark(classic_spark, avatar, "k string, f double, t string, n string"),
         key="k",
     )
     _same_result(got, want)
@@ -131,7 +121,7 @@ def test_missing_nan_and_types_equal_the_engine(spark: Any) -> None:
     ],
 )
 def test_errors_carry_the_engines_messages(
-    spark: Any, original_keys: list[int], avatar_keys: list[int]
+    classic_spark: Any, original_keys: list[int], avatar_keys: list[int]
 ) -> None:
     original = pd.DataFrame({"k": original_keys, "v": range(len(original_keys))})
     avatar = pd.DataFrame({"k": avatar_keys, "v": range(len(avatar_keys))})
@@ -139,8 +129,8 @@ def test_errors_carry_the_engines_messages(
         direct_match_protection(original, avatar, key="k")
     with pytest.raises(InvalidInputError) as spark_error:
         direct_match_spark(
-            _spark(spark, original, "k long, v long"),
-            _spark(spark, avatar, "k long, v long"),
+            _spark(classic_spark, original, "k long, v long"),
+            _spark(classic_spark, avatar, "k long, v long"),
             key="k",
         )
     assert str(spark_error.value) == str(engine_error.value)
@@ -168,15 +158,15 @@ def test_errors_carry_the_engines_messages(
     ],
 )
 def test_key_and_column_errors_carry_the_engines_messages(
-    spark: Any, avatar: pd.DataFrame, schema: str, columns: list[str] | None
+    classic_spark: Any, avatar: pd.DataFrame, schema: str, columns: list[str] | None
 ) -> None:
     original = pd.DataFrame({"k": [1, 2, 3, 4], "v": [0, 1, 2, 3]})
     with pytest.raises(InvalidInputError) as engine_error:
         direct_match_protection(original, avatar, key="k", columns=columns)
     with pytest.raises(InvalidInputError) as spark_error:
         direct_match_spark(
-            _spark(spark, original, "k long, v long"),
-            _spark(spark, avatar, schema),
+            _spark(classic_spark, original, "k long, v long"),
+            _spark(classic_spark, avatar, schema),
             key="k",
             columns=columns,
         )
