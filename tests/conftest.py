@@ -113,10 +113,15 @@ def adult_csv() -> Path:
     return oracle_data("adult.csv")
 
 
-@pytest.fixture
-def closed_port() -> int:
+def free_port() -> int:
     """A TCP port of 127.0.0.1 nothing listens on (bound, then released)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
     return port
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """:func:`free_port` as a fixture: a port to connect to and be refused."""
+    return free_port()

@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import free_port
+
 SHUFFLE_PARTITIONS = "4"
 _CONF = {
     "spark.sql.shuffle.partitions": SHUFFLE_PARTITIONS,
@@ -50,13 +52,6 @@ def _pyspark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _environment(home: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["SPARK_HOME"] = str(home)
@@ -65,21 +60,25 @@ def _environment(home: Path) -> dict[str, str]:
     return env
 
 
-class ConnectServer:
-    """A Spark Connect server process started from the pyspark package."""
+class SparkServer:
+    """A server process of the pyspark package (``spark-submit --class MAIN ... spark-internal``
+    on ``local[2]``), on a free port of 127.0.0.1, logging to its own work folder."""
+
+    main_class = ""
+    what = "the Spark server"
+    start_seconds = CONNECT_START_SECONDS
 
     def __init__(self) -> None:
         home = _pyspark_home()
-        self.port = _free_port()
-        self.workdir = Path(tempfile.mkdtemp(prefix="reident-spark-connect-"))
-        conf = {**_CONF, "spark.connect.grpc.binding.port": str(self.port)}
+        self.port = free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix="reident-spark-server-"))
         argv = [
             str(home / "bin" / "spark-submit"),
             "--class",
-            "org.apache.spark.sql.connect.service.SparkConnectServer",
+            self.main_class,
             "--master",
             "local[2]",
-            *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")),
+            *self.arguments(),
             "spark-internal",
         ]
         self.log = (self.workdir / "server.log").open("wb")
@@ -92,23 +91,27 @@ class ConnectServer:
             start_new_session=True,
         )
 
-    @property
-    def url(self) -> str:
-        return f"sc://127.0.0.1:{self.port}"
+    def arguments(self) -> list[str]:
+        """The server's own ``spark-submit`` options."""
+        return []
+
+    def ready(self) -> bool:
+        """Whether the server answers (here: its port accepts a connection)."""
+        with socket.socket() as s:
+            s.settimeout(1)
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
 
     def wait(self) -> None:
-        """Until the server accepts connections (fail when it exits or never does)."""
-        deadline = time.monotonic() + CONNECT_START_SECONDS
+        """Until :meth:`ready` (fail when the process exits or the time is up)."""
+        deadline = time.monotonic() + self.start_seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 tail = (self.workdir / "server.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"the Spark Connect server exited ({self.process.returncode}): {tail}")
-            with socket.socket() as s:
-                s.settimeout(1)
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
+                pytest.fail(f"{self.what} exited ({self.process.returncode}): {tail}")
+            if self.ready():
+                return
             time.sleep(0.5)
-        pytest.fail(f"the Spark Connect server did not listen within {CONNECT_START_SECONDS} s")
+        pytest.fail(f"{self.what} did not answer within {self.start_seconds} s")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -120,6 +123,21 @@ class ConnectServer:
                 self.process.wait()
         self.log.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class ConnectServer(SparkServer):
+    """A Spark Connect server process started from the pyspark package."""
+
+    main_class = "org.apache.spark.sql.connect.service.SparkConnectServer"
+    what = "the Spark Connect server"
+
+    def arguments(self) -> list[str]:
+        conf = {**_CONF, "spark.connect.grpc.binding.port": str(self.port)}
+        return [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
 
 
 @cache

@@ -17,11 +17,6 @@ import io
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,28 +31,21 @@ from reident_airflow.engine.assessment import assess
 from reident_airflow.sources import files, sql
 from tests.cli._cli import RUN_KEYS
 from tests.conftest import IN_CI, load_reference, oracle_data, reference_files
+from tests.spark.sessions import SparkServer
 
 START_SECONDS = 300
 ADULT_REFERENCES = [p for p in reference_files() if load_reference(p)["dataset"] == "adult.csv"]
 
 
 # ------------------------------------------------------------------------------ the server
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class ThriftServer:
+class ThriftServer(SparkServer):
     """A Spark Thrift Server process started from the pyspark package."""
 
-    def __init__(self) -> None:
-        import pyspark
+    main_class = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+    what = "the Spark Thrift Server"
+    start_seconds = START_SECONDS
 
-        home = Path(pyspark.__file__).resolve().parent
-        self.port = _free_port()
-        self.workdir = Path(tempfile.mkdtemp(prefix="reident-thrift-"))
+    def arguments(self) -> list[str]:
         metastore = f"jdbc:derby:;databaseName={self.workdir / 'metastore_db'};create=true"
         conf = {
             "spark.sql.shuffle.partitions": "4",
@@ -72,67 +60,30 @@ class ThriftServer:
             "hive.server2.thrift.bind.host": "127.0.0.1",
             "javax.jdo.option.ConnectionURL": metastore,
         }
-        argv = [
-            str(home / "bin" / "spark-submit"),
-            "--class",
-            "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
-            "--master",
-            "local[2]",
+        return [
             *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")),
             *(a for k, v in hive.items() for a in ("--hiveconf", f"{k}={v}")),
-            "spark-internal",
         ]
-        env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
-        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        self.log = (self.workdir / "server.log").open("wb")
-        self.process = subprocess.Popen(
-            argv,
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            cwd=self.workdir,
-            start_new_session=True,
-        )
 
     @property
     def url(self) -> str:
         return f"hive://127.0.0.1:{self.port}/default"
 
-    def wait(self) -> None:
-        """Until a statement runs (the port opens before the session manager is ready)."""
+    def ready(self) -> bool:
+        """Whether a statement runs (the port opens before the session manager is ready)."""
         import sqlalchemy as sa
 
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                tail = (self.workdir / "server.log").read_text(errors="replace")[-2000:]
-                pytest.fail(f"the Spark Thrift Server exited ({self.process.returncode}): {tail}")
-            with socket.socket() as s:
-                s.settimeout(1)
-                listening = s.connect_ex(("127.0.0.1", self.port)) == 0
-            if listening:
-                engine = sa.create_engine(self.url)
-                try:
-                    with engine.connect() as conn:
-                        conn.execute(sa.text("SELECT 1")).all()
-                    return
-                except sa.exc.DBAPIError:
-                    pass
-                finally:
-                    engine.dispose()
-            time.sleep(1)
-        pytest.fail(f"the Spark Thrift Server did not answer within {START_SECONDS} s")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if not super().ready():
+            return False
+        engine = sa.create_engine(self.url)
+        try:
+            with engine.connect() as conn:
+                conn.execute(sa.text("SELECT 1")).all()
+            return True
+        except sa.exc.DBAPIError:
+            return False
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture(scope="session")
