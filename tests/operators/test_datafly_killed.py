@@ -3,7 +3,7 @@
 next run is done, no staging table behind.
 
 The operator runs in its own process, as a task does, and the signal comes from outside
-once it logs that it is writing. The file targets are killed the same way in
+once the first chunk is in the staging table. The file targets are killed the same way in
 ``tests/cli/test_outputs.py`` (``test_datafly_killed_mid_write``).
 """
 
@@ -53,13 +53,21 @@ def _publish(url: str, source: str, target: str, writing: Event) -> None:
         target_table=target,
         chunk_rows=500,
     )
-    write = op._write
+    from reident_airflow.sources import writers
 
-    def writing_now(*args: Any) -> Any:  # called right after "... writing N records"
-        writing.set()
-        return write(*args)
+    write_table = writers.write_table_atomic
 
-    op._write = writing_now  # type: ignore[method-assign]
+    def paced(stage: str, written: int) -> None:
+        """After each committed chunk of the staging table: say so, then give the signal
+        time to land before the next one (a fast SQLite would otherwise finish first)."""
+        if stage == "chunk":
+            writing.set()
+            time.sleep(0.05)
+
+    def write_paced(*args: Any, **kwargs: Any) -> int:
+        return write_table(*args, checkpoint=paced, **kwargs)
+
+    writers.write_table_atomic = write_paced  # type: ignore[assignment]
     op.execute({})  # type: ignore[arg-type]
 
 
@@ -93,8 +101,7 @@ def _run_until_writing(url: str, source: Path, target: str, signum: int) -> None
         while not writing.wait(timeout=0.1):
             if not proc.is_alive() or time.monotonic() > deadline:
                 raise AssertionError(f"the operator never started writing (exit {proc.exitcode})")
-        time.sleep(0.3)
-        os.kill(proc.pid, signum)
+        os.kill(proc.pid, signum)  # one chunk of 80 is in the staging table
         proc.join(timeout=120)
         assert proc.exitcode not in (None, 0)  # killed before the release was whole
     finally:
