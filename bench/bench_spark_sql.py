@@ -59,6 +59,7 @@ def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     """A Spark Thrift Server from the pyspark package; returns the process and its URL."""
     import pyspark
     import sqlalchemy as sa
+    from thrift.transport.TTransport import TTransportException
 
     home = Path(pyspark.__file__).resolve().parent
     port = _free_port()
@@ -100,7 +101,7 @@ def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
             with engine.connect() as conn:
                 conn.execute(sa.text("SELECT 1")).all()
             return process, url
-        except sa.exc.DBAPIError:
+        except (sa.exc.DBAPIError, TTransportException):  # not listening yet
             time.sleep(2)
         finally:
             engine.dispose()
