@@ -45,6 +45,7 @@ __all__ = [
     "profile_rows",
     "spark_errors",
     "weight_rows",
+    "window",
 ]
 
 #: The name of the per-class count column of the queries' results.
@@ -84,6 +85,18 @@ def functions(frame: Any) -> Any:
     from pyspark.sql import functions as classic_functions
 
     return classic_functions
+
+
+def window(frame: Any) -> Any:
+    """PySpark's ``Window`` for ``frame``: Spark Connect's for a Connect DataFrame, the
+    classic one otherwise (as :func:`functions`)."""
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect.window import Window as ConnectWindow
+
+        return ConnectWindow
+    from pyspark.sql import Window as ClassicWindow
+
+    return ClassicWindow
 
 
 def _kind(data_type: Any) -> str:

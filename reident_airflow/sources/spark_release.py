@@ -45,6 +45,7 @@ from reident_airflow.engine.direct_match import (
 )
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
+from reident_airflow.sources.spark_grouping import functions
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -71,24 +72,24 @@ def _kind(data_type: Any) -> str:
     return str(data_type.simpleString())
 
 
-def _ref(name: str, alias: str | None = None) -> Column:
-    """A column by its name (backticks doubled), of an aliased DataFrame when given."""
-    from pyspark.sql import functions as F
-
+def _ref(frame: DataFrame, name: str, alias: str | None = None) -> Column:
+    """A column of ``frame`` by its name (backticks doubled), of the DataFrame aliased
+    ``alias`` when given (a column of the same kind, classic or Connect, as ``frame``)."""
+    F = functions(frame)
     quoted = "`" + name.replace("`", "``") + "`"
-    return F.col(quoted if alias is None else f"{alias}.{quoted}")
+    column: Column = F.col(quoted if alias is None else f"{alias}.{quoted}")
+    return column
 
 
 def _value(frame: DataFrame, name: str, alias: str | None = None) -> Column:
     """A column as it is compared and counted: NaN missing, text by its exact characters."""
-    from pyspark.sql import functions as F
-
-    column = _ref(name, alias)
+    F = functions(frame)
+    column = _ref(frame, name, alias)
     kind = _kind(frame.schema[name].dataType)
     if kind == _FLOAT:
-        return F.when(F.isnan(column), F.lit(None)).otherwise(column)
-    if kind == _TEXT:
-        return F.collate(column.cast("string"), "UTF8_BINARY")
+        column = F.when(F.isnan(column), F.lit(None)).otherwise(column)
+    elif kind == _TEXT:
+        column = F.collate(column.cast("string"), "UTF8_BINARY")
     return column
 
 
@@ -109,8 +110,7 @@ def _same(o: DataFrame, a: DataFrame, name: str) -> Column:
 
 def _table_counts(frame: DataFrame, key: str, name: str) -> KeyCounts:
     """Records, keys present and distinct keys, in one aggregation."""
-    from pyspark.sql import functions as F
-
+    F = functions(frame)
     if key not in frame.columns:
         total = int(frame.count())
         return KeyCounts(name, total, False, total, total)
@@ -122,8 +122,7 @@ def _table_counts(frame: DataFrame, key: str, name: str) -> KeyCounts:
 
 def _repeated_keys(frame: DataFrame, key: str) -> tuple[int, int]:
     """The key values occurring more than once, and the records holding them."""
-    from pyspark.sql import functions as F
-
+    F = functions(frame)
     size = F.count(F.lit(1)).alias("reident_n")
     repeated = frame.groupBy(_value(frame, key)).agg(size).where(F.col("reident_n") > 1)
     row = repeated.agg(F.count(F.lit(1)), F.sum("reident_n")).first()
@@ -173,18 +172,16 @@ class _SparkCounter:
         return int(self._joined().count())
 
     def matches(self, selected: Sequence[str]) -> Any:
-        from pyspark.sql import functions as F
-
         o, a = self._o, self._a
+        F = functions(o)
         matches = [F.sum(F.when(_same(o, a, c), 1).otherwise(0)) for c in selected]
         row = self._joined().agg(F.count(F.lit(1)), *matches).first()
         assert row is not None
         return row
 
     def distinct(self, selected: Sequence[str]) -> Any:
-        from pyspark.sql import functions as F
-
         avatar = self._frames["avatar"]
+        F = functions(avatar)
         distinct: list[Column] = []
         for c in selected:
             value = _value(avatar, c)

@@ -42,6 +42,7 @@ from reident_airflow.engine.datafly_search import (
 from reident_airflow.engine.encoding import validate_quasi_identifiers
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
+from reident_airflow.sources.spark_grouping import functions, window
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -75,15 +76,14 @@ class _Coded:
     cards: tuple[int, ...]
 
 
-def _ref(name: str) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
+def _ref(frame: DataFrame, name: str) -> Any:
+    """A column of ``frame`` by its name (backticks doubled)."""
+    return functions(frame).col("`" + name.replace("`", "``") + "`")
 
 
 def _encode(frame: DataFrame, name: str, hierarchy: Hierarchy) -> _Coded:
     """The QI's distinct values (with counts) from Spark, looked up in the hierarchy."""
-    rows = frame.groupBy(_ref(name).alias("v")).count().collect()
+    rows = frame.groupBy(_ref(frame, name).alias("v")).count().collect()
     values = [r["v"] for r in rows]
     counts = np.array([int(r["count"]) for r in rows], dtype=np.int64)
     texts = np.array([value_text(v) for v in values], dtype=object)
@@ -123,19 +123,17 @@ def _mapping(frame: DataFrame, i: int, coded: _Coded) -> DataFrame:
 
 def _joined(frame: DataFrame, coded: list[_Coded]) -> DataFrame:
     """The rows with every QI's codes and labels, by broadcast joins on the values."""
-    from pyspark.sql import functions as F
-
+    F = functions(frame)
     out = frame
     for i, c in enumerate(coded):
         mapping = _mapping(frame, i, c)
-        condition = _ref(c.name).eqNullSafe(mapping["reident_value"])
+        condition = _ref(frame, c.name).eqNullSafe(mapping["reident_value"])
         out = out.join(F.broadcast(mapping), condition).drop("reident_value")
     return out
 
 
 def _histogram_at(coded_rows: DataFrame, levels: Sequence[int]) -> Histogram:
-    from pyspark.sql import functions as F
-
+    F = functions(coded_rows)
     keys = [_code_column(i, lv) for i, lv in enumerate(levels)]
     sizes = coded_rows.groupBy(*keys).agg(F.count(F.lit(1)).alias("reident_size"))
     rows = sizes.groupBy("reident_size").agg(F.count(F.lit(1)).alias("n")).collect()
@@ -183,14 +181,12 @@ def _table(
 ) -> DataFrame:
     """The release, lazily: the original columns, each QI its label at its final level, the
     rows of classes below ``k`` removed."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
+    F = functions(frame)
     label = {c.name: F.col(f"reident_q{i}_label{levels[i]}") for i, c in enumerate(coded)}
-    window = Window.partitionBy(*label.values())
-    sized = rows.withColumn("reident_size", F.count(F.lit(1)).over(window))
+    by_class = window(frame).partitionBy(*label.values())
+    sized = rows.withColumn("reident_size", F.count(F.lit(1)).over(by_class))
     return sized.where(F.col("reident_size") >= k).select(
-        *(label[c].alias(c) if c in label else _ref(c) for c in frame.columns)
+        *(label[c].alias(c) if c in label else _ref(frame, c) for c in frame.columns)
     )
 
 
