@@ -47,6 +47,12 @@ class DataflyOperator(StagedTableOperator):
     or ``target_path``, a local ``*.csv`` (``target_sep``, default ``sep``) or ``*.parquet``
     file, written to a temporary file and renamed. The target may not be the source.
 
+    With a ``conn_id`` of the apache-spark provider (``spark`` or ``spark_connect``), the
+    ``table`` or Parquet ``path`` is read by that connection's session, the search runs on
+    histograms Spark counts, and Spark writes the release: ``target_table`` (with
+    ``target_schema``) of the session's catalog, or ``target_path``, a Parquet folder (local or
+    ``hdfs://``; classic sessions only). See :mod:`reident_airflow.operators.datafly_spark`.
+
     :param quasi_identifiers: QI columns (list, or comma-separated string); the order breaks
         ties between QIs with as many distinct values.
     :param k: the k to reach.
@@ -124,7 +130,8 @@ class DataflyOperator(StagedTableOperator):
         self.target_sep = target_sep
         self.chunk_rows = chunk_rows
 
-    def _validated(self) -> dict[str, Any]:
+    def _validated(self, spark: Any = None) -> dict[str, Any]:
+        """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
         qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
         if not qis:
             raise ReidentConfigurationError("quasi_identifiers needs one or more column names")
@@ -140,10 +147,18 @@ class DataflyOperator(StagedTableOperator):
         ):
             if not isinstance(value, str) or len(value) != 1:
                 raise ReidentConfigurationError(f"{name} must be a single character")
-        self.check_staged()
-        target_conn = self._checked_target()
+        if spark is not None:
+            from reident_airflow.operators.datafly_spark import check_spark_release
+
+            check_spark_release(self, spark)
+            target_conn = self.conn_id
+        else:
+            self.check_staged()
+            target_conn = self._checked_target()
+        # a Spark release is a folder, checked by check_spark_release
+        target_path = None if spark is not None else self.target_path
         check_paths(
-            [("target_path", self.target_path), ("report_path", self.report_path)],
+            [("target_path", target_path), ("report_path", self.report_path)],
             [("the source file", self.path), *hierarchy_files(hierarchies)],
         )
         return {
@@ -244,22 +259,41 @@ class DataflyOperator(StagedTableOperator):
             "records": written,
         }
 
-    def execute(self, context: Context) -> dict[str, Any]:
+    def _datafly(self, params: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, Any]:
+        """Datafly on the staged file or database table: the result (``None`` when k cannot
+        be reached), the best attempt's report when it cannot, the source's column types."""
         from reident_airflow.engine.datafly import datafly, infeasible_report
 
-        params = self._validated()
         qis, k = params["qis"], params["k"]
-        infeasible: dict[str, Any] | None = None
+        frame, types = self._read(qis)
+        hierarchies = resolve_hierarchies(params["hierarchies"], frame, qis, sep=self.hierarchy_sep)
+        self.log.info("Datafly on %s records, quasi-identifiers %s, k=%s", len(frame), qis, k)
+        try:
+            result = datafly(frame, qis, hierarchies, k, params["limit"], self.log.info)
+        except AnonymizationInfeasibleError as exc:
+            return None, infeasible_report(exc, len(frame), k), types
+        return result, None, types
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from reident_airflow.operators.spark_table import spark_connection, spark_session
+
+        conn = spark_connection(self.conn_id)
+        params = self._validated(conn)
+        if conn is None:
+            return self._run(context, params, None)
+        with spark_session(str(self.conn_id), conn) as session:  # open until the release is written
+            return self._run(context, params, session)
+
+    def _run(self, context: Context, params: dict[str, Any], spark: Any) -> dict[str, Any]:
+        """Anonymize, then publish; ``spark``: the Spark session that reads the source."""
+        from reident_airflow.operators.datafly_spark import datafly_on_spark, write_spark_release
+
+        qis, k = params["qis"], params["k"]
         with self.input_errors():
-            frame, types = self._read(qis)
-            hierarchies = resolve_hierarchies(
-                params["hierarchies"], frame, qis, sep=self.hierarchy_sep
-            )
-            self.log.info("Datafly on %s records, quasi-identifiers %s, k=%s", len(frame), qis, k)
-            try:
-                result = datafly(frame, qis, hierarchies, k, params["limit"], self.log.info)
-            except AnonymizationInfeasibleError as exc:
-                infeasible = infeasible_report(exc, len(frame), k)
+            if spark is None:
+                result, infeasible, types = self._datafly(params)
+            else:
+                result, infeasible = datafly_on_spark(self, params, spark)
         if infeasible is not None:
             self._infeasible(context, infeasible, qis, k)
         self.log.info(
@@ -271,8 +305,11 @@ class DataflyOperator(StagedTableOperator):
             result.released_records,
         )
         with self.input_errors():  # a lost connection keeps Airflow's retries
-            output = self._write(params, result.table, types)
-        report = result.to_dict()
+            if spark is None:
+                output = self._write(params, result.table, types)
+            else:
+                output = write_spark_release(self, result)
+        report: dict[str, Any] = result.to_dict()
         report["passed"] = True
         report["output"] = output
         self.publish(context, report, source=self.source_name())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -57,10 +57,11 @@ def hierarchy_files(specs: Mapping[str, Any]) -> list[tuple[str, str | None]]:
 
 def resolve_hierarchies(
     specs: Mapping[str, Any],
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | Any,
     qis: Sequence[str],
     *,
     sep: str = ";",
+    distinct: Callable[[str], Any] | None = None,
 ) -> dict[str, Hierarchy]:
     """Build the hierarchy of each QI from its spec.
 
@@ -72,7 +73,12 @@ def resolve_hierarchies(
     :class:`~reident_airflow.engine.hierarchies.Hierarchy`. Specs of columns that are not
     QIs are ignored (one mapping can serve runs on different QIs); a QI without a spec is an
     error of :func:`~reident_airflow.engine.datafly.datafly`, which also catches a typo.
+
+    ``frame`` gives the column names (``frame.columns``); a builder's values are
+    ``distinct(column)``, by default ``frame[column].unique()`` (a Spark DataFrame passes a
+    function that has Spark count them).
     """
+    values = distinct or (lambda column: frame[column].unique())
     out: dict[str, Hierarchy] = {}
     for column, spec in specs.items():
         if column not in qis:
@@ -84,7 +90,7 @@ def resolve_hierarchies(
         if checked["type"] == "arx":
             out[column] = _arx_hierarchy(column, checked, sep)
         elif column in frame.columns:  # an unknown QI is reported by Datafly
-            out[column] = _built_hierarchy(column, checked, frame[column].unique())
+            out[column] = _built_hierarchy(column, checked, values(column))
     return out
 
 

@@ -343,8 +343,8 @@ class ReidentificationRiskOperator(StagedTableOperator):
         from reident_airflow.sources.spark import assess_spark_frame
 
         with self.input_errors():
-            session = spark_session(str(self.conn_id), conn)
-            result = assess_spark_frame(read_spark_frame(self, session), options)
+            with spark_session(str(self.conn_id), conn) as session:
+                result = assess_spark_frame(read_spark_frame(self, session), options)
             limit = result.thresholds.min_k
             if self.advice and limit is not None and result.k < limit:
                 self.log.info(

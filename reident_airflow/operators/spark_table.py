@@ -13,6 +13,8 @@ only aggregates reach the driver. PySpark is imported only here, only on this pa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from reident_airflow.outcomes import ReidentConfigurationError
@@ -23,8 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SPARK_CONN_TYPES",
+    "check_spark_source",
     "check_spark_staged",
     "read_spark_frame",
+    "read_spark_table",
     "spark_connection",
     "spark_session",
 ]
@@ -49,11 +53,10 @@ def spark_connection(conn_id: str | None) -> Any | None:
     return conn
 
 
-def check_spark_staged(op: StagedTableOperator, options: AssessmentOptions) -> None:
+def check_spark_source(op: StagedTableOperator) -> None:
     """What a Spark connection can read: a ``table`` or a ``path``, narrowed by ``where``;
     refused (configuration errors, before any reading): ``sql``, both or neither of
-    ``table`` and ``path``, SUDA2 and a population register (both need one row per class
-    on the driver)."""
+    ``table`` and ``path``."""
     if op.sql:
         raise ReidentConfigurationError(
             f"connection {op.conn_id!r} is a Spark connection: give table or path, not sql "
@@ -65,6 +68,12 @@ def check_spark_staged(op: StagedTableOperator, options: AssessmentOptions) -> N
         )
     if op.where is not None and not str(op.where).strip():
         op.where = None
+
+
+def check_spark_staged(op: StagedTableOperator, options: AssessmentOptions) -> None:
+    """:func:`check_spark_source`, and the assessment's options a Spark connection cannot
+    serve: SUDA2 and a population register (both need one row per class on the driver)."""
+    check_spark_source(op)
     for name, used in (
         ("suda", options.suda),
         ("population_table", options.population_table),
@@ -76,21 +85,38 @@ def check_spark_staged(op: StagedTableOperator, options: AssessmentOptions) -> N
             )
 
 
-def spark_session(conn_id: str, conn: Any) -> Any:
-    """The session of the Spark connection ``conn``, got or created (never stopped here)."""
-    extras = {str(k): str(v) for k, v in _extras(conn_id, conn).items()}
-    if (conn.conn_type or "").lower() == "spark_connect":
-        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
+@contextmanager
+def spark_session(conn_id: str, conn: Any) -> Iterator[Any]:
+    """The session of the Spark connection ``conn``, for the ``with`` block.
 
-        try:
-            url = SparkConnectHook(conn_id).get_connection_url()
-        except ValueError as exc:
-            raise ReidentConfigurationError(f"connection {conn_id!r}: {exc}") from None
-        connect = ConnectSession.builder.remote(url)
-        for key, value in extras.items():
-            connect = connect.config(key, value)
-        return connect.getOrCreate()
+    A classic session is got or created and never stopped here (other code of the process
+    may share it). A Spark Connect session is created for the block and stopped after it: a
+    Connect client's ``getOrCreate`` would hand back whatever session is active, whichever
+    server it talks to, and one left open makes the process wait for its server at exit.
+    """
+    extras = {str(k): str(v) for k, v in _extras(conn_id, conn).items()}
+    if (conn.conn_type or "").lower() != "spark_connect":
+        yield _classic_session(conn_id, conn, extras)
+        return
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    try:
+        url = SparkConnectHook(conn_id).get_connection_url()
+    except ValueError as exc:
+        raise ReidentConfigurationError(f"connection {conn_id!r}: {exc}") from None
+    connect = ConnectSession.builder.remote(url)
+    for key, value in extras.items():
+        connect = connect.config(key, value)
+    session = connect.create()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def _classic_session(conn_id: str, conn: Any, extras: dict[str, str]) -> Any:
+    """The classic session of the ``spark`` connection ``conn``, got or created."""
     from pyspark.sql import SparkSession
 
     if not conn.host:
@@ -117,14 +143,18 @@ def _extras(conn_id: str, conn: Any) -> dict[str, Any]:
     return extra
 
 
+def read_spark_table(session: Any, table: str | None, schema: str | None, path: str | None) -> Any:
+    """The DataFrame of ``schema.table`` of the session's catalog, or of the Parquet at
+    ``path`` (lazily: Spark reads it when it counts)."""
+    if table:
+        return session.read.table(f"{schema}.{table}" if schema else str(table))
+    return session.read.parquet(str(path))
+
+
 def read_spark_frame(op: StagedTableOperator, session: Any) -> Any:
     """The staged DataFrame: ``schema.table`` of the session's catalog, or the Parquet at
     ``path``; narrowed by ``where`` (a Spark SQL condition of the DAG's author)."""
-    if op.table:
-        name = f"{op.schema}.{op.table}" if op.schema else str(op.table)
-        frame = session.read.table(name)
-    else:
-        frame = session.read.parquet(str(op.path))
+    frame = read_spark_table(session, op.table, op.schema, op.path)
     if op.where:
         frame = frame.where(str(op.where))
     return frame

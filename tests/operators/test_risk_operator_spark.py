@@ -1,9 +1,10 @@
 """ReidentificationRiskOperator on a Spark connection (issue 18): Adult as Parquet read by a
-classic ``local[2]`` session of a ``spark`` connection gives the JSON ``reident assess``
-gives on tests/data/adult.csv; a breach fails; what Spark cannot do is refused up front.
+classic ``local[2]`` session of a ``spark`` connection, or by a ``spark_connect`` connection
+to a Connect server, gives the JSON ``reident assess`` gives on tests/data/adult.csv; a breach
+fails; what Spark cannot do is refused up front.
 
-The session is the process's: the operator gets or creates it and never stops it. When this
-module created it (no Spark test ran before in this process), it is stopped at the end.
+The session is the process's: the operator gets or creates it and never stops it
+(``spark_conn`` of :mod:`tests.operators._spark` stops it at the end when it made it).
 """
 
 from __future__ import annotations
@@ -11,73 +12,31 @@ from __future__ import annotations
 import csv
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
-from reident_airflow.sources.files import read_columns
 from tests.cli._cli import RUN_KEYS, assess_json
 from tests.conftest import oracle_data
-from tests.spark.sessions import SHUFFLE_PARTITIONS
+from tests.operators._spark import CONN_ID, PushedTI
 
 QIS = ["sex", "age", "race", "marital-status", "native-country"]
-CONN_ID = "reident_spark_test"
-#: The Spark settings of the connection (its extras), as the Spark tests' session has them.
-SPARK_CONF = {
-    "spark.sql.shuffle.partitions": SHUFFLE_PARTITIONS,
-    "spark.default.parallelism": "2",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-}
 
 
-class _TI:
-    """Collects what the operator pushes to XCom (the only context it uses)."""
-
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
-
-
-@pytest.fixture(scope="module")
-def adult_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Adult's QI columns as Parquet, every field its text (the reading contract)."""
-    path = tmp_path_factory.mktemp("spark-op") / "adult.parquet"
-    pq.write_table(read_columns(oracle_data("adult.csv"), QIS, sep=";", dictionary=False), path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def spark_conn() -> Iterator[str]:
-    """A ``spark`` connection (``local[2]``) by environment variable; the session the
-    operator creates here is stopped at the end, one it found is left alone."""
-    from pyspark.sql import SparkSession
-
-    before = SparkSession.getActiveSession()
-    with pytest.MonkeyPatch.context() as patch:
-        value = {"conn_type": "spark", "host": "local[2]", "extra": SPARK_CONF}
-        patch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", json.dumps(value))
-        patch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-        yield CONN_ID
-    after = SparkSession.getActiveSession()
-    if before is None and after is not None:
-        after.stop()
-
-
-def _operator(**kwargs: Any) -> ReidentificationRiskOperator:
+def _operator(conn_id: str = CONN_ID, **kwargs: Any) -> ReidentificationRiskOperator:
     return ReidentificationRiskOperator(
-        task_id=f"t_{uuid.uuid4().hex[:6]}", conn_id=CONN_ID, **kwargs
+        task_id=f"t_{uuid.uuid4().hex[:6]}", conn_id=conn_id, **kwargs
     )
 
 
-def test_spark_path_equals_cli_on_csv(spark_conn: str, adult_parquet: Path) -> None:
+@pytest.mark.parametrize("connection", ["spark_conn", "connect_conn"])
+def test_spark_path_equals_cli_on_csv(
+    request: pytest.FixtureRequest, connection: str, adult_parquet: Path
+) -> None:
+    conn_id = request.getfixturevalue(connection)
     code, expected = assess_json(
         str(oracle_data("adult.csv")),
         "--sep",
@@ -90,8 +49,9 @@ def test_spark_path_equals_cli_on_csv(spark_conn: str, adult_parquet: Path) -> N
         "0.5",
     )
     assert code == 1  # highest risk 1 > 0.5
-    ti = _TI()
+    ti = PushedTI()
     op = _operator(
+        conn_id,
         path=str(adult_parquet),
         quasi_identifiers=",".join(QIS),
         sampling_fraction="0.01",
@@ -108,7 +68,7 @@ def test_spark_path_equals_cli_on_csv(spark_conn: str, adult_parquet: Path) -> N
 
 
 def test_spark_breach_fails_without_advice(spark_conn: str, adult_parquet: Path) -> None:
-    ti = _TI()
+    ti = PushedTI()
     op = _operator(path=str(adult_parquet), quasi_identifiers="sex,age,race", min_k="5")
     with pytest.raises(ReidentificationBreach) as info:
         op.execute({"ti": ti})
@@ -127,7 +87,7 @@ def test_spark_table_where_is_a_filter(spark_conn: str, adult_parquet: Path) -> 
     with oracle_data("adult.csv").open(newline="") as f:
         males = sum(row["sex"] == "Male" for row in csv.DictReader(f, delimiter=";"))
     op = _operator(table=view, where="sex = 'Male'", quasi_identifiers="sex,race")
-    got = op.execute({"ti": _TI()})
+    got = op.execute({"ti": PushedTI()})
     assert got["records"] == males and got["input"] is None
     session.catalog.dropTempView(view)
 
@@ -146,7 +106,7 @@ def test_spark_refuses_what_it_cannot_do(
 ) -> None:
     op = _operator(quasi_identifiers="sex,age", **kwargs)
     with pytest.raises(ReidentConfigurationError, match=named):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
 
 
 @pytest.mark.parametrize(
@@ -166,4 +126,4 @@ def test_spark_connection_refused_before_a_session(
         task_id="bad", conn_id="reident_spark_bad", path="x.parquet", quasi_identifiers="sex"
     )
     with pytest.raises(ReidentConfigurationError, match=named):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
