@@ -35,6 +35,10 @@ class DirectMatchProtectionOperator(ReidentOperator):
     * ``original_path`` / ``avatar_path``: CSV (``sep``, values read as text and compared by
       value) or Parquet, local or an object-storage URL Airflow supports. Without ``key`` the
       rows are aligned by position.
+    * a ``conn_id`` of the apache-spark provider (``spark`` or ``spark_connect``): the tables
+      of its session's catalog or Parquet paths, joined on ``key`` (required) and counted by
+      Spark; only counts reach the driver
+      (:mod:`reident_airflow.operators.direct_match_spark`).
 
     :param key: column of both tables identifying each record, unique in each; not scored.
     :param target: lowest acceptable protection, in percent. Default 50
@@ -129,7 +133,8 @@ class DirectMatchProtectionOperator(ReidentOperator):
             else (None, None, self.avatar_path),
         ]
 
-    def _validated(self) -> dict[str, Any]:
+    def _validated(self, spark: Any = None) -> dict[str, Any]:
+        """The parameters, checked (``spark``: the Spark connection of ``conn_id``, if any)."""
         self.check_on_breach()
         sides = (
             ("original", self.original_table, self.original_path, self.conn_id or None),
@@ -149,6 +154,10 @@ class DirectMatchProtectionOperator(ReidentOperator):
         if key is not None and not isinstance(key, str):
             raise ReidentConfigurationError("key must be a column name")
         key = key or None
+        if spark is not None:
+            from reident_airflow.operators.direct_match_spark import check_spark_sides
+
+            check_spark_sides(self, key)
         if key is None and (self.original_table or self.avatar_table):
             from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
 
@@ -180,7 +189,11 @@ class DirectMatchProtectionOperator(ReidentOperator):
         )
         return frame
 
-    def _compute(self, params: dict[str, Any]) -> DirectMatchResult:
+    def _compute(self, params: dict[str, Any], spark: Any = None) -> DirectMatchResult:
+        if spark is not None:
+            from reident_airflow.operators.direct_match_spark import direct_match_on_spark
+
+            return direct_match_on_spark(self, params, spark)
         avatar_schema = self.avatar_schema or self.schema or None
         if (
             self.original_table
@@ -215,9 +228,12 @@ class DirectMatchProtectionOperator(ReidentOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
-        params = self._validated()
+        from reident_airflow.operators.spark_table import spark_connection
+
+        spark = spark_connection(self.conn_id)
+        params = self._validated(spark)
         with self.input_errors():
-            result = self._compute(params)
+            result = self._compute(params, spark)
         from reident_airflow.engine.direct_match import direct_match_report
         from reident_airflow.summary import direct_match_summary
 
