@@ -38,6 +38,41 @@ _MIGRATED: list[bool] = []
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+#: The Spark servers of tests/spark/sessions.py, by the fixture that waits for each.
+_SPARK_SERVERS = ("connect_server", "thrift_server")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start what the collected tests will wait for, so that it runs beside the tests before
+    them: the Spark servers they use (their JVMs boot in 10-60 s; the fixtures wait for them)
+    and the whole-process runs of modules that define ``start_early()``."""
+    modules = {id(item.module): item.module for item in session.items if hasattr(item, "module")}
+    for module in modules.values():
+        start = getattr(module, "start_early", None)
+        if callable(start):
+            start()
+    needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    if not needed.intersection(_SPARK_SERVERS):
+        return
+    from tests.spark import sessions
+
+    if "connect_server" in needed:
+        sessions.connect()
+    if "thrift_server" in needed:
+        sessions.thrift()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop a Spark server started early whose fixture never ran (an interrupted run): the
+    servers live in their own process groups and would outlive the tests."""
+    spark = sys.modules.get("tests.spark.sessions")
+    if spark is None:
+        return
+    for started in (spark.connect, spark.thrift):
+        if started.cache_info().currsize:
+            started().stop()
+
+
 def ensure_airflow_db() -> Path:
     """Create Airflow's metadata database once per session (``airflow db migrate``)."""
     if not _MIGRATED:

@@ -6,14 +6,20 @@ contract: every field text). Two runs as a user makes them, in a subprocess: a c
 ``tests.spark.sessions``) on a table of the server's catalog. Each JSON must equal the one
 ``reident assess`` computes from the CSV, minus the run keys (``tests.cli._cli.RUN_KEYS``);
 the advice is compared to the CSV's advice, the Parquet file's fingerprint to the one the
-DuckDB path takes of the same file. The flag checks run in process and start no Spark.
+DuckDB path takes of the same file. The local run starts when collection ends
+(``start_early``), beside the tests before this module. The flag checks run in process and
+start no Spark.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +27,13 @@ import pytest
 
 from tests.cli._cli import RUN_KEYS, assess_json, one_line_error, run
 from tests.conftest import oracle_data
-from tests.spark.sessions import ConnectServer, connect_server, spark_connect
+from tests.spark.sessions import (
+    JVM_OPTIONS,
+    SHUFFLE_PARTITIONS,
+    ConnectServer,
+    connect_server,
+    spark_connect,
+)
 
 __all__ = ["connect_server", "spark_connect"]
 
@@ -32,21 +44,31 @@ GATE = ("--min-k", "5", "--warn-max-average-risk", "0.01", "--region", "usa")
 #: Small local sessions: 4 shuffle partitions, no UI.
 SPARK_CONF = (
     "--spark-conf",
-    "spark.sql.shuffle.partitions=4",
+    f"spark.sql.shuffle.partitions={SHUFFLE_PARTITIONS}",
     "--spark-conf",
     "spark.ui.enabled=false",
+    "--spark-conf",
+    f"spark.driver.extraJavaOptions={JVM_OPTIONS}",
 )
 
 
-@pytest.fixture(scope="module")
-def adult_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@cache
+def _adult_parquet() -> Path:
+    """Adult's QI columns as Parquet, in a folder of its own (removed with the module)."""
     import pyarrow.parquet as pq
 
     from reident_airflow.sources.files import read_columns
 
-    path = tmp_path_factory.mktemp("spark-cli") / "adult.parquet"
+    path = Path(tempfile.mkdtemp(prefix="reident-spark-cli-")) / "adult.parquet"
     pq.write_table(read_columns(ADULT, QIS.split(","), sep=";"), path)
     return path
+
+
+@pytest.fixture(scope="module")
+def adult_parquet() -> Iterator[Path]:
+    path = _adult_parquet()
+    yield path
+    shutil.rmtree(path.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -59,28 +81,43 @@ def csv_run() -> tuple[int, dict[str, Any], dict[str, Any]]:
     return code, want, advice
 
 
+def _start(*argv: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """``reident assess ARGV... --json -`` started in a subprocess, its output to files."""
+    folder = Path(tempfile.mkdtemp(prefix="reident-spark-cli-run-"))
+    command = [sys.executable, "-m", "reident_airflow.cli", "assess", *argv, "--json", "-"]
+    with (folder / "stdout").open("wb") as out, (folder / "stderr").open("wb") as err:
+        return subprocess.Popen(command, stdout=out, stderr=err), folder
+
+
+def _finish(started: tuple[subprocess.Popen[bytes], Path]) -> tuple[int, dict[str, Any], str]:
+    """The exit code, the JSON and the stderr of a run :func:`_start` started."""
+    process, folder = started
+    try:
+        code = process.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    stdout, stderr = ((folder / name).read_text(errors="replace") for name in ("stdout", "stderr"))
+    shutil.rmtree(folder, ignore_errors=True)
+    assert code in (0, 1), stderr[-3000:]
+    doc: dict[str, Any] = json.loads(stdout)
+    return code, doc, stderr
+
+
 def _reident(*argv: str) -> tuple[int, dict[str, Any], str]:
     """``reident assess ARGV... --json -`` in a subprocess: exit code, JSON, stderr."""
-    done = subprocess.run(
-        [sys.executable, "-m", "reident_airflow.cli", "assess", *argv, "--json", "-"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    doc: dict[str, Any] = json.loads(done.stdout)
-    return done.returncode, doc, done.stderr
+    return _finish(_start(*argv))
 
 
-def test_a_parquet_file_on_local_spark_gives_the_csv_json(
-    adult_parquet: Path, csv_run: tuple[int, dict[str, Any], dict[str, Any]]
-) -> None:
-    want_code, want, want_advice = csv_run
-    code, got, err = _reident(
+@cache
+def _local_run() -> tuple[subprocess.Popen[bytes], Path]:
+    """The run on a classic local session: its JVM starts in 10-20 s, so it is started early
+    (``start_early``, called by tests/conftest.py when collection ends) and runs beside the
+    tests before this module."""
+    return _start(
         "--engine",
         "spark",
-        str(adult_parquet),
+        str(_adult_parquet()),
         "--qi",
         QIS,
         *GATE,
@@ -88,6 +125,17 @@ def test_a_parquet_file_on_local_spark_gives_the_csv_json(
         "local[2]",
         *SPARK_CONF,
     )
+
+
+def start_early() -> None:
+    _local_run()
+
+
+def test_a_parquet_file_on_local_spark_gives_the_csv_json(
+    adult_parquet: Path, csv_run: tuple[int, dict[str, Any], dict[str, Any]]
+) -> None:
+    want_code, want, want_advice = csv_run
+    code, got, err = _finish(_local_run())
     assert code == want_code == 1
     fingerprint, advice = got.pop("input"), got.pop("advice")
     assert set(RUN_KEYS) == {"input", "advice"}

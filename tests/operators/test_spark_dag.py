@@ -5,22 +5,29 @@ try 1 and publishes nothing.
 Both runs happen in one subprocess, one after the other: ``@task.pyspark`` stops the session
 it gets when the task ends, and in this process that would be the session the Spark tests
 share (``tests.spark.sessions``). The connection ``spark_default`` is a classic ``local[2]``
-session (``AIRFLOW_CONN_SPARK_DEFAULT``, its extras Spark configuration); the Airflow home
-is this session's (``tests.conftest``), migrated here before the subprocess starts.
+session (``AIRFLOW_CONN_SPARK_DEFAULT``, its extras Spark configuration). The Airflow home
+is a copy of this session's (``tests.conftest``, migrated first), so that the subprocess can
+start when collection ends and run beside the other tests: it shares no database lock with
+them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import ROOT, ensure_airflow_db
+from tests.spark.sessions import JVM_OPTIONS, SHUFFLE_PARTITIONS
 
 DAG = ROOT / "dags" / "spark_release_gate.py"
 _SCRIPT = """
@@ -67,10 +74,15 @@ def _value(raw: Any) -> Any:
     return json.loads(raw) if isinstance(raw, str) else raw
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    home = ensure_airflow_db()
-    work = tmp_path_factory.mktemp("spark-dag")
+@cache
+def _started() -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """The subprocess of the two DAG runs, started once: early, by ``start_early`` (called by
+    tests/conftest.py when collection ends), so that it runs beside the tests before this
+    module. It gets its own Airflow home, a copy of the migrated one: its metadata database is
+    locked by no test of this process."""
+    home = Path(tempfile.mkdtemp(prefix="reident-spark-dag-home-"))
+    shutil.copy2(ensure_airflow_db() / "airflow.db", home / "airflow.db")
+    work = Path(tempfile.mkdtemp(prefix="reident-spark-dag-"))
     conf = {
         name: {
             **params,
@@ -79,7 +91,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path
         }
         for name, params in RUNS.items()
     }
-    extra = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
+    extra = {
+        "spark.sql.shuffle.partitions": SHUFFLE_PARTITIONS,
+        "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": JVM_OPTIONS,
+    }
     env = dict(
         os.environ,
         AIRFLOW_HOME=str(home),
@@ -89,24 +105,33 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path
         SPARK_LOCAL_IP="127.0.0.1",
         PYSPARK_PYTHON=sys.executable,
     )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _SCRIPT,
-            str(ROOT / "dags" / "spark_release_gate.py"),
-            json.dumps(conf),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=600,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-4000:]
+    argv = [sys.executable, "-c", _SCRIPT, str(DAG), json.dumps(conf)]
+    with (home / "stdout").open("wb") as out, (home / "stderr").open("wb") as err:
+        process = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+    return process, home, work
+
+
+def start_early() -> None:
+    """Start the DAG runs now (tests/conftest.py calls this when collection ends)."""
+    _started()
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[tuple[dict[str, Any], Path]]:
+    process, home, work = _started()
+    try:
+        code = process.wait(timeout=600)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    stdout = (home / "stdout").read_text(errors="replace")
+    stderr = (home / "stderr").read_text(errors="replace")
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+    assert code == 0 and lines, stderr[-4000:]
     result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
-    return result, work
+    yield result, work
+    for folder in (home, work):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_passing_candidate_is_published_with_every_record(

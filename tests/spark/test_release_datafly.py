@@ -86,7 +86,7 @@ def test_release_is_written_then_swapped_in(
 ) -> None:
     classic_spark.sql(f"CREATE DATABASE IF NOT EXISTS reident_release LOCATION '{tmp_path / 'db'}'")
     try:
-        first = datafly_spark(adult_spark, ["sex", "race"], hierarchies, 5)
+        first = datafly_spark(adult_spark.limit(3000), ["sex", "race"], hierarchies, 5)
         write_release_table(first, "reident_release.adult")
         assert classic_spark.table("reident_release.adult").count() == first.records - (
             first.suppressed_records
@@ -106,7 +106,7 @@ def test_release_path_is_written_then_swapped_in(
     classic_spark: Any, adult_spark: Any, hierarchies: dict[str, Hierarchy], tmp_path: Path
 ) -> None:
     target = tmp_path / "release"
-    first = datafly_spark(adult_spark, ["sex", "race"], hierarchies, 5)
+    first = datafly_spark(adult_spark.limit(3000), ["sex", "race"], hierarchies, 5)
     write_release_path(first, str(target))
     assert (
         classic_spark.read.parquet(str(target)).count() == first.records - first.suppressed_records

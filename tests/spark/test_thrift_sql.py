@@ -31,59 +31,9 @@ from reident_airflow.engine.assessment import assess
 from reident_airflow.sources import files, sql
 from tests.cli._cli import RUN_KEYS
 from tests.conftest import IN_CI, load_reference, oracle_data, reference_files
-from tests.spark.sessions import SparkServer
+from tests.spark.sessions import ThriftServer, thrift
 
-START_SECONDS = 300
 ADULT_REFERENCES = [p for p in reference_files() if load_reference(p)["dataset"] == "adult.csv"]
-
-
-# ------------------------------------------------------------------------------ the server
-class ThriftServer(SparkServer):
-    """A Spark Thrift Server process started from the pyspark package."""
-
-    main_class = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
-    what = "the Spark Thrift Server"
-    start_seconds = START_SECONDS
-
-    def arguments(self) -> list[str]:
-        metastore = f"jdbc:derby:;databaseName={self.workdir / 'metastore_db'};create=true"
-        conf = {
-            "spark.sql.shuffle.partitions": "4",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.memory": "1g",
-            "spark.sql.warehouse.dir": str(self.workdir / "warehouse"),
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.workdir}",
-        }
-        hive = {
-            "hive.server2.thrift.port": str(self.port),
-            "hive.server2.thrift.bind.host": "127.0.0.1",
-            "javax.jdo.option.ConnectionURL": metastore,
-        }
-        return [
-            *(a for k, v in conf.items() for a in ("--conf", f"{k}={v}")),
-            *(a for k, v in hive.items() for a in ("--hiveconf", f"{k}={v}")),
-        ]
-
-    @property
-    def url(self) -> str:
-        return f"hive://127.0.0.1:{self.port}/default"
-
-    def ready(self) -> bool:
-        """Whether a statement runs (the port opens before the session manager is ready)."""
-        import sqlalchemy as sa
-
-        if not super().ready():
-            return False
-        engine = sa.create_engine(self.url)
-        try:
-            with engine.connect() as conn:
-                conn.execute(sa.text("SELECT 1")).all()
-            return True
-        except sa.exc.DBAPIError:
-            return False
-        finally:
-            engine.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +43,7 @@ def thrift_server() -> Iterator[ThriftServer]:
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    server = ThriftServer()
+    server = thrift()  # started early by tests/conftest.py when these tests are collected
     try:
         server.wait()
         yield server
