@@ -134,7 +134,8 @@ class DirectMatchProtectionOperator(ReidentOperator):
         ]
 
     def _validated(self, spark: Any = None) -> dict[str, Any]:
-        """The parameters, checked (``spark``: the Spark connection of ``conn_id``, if any)."""
+        """The parameters, checked (``spark``: the Spark connection of ``conn_id``, if any):
+        ``key``, ``target`` and ``columns``, as the counting functions take them."""
         self.check_on_breach()
         sides = (
             ("original", self.original_table, self.original_path, self.conn_id or None),
@@ -207,9 +208,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
                     engine,
                     self.original_table,
                     self.avatar_table,
-                    key=params["key"],
-                    target=params["target"],
-                    columns=params["columns"],
+                    **params,
                     schema=self.schema or None,
                     avatar_schema=avatar_schema,
                 )
@@ -219,13 +218,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
         avatar = self._frame(
             self.avatar_table, self.avatar_path, self._avatar_conn(), avatar_schema
         )
-        return direct_match_protection(
-            original,
-            avatar,
-            key=params["key"],
-            target=params["target"],
-            columns=params["columns"],
-        )
+        return direct_match_protection(original, avatar, **params)
 
     def execute(self, context: Context) -> dict[str, Any]:
         from reident_airflow.operators.spark_table import spark_connection

@@ -47,10 +47,4 @@ def direct_match_on_spark(
         avatar = read_spark_table(
             session, op.avatar_table, op.avatar_schema or op.schema, op.avatar_path
         )
-        return direct_match_spark(
-            original,
-            avatar,
-            key=params["key"],
-            target=params["target"],
-            columns=params["columns"],
-        )
+        return direct_match_spark(original, avatar, **params)
