@@ -38,19 +38,54 @@ _MIGRATED: list[bool] = []
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+#: The processes the collected modules' ``start_early()`` started.
+_EARLY: list[subprocess.Popen[bytes]] = []
 #: The Spark servers of tests/spark/sessions.py, by the fixture that waits for each.
 _SPARK_SERVERS = ("connect_server", "thrift_server")
+
+
+#: Fixtures that start or use Spark (tests/spark/sessions.py and its users).
+_SPARK_FIXTURES = frozenset(
+    {
+        "spark",
+        "classic_spark",
+        "spark_connect",
+        "connect_server",
+        "thrift_server",
+        "spark_conn",
+        "connect_conn",
+        "local_spark",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by mark
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``spark`` every test that runs Spark: under tests/spark, using a Spark fixture,
+    in a module that starts a Spark process early, or named after Spark (parametrized over
+    the Spark sessions)."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if (
+            "spark" in Path(str(item.path)).parent.name
+            or _SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+            or callable(getattr(module, "start_early", None))
+            or "spark" in item.name.lower()
+        ):
+            item.add_marker(pytest.mark.spark)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start what the collected tests will wait for, so that it runs beside the tests before
     them: the Spark servers they use (their JVMs boot in 10-60 s; the fixtures wait for them)
     and the whole-process runs of modules that define ``start_early()``."""
+    if session.config.option.collectonly:
+        return
     modules = {id(item.module): item.module for item in session.items if hasattr(item, "module")}
     for module in modules.values():
         start = getattr(module, "start_early", None)
         if callable(start):
-            start()
+            _EARLY.append(start())
     needed = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     if not needed.intersection(_SPARK_SERVERS):
         return
@@ -63,8 +98,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop a Spark server started early whose fixture never ran (an interrupted run): the
-    servers live in their own process groups and would outlive the tests."""
+    """Stop what was started early and is still running (an interrupted run, or a test that
+    never waited for it): the Spark servers live in their own process groups and would
+    outlive the tests."""
+    for process in _EARLY:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     spark = sys.modules.get("tests.spark.sessions")
     if spark is None:
         return

@@ -127,8 +127,9 @@ def _local_run() -> tuple[subprocess.Popen[bytes], Path]:
     )
 
 
-def start_early() -> None:
-    _local_run()
+def start_early() -> subprocess.Popen[bytes]:
+    """Start the local run now (tests/conftest.py calls this when collection ends)."""
+    return _local_run()[0]
 
 
 def test_a_parquet_file_on_local_spark_gives_the_csv_json(

@@ -111,9 +111,9 @@ def _started() -> tuple[subprocess.Popen[bytes], Path, Path]:
     return process, home, work
 
 
-def start_early() -> None:
+def start_early() -> subprocess.Popen[bytes]:
     """Start the DAG runs now (tests/conftest.py calls this when collection ends)."""
-    _started()
+    return _started()[0]
 
 
 @pytest.fixture(scope="module")

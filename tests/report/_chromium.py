@@ -125,7 +125,7 @@ class _Pipe:
         method: str,
         params: dict[str, Any] | None = None,
         session: str | None = None,
-        timeout: float = 20.0,
+        timeout: float = 60.0,
     ) -> dict[str, Any]:
         wanted = self.send(method, params, session)
         deadline = time.monotonic() + timeout
@@ -139,7 +139,7 @@ class _Pipe:
             if "method" in message:
                 self.events.append(message)
 
-    def wait_event(self, method: str, timeout: float = 20.0) -> dict[str, Any]:
+    def wait_event(self, method: str, timeout: float = 60.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         for i, event in enumerate(self.events):
             if event["method"] == method:
