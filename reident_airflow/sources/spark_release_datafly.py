@@ -191,9 +191,12 @@ def _table(
 
 
 def write_release_table(result: SparkDataflyResult, table: str) -> None:
-    """Write the release once as a new table, then swap it in under ``table``: readers see the
-    old table or the new one, never a half-written one (a failed write leaves ``table`` as it
-    was). ``table`` is a name as Spark SQL takes it (``db.name``); its parts are quoted."""
+    """Write the release once as a new table, then swap it in under ``table``: readers never
+    see a half-written table, and a failed write leaves ``table`` as it was. The swap is two
+    catalog renames (the old table aside, the new one into place), so between them, for the
+    time of one metastore call, the name is absent: a catalog without transactions offers no
+    single-step replace (Delta's would). ``table`` is a name as Spark SQL takes it
+    (``db.name``); its parts are quoted."""
     session = result.table.sparkSession
     parts = table.split(".")
     suffix = uuid.uuid4().hex[:12]
