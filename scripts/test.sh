@@ -19,7 +19,8 @@ fi
 spark_log=$(mktemp)
 trap 'rm -f "$spark_log"' EXIT
 echo "== pytest: the Spark tests run in a second process; their output follows"
-.venv/bin/pytest -m spark "$@" >"$spark_log" 2>&1 &
+# at a lower priority: the JVMs take the CPU the other tests leave, not the CPU they need
+nice -n 10 .venv/bin/pytest -m spark "$@" >"$spark_log" 2>&1 &
 spark_pid=$!
 set +e
 .venv/bin/pytest -m "not spark" "$@"
