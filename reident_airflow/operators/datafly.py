@@ -148,14 +148,13 @@ class DataflyOperator(StagedTableOperator):
             if not isinstance(value, str) or len(value) != 1:
                 raise ReidentConfigurationError(f"{name} must be a single character")
         if spark is not None:
-            from reident_airflow.operators.datafly_spark import check_spark_release
+            from reident_airflow.operators.spark_table import check_spark_source
 
-            check_spark_release(self, spark)
-            target_conn = self.conn_id
+            check_spark_source(self)
         else:
             self.check_staged()
-            target_conn = self._checked_target()
-        # a Spark release is a folder, checked by check_spark_release
+        target_conn = self._checked_target(spark)
+        # a Spark release is a folder, checked by check_spark_target
         target_path = None if spark is not None else self.target_path
         check_paths(
             [("target_path", target_path), ("report_path", self.report_path)],
@@ -186,11 +185,16 @@ class DataflyOperator(StagedTableOperator):
             return value
         raise ReidentConfigurationError("suppression_limit must be a number or None")
 
-    def _checked_target(self) -> str | None:
-        """Where the release goes: one target, never the source; its connection, if any."""
+    def _checked_target(self, spark: Any = None) -> str | None:
+        """Where the release goes: one target, never the source; its connection, if any
+        (``spark``: the source's Spark connection, which writes the release too)."""
         if bool(self.target_table) == bool(self.target_path):
             raise ReidentConfigurationError("give either target_table or target_path")
         target_conn = self.target_conn_id or self.conn_id or None
+        if spark is not None:
+            from reident_airflow.operators.datafly_spark import check_spark_target
+
+            check_spark_target(self, spark)
         if self.target_table:
             if not target_conn:
                 raise ReidentConfigurationError("target_table needs target_conn_id (or conn_id)")
@@ -204,12 +208,12 @@ class DataflyOperator(StagedTableOperator):
                     f"target_table {self.target_table!r} is the source table: Datafly never "
                     "overwrites its input"
                 )
-        elif "://" in str(self.target_path):
-            raise ReidentConfigurationError(
-                "target_path must be a local file: an object-storage upload cannot be "
-                "made atomic here; write to a table or a local path"
-            )
-        else:
+        elif spark is None:  # a local file (a Spark release folder: check_spark_target)
+            if "://" in str(self.target_path):
+                raise ReidentConfigurationError(
+                    "target_path must be a local file: an object-storage upload cannot be "
+                    "made atomic here; write to a table or a local path"
+                )
             from reident_airflow.sources.writers import file_format
 
             with self.input_errors():

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from reident_airflow.engine.errors import AnonymizationInfeasibleError
-from reident_airflow.operators.spark_table import check_spark_source, read_spark_frame
+from reident_airflow.operators.spark_table import read_spark_frame
 from reident_airflow.outcomes import ReidentConfigurationError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ATOMIC_RENAME_SCHEMES",
-    "check_spark_release",
+    "check_spark_target",
     "datafly_on_spark",
     "write_spark_release",
 ]
@@ -35,25 +35,18 @@ __all__ = [
 ATOMIC_RENAME_SCHEMES = frozenset({"", "file", "hdfs"})
 
 
-def check_spark_release(op: DataflyOperator, conn: Any) -> None:
-    """The source and the target of a Datafly run on the Spark connection ``conn``, checked
-    before any reading (configuration errors): one target, of the same connection, never the
-    source; a path only where a rename is atomic, written as Parquet, by a classic session."""
-    check_spark_source(op)
-    if bool(op.target_table) == bool(op.target_path):
-        raise ReidentConfigurationError("give either target_table or target_path")
+def check_spark_target(op: DataflyOperator, conn: Any) -> None:
+    """What only a Spark connection ``conn`` adds to the operator's target checks (one target,
+    never the source table), before any reading: the target is written by the same session;
+    a path only where a rename is atomic, written as Parquet, by a classic session, and never
+    the source path."""
     if op.target_conn_id and op.target_conn_id != op.conn_id:
         raise ReidentConfigurationError(
             f"the source is read by the Spark connection {op.conn_id!r}: its release is "
             f"written by the same session, so target_conn_id must be it (or unset), not "
             f"{op.target_conn_id!r}"
         )
-    if op.target_table:
-        if op.table and op.target_table == op.table and op.target_schema == op.schema:
-            raise ReidentConfigurationError(
-                f"target_table {op.target_table!r} is the source table: Datafly never "
-                "overwrites its input"
-            )
+    if not op.target_path:
         return
     if (conn.conn_type or "").lower() == "spark_connect":
         raise ReidentConfigurationError(

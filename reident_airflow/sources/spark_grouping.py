@@ -39,6 +39,7 @@ __all__ = [
     "SparkSource",
     "class_size_rows",
     "collect_rows",
+    "column_of",
     "functions",
     "is_spark_frame",
     "open_spark_frame",
@@ -85,6 +86,14 @@ def functions(frame: Any) -> Any:
     from pyspark.sql import functions as classic_functions
 
     return classic_functions
+
+
+def column_of(frame: Any, name: str, alias: str | None = None) -> Any:
+    """The column ``name`` of ``frame`` (backticks doubled, so any name is taken as it is),
+    of the DataFrame aliased ``alias`` when given; a column of the frame's kind, classic or
+    Connect (:func:`functions`)."""
+    quoted = "`" + name.replace("`", "``") + "`"
+    return functions(frame).col(quoted if alias is None else f"{alias}.{quoted}")
 
 
 def window(frame: Any) -> Any:

@@ -45,7 +45,7 @@ from reident_airflow.engine.direct_match import (
 )
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
-from reident_airflow.sources.spark_grouping import functions
+from reident_airflow.sources.spark_grouping import column_of, functions
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -72,19 +72,10 @@ def _kind(data_type: Any) -> str:
     return str(data_type.simpleString())
 
 
-def _ref(frame: DataFrame, name: str, alias: str | None = None) -> Column:
-    """A column of ``frame`` by its name (backticks doubled), of the DataFrame aliased
-    ``alias`` when given (a column of the same kind, classic or Connect, as ``frame``)."""
-    F = functions(frame)
-    quoted = "`" + name.replace("`", "``") + "`"
-    column: Column = F.col(quoted if alias is None else f"{alias}.{quoted}")
-    return column
-
-
 def _value(frame: DataFrame, name: str, alias: str | None = None) -> Column:
     """A column as it is compared and counted: NaN missing, text by its exact characters."""
     F = functions(frame)
-    column = _ref(frame, name, alias)
+    column: Column = column_of(frame, name, alias)
     kind = _kind(frame.schema[name].dataType)
     if kind == _FLOAT:
         column = F.when(F.isnan(column), F.lit(None)).otherwise(column)

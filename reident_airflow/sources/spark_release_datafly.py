@@ -42,7 +42,7 @@ from reident_airflow.engine.datafly_search import (
 from reident_airflow.engine.encoding import validate_quasi_identifiers
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
-from reident_airflow.sources.spark_grouping import functions, window
+from reident_airflow.sources.spark_grouping import column_of, functions, window
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -76,14 +76,9 @@ class _Coded:
     cards: tuple[int, ...]
 
 
-def _ref(frame: DataFrame, name: str) -> Any:
-    """A column of ``frame`` by its name (backticks doubled)."""
-    return functions(frame).col("`" + name.replace("`", "``") + "`")
-
-
 def _encode(frame: DataFrame, name: str, hierarchy: Hierarchy) -> _Coded:
     """The QI's distinct values (with counts) from Spark, looked up in the hierarchy."""
-    rows = frame.groupBy(_ref(frame, name).alias("v")).count().collect()
+    rows = frame.groupBy(column_of(frame, name).alias("v")).count().collect()
     values = [r["v"] for r in rows]
     counts = np.array([int(r["count"]) for r in rows], dtype=np.int64)
     texts = np.array([value_text(v) for v in values], dtype=object)
@@ -127,7 +122,7 @@ def _joined(frame: DataFrame, coded: list[_Coded]) -> DataFrame:
     out = frame
     for i, c in enumerate(coded):
         mapping = _mapping(frame, i, c)
-        condition = _ref(frame, c.name).eqNullSafe(mapping["reident_value"])
+        condition = column_of(frame, c.name).eqNullSafe(mapping["reident_value"])
         out = out.join(F.broadcast(mapping), condition).drop("reident_value")
     return out
 
@@ -186,7 +181,7 @@ def _table(
     by_class = window(frame).partitionBy(*label.values())
     sized = rows.withColumn("reident_size", F.count(F.lit(1)).over(by_class))
     return sized.where(F.col("reident_size") >= k).select(
-        *(label[c].alias(c) if c in label else _ref(frame, c) for c in frame.columns)
+        *(label[c].alias(c) if c in label else column_of(frame, c) for c in frame.columns)
     )
 
 
