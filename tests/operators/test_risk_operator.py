@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import subprocess
 import sys
@@ -16,9 +15,9 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from reident_airflow.cli import main
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
+from tests.cli._cli import RUN_KEYS, assess_json
 from tests.conftest import ensure_airflow_db, oracle_data, require_server
 
 QIS = ["sex", "age", "race", "marital-status", "native-country"]
@@ -62,33 +61,21 @@ def adult_in(
         engine.dispose()
 
 
-def test_database_operator_equals_cli_on_csv(
-    adult_in: tuple[sa.Engine, str], tmp_path: Path
-) -> None:
+def test_database_operator_equals_cli_on_csv(adult_in: tuple[sa.Engine, str]) -> None:
     """The operator on Adult in PostgreSQL / MariaDB gives the JSON `reident assess` gives."""
     engine, name = adult_in
-    out = tmp_path / "cli.json"
-    code = main(
-        [
-            "assess",
-            str(oracle_data("adult.csv")),
-            "--sep",
-            ";",
-            "--qi",
-            ",".join(QIS),
-            "--sampling-fraction",
-            "0.01",
-            "--max-highest-risk",
-            "0.5",
-            "--json",
-            str(out),
-        ],
-        out=io.StringIO(),
-        err=io.StringIO(),
+    code, expected = assess_json(
+        str(oracle_data("adult.csv")),
+        "--sep",
+        ";",
+        "--qi",
+        ",".join(QIS),
+        "--sampling-fraction",
+        "0.01",
+        "--max-highest-risk",
+        "0.5",
     )
     assert code == 1  # highest risk 1 > 0.5
-    expected = json.loads(out.read_text())
-    expected.pop("input")  # the CLI's input is the file, the operator's the table
     ti = _TI()
     op = _operator(
         engine,
@@ -100,9 +87,10 @@ def test_database_operator_equals_cli_on_csv(
     )
     got = op.execute({"ti": ti})
     assert ti.pushed["return_value"] == got
-    fingerprint = got.pop("input")
+    run = {key: got.pop(key) for key in RUN_KEYS}  # the CLI's input is the file, here the table
     assert got == expected
-    assert (fingerprint["kind"], fingerprint["rows"]) == ("database", 30162)
+    assert run["advice"] is None
+    assert (run["input"]["kind"], run["input"]["rows"]) == ("database", 30162)
 
 
 def test_breach_message_names_metric_values_qis_and_k(adult_in: tuple[sa.Engine, str]) -> None:
