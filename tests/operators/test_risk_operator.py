@@ -17,10 +17,9 @@ import sqlalchemy as sa
 
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
-from tests.cli._cli import RUN_KEYS, assess_json
+from tests.cli._cli import RUN_KEYS
 from tests.conftest import ensure_airflow_db, oracle_data, require_server
-
-QIS = ["sex", "age", "race", "marital-status", "native-country"]
+from tests.operators._adult_gate import OPERATOR_OPTIONS, QIS, cli_json
 
 
 class _TI:
@@ -64,26 +63,12 @@ def adult_in(
 def test_database_operator_equals_cli_on_csv(adult_in: tuple[sa.Engine, str]) -> None:
     """The operator on Adult in PostgreSQL / MariaDB gives the JSON `reident assess` gives."""
     engine, name = adult_in
-    code, expected = assess_json(
-        str(oracle_data("adult.csv")),
-        "--sep",
-        ";",
-        "--qi",
-        ",".join(QIS),
-        "--sampling-fraction",
-        "0.01",
-        "--max-highest-risk",
-        "0.5",
-    )
-    assert code == 1  # highest risk 1 > 0.5
+    expected = cli_json()
     ti = _TI()
     op = _operator(
         engine,
         table=name,
-        quasi_identifiers=",".join(QIS),
-        sampling_fraction="0.01",
-        max_highest_risk="0.5",
-        on_breach="warn",
+        **OPERATOR_OPTIONS,
     )
     got = op.execute({"ti": ti})
     assert ti.pushed["return_value"] == got

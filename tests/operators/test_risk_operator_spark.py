@@ -19,11 +19,10 @@ import pytest
 
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
-from tests.cli._cli import RUN_KEYS, assess_json
+from tests.cli._cli import RUN_KEYS
 from tests.conftest import oracle_data
+from tests.operators._adult_gate import OPERATOR_OPTIONS, cli_json
 from tests.operators._spark import CONN_ID, PushedTI
-
-QIS = ["sex", "age", "race", "marital-status", "native-country"]
 
 
 def _operator(conn_id: str = CONN_ID, **kwargs: Any) -> ReidentificationRiskOperator:
@@ -37,26 +36,12 @@ def test_spark_path_equals_cli_on_csv(
     request: pytest.FixtureRequest, connection: str, adult_parquet: Path
 ) -> None:
     conn_id = request.getfixturevalue(connection)
-    code, expected = assess_json(
-        str(oracle_data("adult.csv")),
-        "--sep",
-        ";",
-        "--qi",
-        ",".join(QIS),
-        "--sampling-fraction",
-        "0.01",
-        "--max-highest-risk",
-        "0.5",
-    )
-    assert code == 1  # highest risk 1 > 0.5
+    expected = cli_json()
     ti = PushedTI()
     op = _operator(
         conn_id,
         path=str(adult_parquet),
-        quasi_identifiers=",".join(QIS),
-        sampling_fraction="0.01",
-        max_highest_risk="0.5",
-        on_breach="warn",
+        **OPERATOR_OPTIONS,
     )
     got = op.execute({"ti": ti})
     assert ti.pushed["return_value"] == got
