@@ -115,3 +115,34 @@ def test_release_path_is_written_then_swapped_in(
     write_release_path(second, str(target))
     assert classic_spark.read.parquet(str(target)).count() == 1000 - second.suppressed_records
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]  # nothing left beside it
+
+
+def test_hostile_values_and_names_equal_the_pandas_datafly(classic_spark: Any) -> None:
+    """Quotes, line breaks, a comma, non-ASCII text, a lone space and a backtick, in values
+    and in a column name: Spark's Datafly groups, generalizes and releases them as the
+    pandas one does."""
+    from reident_airflow.engine.hierarchies import masking_hierarchy
+
+    values = ['a"1', "b\n2", "é3", "a,4", " ", "b\r\n5", "`6", "a'7"]
+    n = 64
+    frame = pd.DataFrame(
+        {
+            "id": [str(i) for i in range(n)],
+            "co`de": [values[i % len(values)] for i in range(n)],
+            "zip": [f"8{i % 5}{i % 3}" for i in range(n)],
+        }
+    )
+    qis = ("co`de", "zip")
+    hierarchies = {q: masking_hierarchy(frame[q].unique(), column=q) for q in qis}
+    want = datafly(frame, qis, hierarchies, 3, 0)
+    rows = list(frame.itertuples(index=False, name=None))
+    spark_frame = classic_spark.createDataFrame(
+        rows, schema="id string, `co``de` string, zip string"
+    )
+    got = datafly_spark(spark_frame, qis, hierarchies, 3, 0)
+    assert got.to_dict() == want.to_dict()
+    assert list(got.table.columns) == list(frame.columns)
+    released = Counter(tuple(r) for r in got.table.collect())
+    assert sum(released.values()) == want.released_records
+    expected = Counter(tuple(r) for r in want.table.itertuples(index=False))
+    assert released == expected
