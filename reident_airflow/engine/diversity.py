@@ -35,6 +35,7 @@ from reident_airflow.engine._arrays import FloatArray, IntArray
 from reident_airflow.engine.aggregates import ValueCounts
 from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.numbers import as_number
 from reident_airflow.engine.records import field_dict
 
 __all__ = ["DEFAULT_RECURSIVE_C", "LDiversity", "l_diversity", "validate_recursive_c"]
@@ -49,12 +50,7 @@ _BLOCK = 1 << 18
 
 def validate_recursive_c(value: Any) -> float:
     """c of recursive (c, l)-diversity: a finite number > 0."""
-    if isinstance(value, bool):
-        raise InvalidInputError(f"recursive c must be a number > 0, got {value!r}")
-    try:
-        c = float(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"recursive c must be a number > 0, got {value!r}") from None
+    c = as_number(value, "recursive c", kind="a number > 0")
     if not (math.isfinite(c) and c > 0):
         raise InvalidInputError(f"recursive c must be a finite number > 0, got {value!r}")
     return c

@@ -35,6 +35,7 @@ from reident_airflow.engine.defaults import (
 )
 from reident_airflow.engine.diversity import validate_recursive_c
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.numbers import as_number, as_whole_number, is_unset
 from reident_airflow.engine.presets import find_preset
 from reident_airflow.engine.sample import validate_threshold
 
@@ -337,7 +338,7 @@ class AssessmentOptions:
             raise InvalidInputError(f"unknown assessment option {unknown[0]!r}; known: {known}")
         converted: dict[str, Any] = {}
         for key, value in values.items():
-            if not _unset(value):
+            if not is_unset(value):
                 converted[key] = _CONVERTERS[key](value, key)
         gate = {name: converted.pop(name) for name in _GATE_FIELDS if name in converted}
         warn = {
@@ -418,26 +419,6 @@ def _check_region(region: Any) -> None:
 
 
 # ------------------------------------------------------------------- loose-value converters
-def _unset(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"})
-
-
-def _number(value: Any, key: str) -> float:
-    if isinstance(value, bool):
-        raise InvalidInputError(f"{key} must be a number, got a boolean")
-    try:
-        return float(value.strip() if isinstance(value, str) else value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{key} must be a number, got {value!r}") from None
-
-
-def _whole_number(value: Any, key: str) -> int:
-    number = _number(value, key)
-    if not (math.isfinite(number) and number.is_integer()):
-        raise InvalidInputError(f"{key} must be a whole number, got {value!r}")
-    return int(number)
-
-
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -472,12 +453,12 @@ def _name(value: Any, key: str) -> str:
 _GATE_FIELDS = tuple(f.name for f in fields(Thresholds))
 
 _GATE_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
-    "max_highest_risk": _number,
-    "max_average_risk": _number,
-    "max_records_at_risk": _number,
-    "min_k": _whole_number,
-    "max_global_risk": _number,
-    "min_l": _whole_number,
+    "max_highest_risk": as_number,
+    "max_average_risk": as_number,
+    "max_records_at_risk": as_number,
+    "min_k": as_whole_number,
+    "max_global_risk": as_number,
+    "min_l": as_whole_number,
 }
 
 _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
@@ -485,16 +466,16 @@ _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     **_GATE_CONVERTERS,
     **{f"warn_{name}": convert for name, convert in _GATE_CONVERTERS.items()},
     "preset": _name,
-    "record_threshold": _number,
-    "population_size": _whole_number,
-    "sampling_fraction": _number,
+    "record_threshold": as_number,
+    "population_size": as_whole_number,
+    "sampling_fraction": as_number,
     "region": _name,
     "population_table": _name,
     "weight": _name,
     "sensitive": _column_names,
-    "recursive_c": _number,
+    "recursive_c": as_number,
     "rank_attributes": parse_flag,
-    "max_subset_size": _whole_number,
+    "max_subset_size": as_whole_number,
     "suda": parse_flag,
-    "suda_max_msu_size": _whole_number,
+    "suda_max_msu_size": as_whole_number,
 }

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.numbers import as_number, as_whole_number, is_unset
 from reident_airflow.engine.options import parse_flag as flag_value
 from reident_airflow.outcomes import ReidentConfigurationError
 
@@ -38,20 +39,14 @@ def parse_columns(value: str | Sequence[str] | None, field: str) -> list[str]:
 
 
 def parse_number(value: Any, field: str, *, integer: bool = False) -> float | int | None:
-    """A rendered numeric parameter (templating turns numbers into strings)."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"}):
+    """A rendered numeric parameter (templating turns numbers into strings); ``None`` when
+    unset (:func:`~reident_airflow.engine.numbers.is_unset`)."""
+    if is_unset(value):
         return None
-    if isinstance(value, bool):
-        raise ReidentConfigurationError(f"{field} must be a number, got a boolean")
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ReidentConfigurationError(f"{field} must be a number, got {value!r}") from None
-    if integer:
-        if not number.is_integer():
-            raise ReidentConfigurationError(f"{field} must be a whole number, got {value!r}")
-        return int(number)
-    return number
+        return as_whole_number(value, field) if integer else as_number(value, field)
+    except InvalidInputError as exc:  # a configuration error of the task: no retries
+        raise ReidentConfigurationError(str(exc)) from exc
 
 
 def check_choice(value: str, field: str, choices: Sequence[str]) -> str:
