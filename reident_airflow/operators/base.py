@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -107,6 +107,13 @@ class ReidentOperator(BaseOperator):
     template_ext: Sequence[str] = (".sql",)
     template_fields_renderers: ClassVar[dict[str, str]] = RENDERERS
     operator_extra_links = (ReidentReportLink(),)
+    # the parameters, kept as given (see keep_arguments)
+    on_breach: str
+    report_path: str | None
+    report_base_url: str | None
+    sign_off: dict[str, Any] | str | None
+    database: str | None
+    hook_params: dict[str, Any] | None
 
     def __init__(
         self,
@@ -120,14 +127,17 @@ class ReidentOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.on_breach = on_breach
-        self.report_path = report_path
-        self.report_base_url = report_base_url
-        self.sign_off = sign_off
-        self.database = database
-        self.hook_params = hook_params
+        self.keep_arguments(locals(), BASE_FIELDS)
         self.last_report: dict[str, Any] | None = None
         self.last_report_url: str | None = None
+
+    def keep_arguments(self, given: Mapping[str, Any], names: Sequence[str] = ()) -> None:
+        """Keep each of ``names`` (default: the operator's ``template_fields``) that
+        ``given`` holds (an ``__init__``'s ``locals()``) as the attribute of that name, as
+        given: Airflow renders the attribute and the operator converts it when it runs."""
+        for name in names or self.template_fields:
+            if name in given:
+                setattr(self, name, given[name])
 
     # -- seams -----------------------------------------------------------------------------
     def get_engine(self, conn_id: str) -> Engine:
@@ -332,6 +342,14 @@ class StagedTableOperator(ReidentOperator):
     :param sep: the CSV's separator (default ``,``).
     """
 
+    conn_id: str | None
+    table: str | None
+    schema: str | None
+    sql: str | None
+    where: str | None
+    path: str | None
+    sep: str
+
     def __init__(
         self,
         *,
@@ -345,13 +363,7 @@ class StagedTableOperator(ReidentOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.conn_id = conn_id
-        self.table = table
-        self.schema = schema
-        self.sql = sql
-        self.where = where
-        self.path = path
-        self.sep = sep
+        self.keep_arguments(locals(), STAGED_FIELDS)
         self._staged_copy: Path | None = None
 
     def check_staged(self) -> None:

@@ -99,6 +99,17 @@ class DataflyOperator(StagedTableOperator):
     ui_color = "#e4ffe8"
     check = "datafly"
     report_kind = "datafly"
+    quasi_identifiers: str | Sequence[str]
+    k: int | str
+    hierarchies: Mapping[str, Any] | str
+    suppression_limit: int | float | str | None
+    hierarchy_sep: str
+    target_conn_id: str | None
+    target_table: str | None
+    target_schema: str | None
+    target_path: str | None
+    target_sep: str | None
+    chunk_rows: int | str | None
 
     def __init__(
         self,
@@ -108,27 +119,16 @@ class DataflyOperator(StagedTableOperator):
         hierarchies: Mapping[str, Any] | str,
         suppression_limit: int | float | str | None = None,
         hierarchy_sep: str = ";",
+        target_conn_id: str | None = None,
         target_table: str | None = None,
         target_schema: str | None = None,
-        target_conn_id: str | None = None,
         target_path: str | None = None,
         target_sep: str | None = None,
-        chunk_rows: int | None = None,
-        report_path: str | None = None,
+        chunk_rows: int | str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(report_path=report_path, **kwargs)
-        self.quasi_identifiers = quasi_identifiers
-        self.k = k
-        self.hierarchies = hierarchies
-        self.suppression_limit = suppression_limit
-        self.hierarchy_sep = hierarchy_sep
-        self.target_table = target_table
-        self.target_schema = target_schema
-        self.target_conn_id = target_conn_id
-        self.target_path = target_path
-        self.target_sep = target_sep
-        self.chunk_rows = chunk_rows
+        super().__init__(**kwargs)
+        self.keep_arguments(locals())
 
     def _validated(self, spark: Any = None) -> dict[str, Any]:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
@@ -139,6 +139,9 @@ class DataflyOperator(StagedTableOperator):
         if k is None:
             raise ReidentConfigurationError("k is required")
         hierarchies = parse_mapping(self.hierarchies, "hierarchies")
+        chunk_rows = parse_number(self.chunk_rows, "chunk_rows", integer=True)
+        if chunk_rows is not None and chunk_rows < 1:
+            raise ReidentConfigurationError(f"chunk_rows must be 1 or more, got {chunk_rows}")
         target_sep = self.target_sep or self.sep
         for name, value in (
             ("sep", self.sep),
@@ -167,6 +170,7 @@ class DataflyOperator(StagedTableOperator):
             "hierarchies": hierarchies,
             "target_conn": target_conn,
             "target_sep": target_sep,
+            "chunk_rows": chunk_rows,
         }
 
     def _suppression_limit(self) -> int | float | None:
@@ -180,7 +184,7 @@ class DataflyOperator(StagedTableOperator):
             try:
                 return parse_suppression_limit(value)
             except InvalidInputError as exc:
-                raise ReidentConfigurationError(f"suppression_limit {exc}") from None
+                raise ReidentConfigurationError(f"suppression_limit {exc}") from exc
         if value is None or isinstance(value, int | float):
             return value
         raise ReidentConfigurationError("suppression_limit must be a number or None")
@@ -245,7 +249,8 @@ class DataflyOperator(StagedTableOperator):
     ) -> dict[str, Any]:
         from reident_airflow.sources import writers
 
-        options: dict[str, Any] = {"chunk_rows": self.chunk_rows} if self.chunk_rows else {}
+        chunk_rows = params["chunk_rows"]
+        options: dict[str, Any] = {"chunk_rows": chunk_rows} if chunk_rows else {}
         if self.target_path:
             options["sep"] = params["target_sep"]
             written = writers.write_file_atomic(table, self.target_path, **options)

@@ -50,13 +50,15 @@ class DirectMatchProtectionOperator(ReidentOperator):
         stricter release.
     :param columns: score only these columns (list or comma-separated string); default: every
         column of both tables but the key.
-    :param report_path: where to write the HTML report of the run (templated; a local path or
-        an object-storage URL); its location is pushed to XCom under ``report_location`` and
-        its URL (``report_base_url``, or an object-storage URL) under ``report_url``, the
-        task's "Re-identification report" link.
-    :param on_breach: ``"fail"`` (default: :class:`ReidentificationBreach`, no retries, the
-        breach notifier's ``check`` is ``"direct_match"``), ``"skip"`` (the task and its
-        downstream are skipped) or ``"warn"`` (log, succeed).
+
+    ``report_path`` (templated; a local path or an object-storage URL): where to write the HTML
+    report of the run; its location is pushed to XCom under ``report_location`` and its URL
+    (``report_base_url``, or an object-storage URL) under ``report_url``, the task's
+    "Re-identification report" link. ``on_breach``: ``"fail"`` (default:
+    :class:`ReidentificationBreach`, no retries, the breach notifier's ``check`` is
+    ``"direct_match"``), ``"skip"`` (the task and its downstream are skipped) or ``"warn"``
+    (log, succeed). Both, and ``database`` / ``hook_params``, are
+    :class:`~reident_airflow.operators.base.ReidentOperator`'s.
 
     Returns the ``reident.direct_match/v1`` JSON (aggregates only: counts, protections, column
     names; it is what ``reident direct-match --json`` writes) as XCom (``return_value``, pushed
@@ -83,39 +85,38 @@ class DirectMatchProtectionOperator(ReidentOperator):
     ui_color = "#e4f0ff"
     check = "direct_match"
     report_kind = "direct_match"
+    key: str | None
+    target: float | str
+    columns: str | Sequence[str] | None
+    conn_id: str | None
+    schema: str | None
+    original_table: str | None
+    original_path: str | None
+    sep: str
+    avatar_conn_id: str | None
+    avatar_schema: str | None
+    avatar_table: str | None
+    avatar_path: str | None
 
     def __init__(
         self,
         *,
-        conn_id: str | None = None,
-        original_table: str | None = None,
-        avatar_table: str | None = None,
-        avatar_conn_id: str | None = None,
-        schema: str | None = None,
-        avatar_schema: str | None = None,
-        original_path: str | None = None,
-        avatar_path: str | None = None,
-        sep: str = ",",
         key: str | None = None,
         target: float | str = DEFAULT_TARGET,
         columns: str | Sequence[str] | None = None,
-        on_breach: str = "fail",
-        report_path: str | None = None,
+        conn_id: str | None = None,
+        schema: str | None = None,
+        original_table: str | None = None,
+        original_path: str | None = None,
+        sep: str = ",",
+        avatar_conn_id: str | None = None,
+        avatar_schema: str | None = None,
+        avatar_table: str | None = None,
+        avatar_path: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
-        self.conn_id = conn_id
-        self.original_table = original_table
-        self.avatar_table = avatar_table
-        self.avatar_conn_id = avatar_conn_id
-        self.schema = schema
-        self.avatar_schema = avatar_schema
-        self.original_path = original_path
-        self.avatar_path = avatar_path
-        self.sep = sep
-        self.key = key
-        self.target = target
-        self.columns = columns
+        super().__init__(**kwargs)
+        self.keep_arguments(locals())
 
     # -- work ------------------------------------------------------------------------------
     def _avatar_conn(self) -> str | None:

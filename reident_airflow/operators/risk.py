@@ -167,6 +167,11 @@ class ReidentificationRiskOperator(StagedTableOperator):
     )
     #: The one option read by name here (the others go through :meth:`_options`).
     population_table: str | None
+    memory_limit: str | None
+    hierarchies: Mapping[str, Any] | str | None
+    hierarchy_sep: str
+    advice: bool | str
+    fingerprint: bool | str
 
     ui_color = "#f0e4ff"
     check = "reidentification_risk"
@@ -210,14 +215,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
-        given = locals()
-        for name in self.OPTION_FIELDS:  # each kept as given, converted once rendered
-            setattr(self, name, given[name])
-        self.memory_limit = memory_limit
-        self.hierarchies = hierarchies
-        self.hierarchy_sep = hierarchy_sep
-        self.advice = advice
-        self.fingerprint = fingerprint
+        self.keep_arguments(locals())
 
     # -- work ------------------------------------------------------------------------------
     def _options(self, *, spark: bool = False) -> AssessmentOptions:

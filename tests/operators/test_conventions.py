@@ -67,6 +67,29 @@ def test_every_parameter_is_templated(cls: type[ReidentOperator]) -> None:
     assert any(isinstance(link, ReidentReportLink) for link in cls.operator_extra_links)
 
 
+@pytest.mark.parametrize(
+    "cls", [*OPERATORS, StagedTableOperator, ReidentOperator], ids=lambda c: c.__name__
+)
+def test_kept_parameters_are_declared_as_given(cls: type[ReidentOperator]) -> None:
+    """``keep_arguments`` stores a parameter as given: the attribute the class declares for it
+    has the parameter's type, and each parameter stored is one the class or a base declares."""
+    declared = {
+        k: v
+        for klass in reversed(cls.__mro__)
+        for k, v in vars(klass).get("__annotations__", {}).items()
+    }
+    own = {
+        name: p.annotation
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if p.kind is p.KEYWORD_ONLY
+    }
+    assert {name: declared[name] for name in own if name in declared} == {
+        name: kind for name, kind in own.items() if name in declared
+    }
+    if cls is not ReidentificationRiskOperator:  # its options are read through _options
+        assert set(own) <= set(declared)
+
+
 def test_the_link_is_registered_with_the_provider() -> None:
     [path] = get_provider_info()["extra-links"]
     module, _, name = path.rpartition(".")

@@ -168,6 +168,7 @@ def test_file_to_file_with_rendered_templates(tmp_path: Path) -> None:
         suppression_limit="{{ params.limit }}",
         hierarchies="{{ params.hierarchies | tojson }}",
         target_path="{{ params.target }}",
+        chunk_rows="{{ params.chunk }}",
     )
     params = {
         "source": str(source),
@@ -176,6 +177,7 @@ def test_file_to_file_with_rendered_templates(tmp_path: Path) -> None:
         "limit": "1%",
         "hierarchies": HIERARCHIES,
         "target": str(tmp_path / "anon.csv"),
+        "chunk": 5000,
     }
     op.render_template_fields({"params": params})
     assert op.k == "10" and isinstance(op.hierarchies, str)  # rendered to text
@@ -256,6 +258,8 @@ def test_hierarchy_builders(adult: pd.DataFrame, tmp_path: Path) -> None:
         ({"target_table": "t", "quasi_identifiers": "sex,zip"}, "unknown quasi-identifier"),
         ({"target_table": "t", "k": 0}, "k must be at least 1"),
         ({"target_table": "t", "sep": ";;"}, "single character"),
+        ({"target_table": "t", "chunk_rows": "0"}, "chunk_rows must be 1 or more"),
+        ({"target_table": "t", "chunk_rows": "many"}, "chunk_rows must be a number"),
     ],
 )
 def test_hostile_values_fail_clearly(kwargs: dict[str, Any], message: str, tmp_path: Path) -> None:
