@@ -35,13 +35,7 @@ if TYPE_CHECKING:  # pandas and Arrow are loaded by the functions that use them
     import pandas as pd
     import pyarrow as pa
 
-__all__ = [
-    "ClassSizes",
-    "ClassTable",
-    "class_table_from_grouped",
-    "class_table_of",
-    "group_codes",
-]
+__all__ = ["ClassSizes", "ClassTable", "class_table_from_grouped", "class_table_of", "group_codes"]
 
 
 # Product of cardinalities up to which classes are counted by a direct bincount over the key.

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -97,7 +97,7 @@ class InformationLoss:
     discernibility: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"precision": self.precision, "discernibility": self.discernibility}
+        return asdict(self)
 
 
 @dataclass(frozen=True, eq=False)

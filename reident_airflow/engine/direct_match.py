@@ -99,11 +99,19 @@ class DirectMatchResult:
     protection: float
     target: float
     columns: tuple[ColumnProtection, ...]
-    below_target: tuple[str, ...]
-    passed: bool
     only_in_original: tuple[str, ...] = ()
     only_in_avatar: tuple[str, ...] = ()
     key: str | None = None
+
+    @property
+    def below_target(self) -> tuple[str, ...]:
+        """The columns whose protection is below ``target``, most re-identifying first."""
+        return tuple(c.column for c in self.columns if c.protection < self.target)
+
+    @property
+    def passed(self) -> bool:
+        """Whether the lowest protection reaches ``target``."""
+        return self.protection >= self.target
 
     def to_dict(self) -> dict[str, Any]:
         """The ``reident.direct_match/v1`` document (docs/contract.md), JSON-serialisable.
@@ -221,8 +229,6 @@ def direct_match_from_counts(
         protection=lowest,
         target=target_value,
         columns=ranked,
-        below_target=tuple(c.column for c in ranked if c.protection < target_value),
-        passed=lowest >= target_value,
         only_in_original=tuple(str(c) for c in only_in_original),
         only_in_avatar=tuple(str(c) for c in only_in_avatar),
         key=key,
