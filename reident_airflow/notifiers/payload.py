@@ -168,16 +168,16 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
         outcome = source.get("outcome")
         location = source.get("report_location")
         url = source.get("report_url")
-        payload.update(
-            outcome=outcome if outcome in OUTCOMES else "fail",
-            report_location=location[:_MAX_LOCATION] if isinstance(location, str) else None,
-            report_url=url[:_MAX_LOCATION] if isinstance(url, str) else None,
+        payload.update(  # the payload's keys keep the order of _empty_payload
+            report_schema=_name(source.get("schema")),
             records=_count(source.get("records")),
             classes=_count(source.get("classes")),
             columns_below_target=_names(source.get("below_target")),
-            report_schema=_name(source.get("schema")),
+            outcome=outcome if outcome in OUTCOMES else "fail",
             warnings=_breaches(source.get("warnings")),
             advice=advice_of(source.get("advice")),
+            report_location=location[:_MAX_LOCATION] if isinstance(location, str) else None,
+            report_url=url[:_MAX_LOCATION] if isinstance(url, str) else None,
         )
     payload["text"] = _summary(payload)
     return payload

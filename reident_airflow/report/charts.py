@@ -220,20 +220,28 @@ def risk_distribution_chart(
                 if PARTLY not in colors:
                     above = sum(sh for sh, col in zip(shares, colors, strict=True) if col == RISK)
                     label += f": {above:.3g} % of the records above"
-                _label_line(ax, label, (1.0, y), ("axes fraction", "data"), (-2, 3), RISK)
+                _label_line(ax, label, y=y, offset=(-2, 3), color=RISK)
         return _svg(fig, "risk-distribution", "Share of records per risk band")
 
 
 def _label_line(
     ax: Axes,
     text: str,
-    xy: tuple[float, float],
-    coords: tuple[str, str],
-    offset: tuple[float, float],
+    *,
+    x: float | None = None,
+    y: float | None = None,
+    offset: tuple[float, float] = (0, 3),
     color: str | None = None,
 ) -> None:
-    """Label a threshold line: ``text`` right-aligned just above ``xy`` (in ``coords``),
+    """Label a threshold line: the vertical line at data ``x`` at its top, or the horizontal
+    line at data ``y`` at its right end; ``text`` is right-aligned just above that point,
     shifted by ``offset`` points."""
+    if x is not None:
+        xy, coords = (x, 1.0), ("data", "axes fraction")
+    elif y is not None:
+        xy, coords = (1.0, y), ("axes fraction", "data")
+    else:
+        raise ValueError("_label_line needs x or y")
     ax.annotate(
         text,
         xy=xy,
@@ -397,7 +405,7 @@ def direct_match_chart(columns: Sequence[tuple[str, float]], target: float | Non
         ax.set_xlim(min(0.0, math.floor(low)), 108)
         if target is not None:
             ax.axvline(target, color=INK, linestyle="--", linewidth=1.2)
-            _label_line(ax, f"target {target:g}", (target, 1.0), ("data", "axes fraction"), (-4, 2))
+            _label_line(ax, f"target {target:g}", x=target, offset=(-4, 2))
         ax.set_xlabel("column direct match protection (0 = every value kept, 100 = none)")
         _style_axes(ax, grid_axis="x")
         if target is not None:
@@ -429,13 +437,7 @@ def datafly_steps_chart(
         ax.set_ylim(0, top * 1.2 if top else 1)
         if suppression_limit is not None:
             ax.axhline(suppression_limit, color=INK, linestyle="--", linewidth=1.2)
-            _label_line(
-                ax,
-                f"suppression limit {suppression_limit:,}",
-                (1.0, suppression_limit),
-                ("axes fraction", "data"),
-                (0, 3),
-            )
+            _label_line(ax, f"suppression limit {suppression_limit:,}", y=suppression_limit)
         below_k = f"< {k:,}" if k is not None else "< k"
         ax.set_ylabel(f"records in classes {below_k}")
         ax.set_xlabel("generalization step (column → level)")

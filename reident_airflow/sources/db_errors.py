@@ -169,12 +169,12 @@ class TableWriteError(ReidentError):
         self,
         message: str,
         *,
+        deterministic: bool = False,
         table: str | None = None,
         error_class: str | None = None,
         code: str | None = None,
         rows_written: int | None = None,
         rows_total: int | None = None,
-        deterministic: bool = False,
     ) -> None:
         super().__init__(message)
         self.table = table

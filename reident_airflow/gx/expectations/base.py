@@ -26,7 +26,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from string import Template
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from great_expectations.compatibility import pydantic
 from great_expectations.expectations.expectation import (
@@ -64,6 +64,14 @@ from reident_airflow.gx.parameters import (
 )
 from reident_airflow.sources.spark import SparkAggregates
 from reident_airflow.sources.spark_measures import assessment_of
+
+if TYPE_CHECKING:
+    from great_expectations.core.expectation_validation_result import (
+        ExpectationValidationResult,
+    )
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
 
 __all__ = [
     "SUPPORTED_DATA_SOURCES",
@@ -386,9 +394,9 @@ class ReidentExpectation(BatchExpectation, abc.ABC):
     @renderer(renderer_type=LegacyDiagnosticRendererType.OBSERVED_VALUE)
     def _diagnostic_observed_value_renderer(
         cls,
-        configuration: Any = None,
-        result: Any = None,
-        runtime_configuration: dict[str, Any] | None = None,
+        configuration: ExpectationConfiguration | None = None,
+        result: ExpectationValidationResult | None = None,
+        runtime_configuration: dict[Any, Any] | None = None,
         **kwargs: Any,
     ) -> str:
         """The atomic observed value, as the text GE 1.24's HTML pages ask for."""
