@@ -24,6 +24,7 @@ from reident_airflow.commands.common import (
     EXIT_INTERRUPTED,
     EXIT_PASSED,
     EXIT_USAGE,
+    add_command,
     check_run_paths,
     exit_codes_text,
 )
@@ -91,7 +92,7 @@ def _build() -> _Parser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     for name in COMMAND_MODULES:
-        import_module(name).register(sub, [common])
+        add_command(sub, [common], import_module(name))
     parser.commands = dict(sub.choices)
     return parser
 

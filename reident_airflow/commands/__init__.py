@@ -1,11 +1,17 @@
 """Sub-commands of ``reident``, one module each; :mod:`reident_airflow.cli` is the entry point.
 
-Each module listed in :data:`COMMAND_MODULES` defines
-``register(subparsers, parents) -> None``: it adds its sub-parser
-(:func:`~reident_airflow.commands.common.add_command`) with its handler,
-``handler(args, out, err) -> exit code`` (stdout, stderr). Handlers raise
-:class:`~reident_airflow.engine.errors.ReidentError` for input errors (exit 2) and return
-0 (passed) or 1 (breached) (:mod:`reident_airflow.commands.common`). What the commands share
+Each module listed in :data:`COMMAND_MODULES` is one sub-command, named after the module
+(``direct_match`` is ``reident direct-match``), and defines:
+
+- ``run(args, out, err) -> exit code`` (stdout, stderr): the first line of its docstring is
+  the command's summary in ``reident --help``, the rest its ``--help`` description;
+- ``EXIT_CODES``: what exit codes 0 and 1 mean, shown at the end of its ``--help``;
+- ``add_arguments(parser)``: its options.
+
+:func:`~reident_airflow.commands.common.add_command` turns a module into its sub-parser.
+``run`` raises :class:`~reident_airflow.engine.errors.ReidentError` for input errors (exit 2)
+and returns 0 (passed) or 1 (breached) (:mod:`reident_airflow.commands.common`). What the
+commands share
 -- exit codes, argument types, progress lines, writing ``--json`` and ``--report`` -- is in
 :mod:`~reident_airflow.commands.common`; what ``assess`` adds after the gate (warnings, the
 advice on a k breach, the input's fingerprint) in :mod:`~reident_airflow.commands.assess_outcome`.

@@ -50,7 +50,6 @@ from reident_airflow.commands.assess_outcome import (
 from reident_airflow.commands.assess_spark import add_spark_arguments, check_engine_arguments
 from reident_airflow.commands.common import (
     Progress,
-    add_command,
     add_input_arguments,
     add_output_arguments,
     add_table_arguments,
@@ -71,7 +70,10 @@ if TYPE_CHECKING:
     from reident_airflow.engine.assessment import Assessment
     from reident_airflow.engine.options import AssessmentOptions
 
-__all__ = ["FLAG_NAMES", "assessment_options", "register"]
+__all__ = ["EXIT_CODES", "FLAG_NAMES", "add_arguments", "assessment_options", "run"]
+
+#: What exit codes 0 and 1 of ``reident assess`` mean.
+EXIT_CODES = ("passed, or no limit was given", "a limit was breached")
 
 #: The gate's limits: (flag, argument type, help). Each has a warning level ``--warn-...``.
 _GATES: tuple[tuple[str, Callable[[str], Any], str], ...] = (
@@ -129,19 +131,7 @@ FLAG_NAMES: Mapping[str, str] = {
 }
 
 
-def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Add ``assess`` to the ``reident`` sub-commands."""
-    a = add_command(
-        subparsers,
-        "assess",
-        parents,
-        summary="assess re-identification risk of a table",
-        description="Assess the re-identification risk of a CSV/Parquet file or a database "
-        "table: the prosecutor, journalist and marketer models, uniqueness, the QI ranking and "
-        "the optional measures; gate a release on the limits given.",
-        exit_codes=("passed, or no limit was given", "a limit was breached"),
-        handler=_run,
-    )
+def add_arguments(a: argparse.ArgumentParser) -> None:
     add_input_arguments(
         a,
         qi_type=columns_as_written,
@@ -374,7 +364,13 @@ def _advice(
     return breach_advice_of(args, result, table, lambda: _load(args, "class_table"), hierarchies)
 
 
-def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """assess re-identification risk of a table
+
+    Assess the re-identification risk of a CSV/Parquet file or a database table: the
+    prosecutor, journalist and marketer models, uniqueness, the QI ranking and the optional
+    measures; gate a release on the limits given.
+    """
     check_engine_arguments(args)
     if args.engine == "spark":
         from reident_airflow.commands.assess_spark import run_spark

@@ -9,6 +9,7 @@ builds every command's parser from it.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TextIO
 
 __all__ = [
@@ -180,27 +182,25 @@ def html_path(text: str) -> str:
 
 # ------------------------------------------------------------------------------- the parsers
 def add_command(
-    subparsers: Any,
-    name: str,
-    parents: list[argparse.ArgumentParser],
-    *,
-    summary: str,
-    description: str,
-    exit_codes: tuple[str, str],
-    handler: Handler,
+    subparsers: Any, parents: list[argparse.ArgumentParser], module: ModuleType
 ) -> argparse.ArgumentParser:
-    """Add the sub-command ``name``: its one-line ``summary`` (in ``reident --help``), its
-    ``description`` and the meaning of its exit codes 0 and 1 (at the end of its ``--help``);
-    ``handler`` runs it."""
+    """Add the sub-command a command module defines (see :mod:`reident_airflow.commands`).
+
+    Its name is the module's (``direct_match`` is ``direct-match``); the first line of the
+    docstring of its ``run(args, out, err)`` is its summary in ``reident --help``, the rest its
+    ``--help`` description; ``EXIT_CODES`` says what exit codes 0 and 1 mean (at the end of its
+    ``--help``); ``add_arguments(parser)`` adds its options; ``run`` runs it."""
+    summary, _, description = (inspect.getdoc(module.run) or "").partition("\n")
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        name,
+        module.__name__.rpartition(".")[2].replace("_", "-"),
         parents=parents,
         help=summary,
-        description=textwrap.fill(description, width=78),
-        epilog=exit_codes_text(*exit_codes),
+        description=textwrap.fill(" ".join(description.split()), width=78),
+        epilog=exit_codes_text(*module.EXIT_CODES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(handler=handler)
+    module.add_arguments(parser)
+    parser.set_defaults(handler=module.run)
     return parser
 
 

@@ -34,7 +34,6 @@ from typing import Any, TextIO
 
 from reident_airflow.commands.common import (
     Progress,
-    add_command,
     add_hierarchy_arguments,
     add_input_arguments,
     add_output_arguments,
@@ -46,7 +45,13 @@ from reident_airflow.commands.common import (
 )
 from reident_airflow.engine.errors import InvalidInputError
 
-__all__ = ["register"]
+__all__ = ["EXIT_CODES", "add_arguments", "run"]
+
+#: What exit codes 0 and 1 of ``reident datafly`` mean.
+EXIT_CODES = (
+    "k reached: the anonymized table is written",
+    "k cannot be reached within the suppression limit: nothing is written",
+)
 
 
 def _whole_number(text: str) -> int:
@@ -67,22 +72,7 @@ def _suppression_limit(text: str) -> int | float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Add ``datafly`` to the ``reident`` sub-commands."""
-    p = add_command(
-        subparsers,
-        "datafly",
-        parents,
-        summary="k-anonymize a table with Datafly (generalize, then suppress)",
-        description="Generalize the quasi-identifiers one level at a time (the one with the "
-        "most distinct values first) until every record shares its values with at least k-1 "
-        "others, except at most --suppression-limit records, which are removed.",
-        exit_codes=(
-            "k reached: the anonymized table is written",
-            "k cannot be reached within the suppression limit: nothing is written",
-        ),
-        handler=_cmd_datafly,
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input_arguments(
         p,
         qi_type=column_names,
@@ -183,7 +173,13 @@ def _summary(report: dict[str, Any], output: Path) -> str:
     )
 
 
-def _cmd_datafly(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """k-anonymize a table with Datafly (generalize, then suppress)
+
+    Generalize the quasi-identifiers one level at a time (the one with the most distinct values
+    first) until every record shares its values with at least k-1 others, except at most
+    --suppression-limit records, which are removed.
+    """
     from reident_airflow.engine.datafly import datafly, infeasible_report
     from reident_airflow.engine.errors import AnonymizationInfeasibleError
     from reident_airflow.sources.writers import file_format, write_file_atomic

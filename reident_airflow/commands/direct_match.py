@@ -29,11 +29,10 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from reident_airflow.commands.common import (
     Progress,
-    add_command,
     add_output_arguments,
     column_names,
     database_located,
@@ -48,7 +47,10 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.direct_match import DirectMatchResult
 
-__all__ = ["register"]
+__all__ = ["EXIT_CODES", "add_arguments", "compute", "run"]
+
+#: What exit codes 0 and 1 of ``reident direct-match`` mean.
+EXIT_CODES = ("the protection is at least --target", "the protection is below --target")
 
 
 # ----------------------------------------------------------------------------------- inputs
@@ -165,7 +167,15 @@ def compute(args: argparse.Namespace, progress: Progress | None = None) -> Direc
     )
 
 
-def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """column direct match protection of a released table against its original
+
+    Column Direct Match Protection (docs/metrics.md §8): for each column, how many released
+    values equal the original ones, weighed by the column's distinct values; the result is the
+    lowest column's protection, in percent. ORIGINAL and AVATAR are CSV or Parquet paths, or
+    SQLAlchemy URLs with --original-table / --avatar-table (two tables of one database are
+    compared in the database; they need --key).
+    """
     from reident_airflow.engine.direct_match import direct_match_report
     from reident_airflow.summary import direct_match_summary
 
@@ -177,21 +187,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 # ----------------------------------------------------------------------------------- parser
-def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
-    """Add ``direct-match`` to the ``reident`` sub-commands."""
-    p = add_command(
-        subparsers,
-        "direct-match",
-        parents,
-        summary="column direct match protection of a released table against its original",
-        description="Column Direct Match Protection (docs/metrics.md §8): for each column, how "
-        "many released values equal the original ones, weighed by the column's distinct "
-        "values; the result is the lowest column's protection, in percent. ORIGINAL and AVATAR "
-        "are CSV or Parquet paths, or SQLAlchemy URLs with --original-table / --avatar-table "
-        "(two tables of one database are compared in the database; they need --key).",
-        exit_codes=("the protection is at least --target", "the protection is below --target"),
-        handler=_run,
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("original", metavar="ORIGINAL", help="original table: file or database URL")
     p.add_argument("avatar", metavar="AVATAR", help="released table: file or database URL")
     p.add_argument(

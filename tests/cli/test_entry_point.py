@@ -28,15 +28,17 @@ def test_no_command_imports_the_entry_point() -> None:
 
 
 def test_every_command_module_is_registered_in_help_order() -> None:
-    # a command module is one that defines register(); the others (common, assess_outcome)
-    # are helpers of the commands
+    # a command module is one that defines run() and add_arguments(); the others (common,
+    # assess_outcome, assess_spark) are helpers of the commands
     names = sorted(
         p.stem
         for p in COMMANDS_DIR.glob("*.py")
-        if any(
-            isinstance(node, ast.FunctionDef) and node.name == "register"
+        if {"run", "add_arguments"}
+        <= {
+            node.name
             for node in ast.parse(p.read_text(encoding="utf-8")).body
-        )
+            if isinstance(node, ast.FunctionDef)
+        }
     )
     assert "assess_outcome" not in names and "assess" in names
     assert sorted(m.rsplit(".", 1)[1] for m in commands.COMMAND_MODULES) == names
