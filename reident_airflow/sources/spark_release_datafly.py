@@ -25,6 +25,7 @@ Spark is imported only when a function here runs.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ __all__ = [
     "write_release_path",
     "write_release_table",
 ]
+
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,11 +148,13 @@ def datafly_spark(
     hierarchies: Mapping[str, Hierarchy],
     k: int,
     suppression_limit: int | float | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] = _LOG.info,
 ) -> SparkDataflyResult:
     """k-anonymize a Spark DataFrame with Datafly, as
     :func:`~reident_airflow.engine.datafly.datafly` does a pandas one (same arguments, same
-    errors); the search runs on histograms Spark counts (module docstring)."""
+    errors); the search runs on histograms Spark counts (module docstring). Each step can take
+    a Spark job or more, so ``progress`` reports them by default, to this module's logger at
+    INFO (column names and counts only)."""
     validate_quasi_identifiers(qis, [str(c) for c in frame.columns])  # before counting rows
     n = int(frame.count())
     names, k, limit = datafly_inputs(frame.columns, qis, hierarchies, n, k, suppression_limit)
