@@ -9,6 +9,7 @@ import pandas as pd
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
+from reident_airflow.engine.numbers import is_unset
 from reident_airflow.operators.base import (
     BASE_FIELDS,
     STAGED_FIELDS,
@@ -176,16 +177,16 @@ class DataflyOperator(StagedTableOperator):
     def _suppression_limit(self) -> int | float | None:
         """``suppression_limit`` as a count or a fraction (``None``: k records)."""
         value = self.suppression_limit
+        if is_unset(value):
+            return None
         if isinstance(value, str):
-            if value.strip().lower() in {"", "none"}:
-                return None
             from reident_airflow.engine.datafly import parse_suppression_limit
 
             try:
                 return parse_suppression_limit(value)
             except InvalidInputError as exc:
                 raise ReidentConfigurationError(f"suppression_limit {exc}") from exc
-        if value is None or isinstance(value, int | float):
+        if isinstance(value, int | float):
             return value
         raise ReidentConfigurationError("suppression_limit must be a number or None")
 
