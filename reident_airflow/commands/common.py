@@ -28,7 +28,6 @@ __all__ = [
     "EXIT_PASSED",
     "EXIT_USAGE",
     "PROGRESS_DELAY",
-    "Handler",
     "Progress",
     "add_command",
     "add_hierarchy_arguments",
@@ -62,10 +61,6 @@ EXIT_BREACHED = 1
 EXIT_USAGE = 2
 #: Interrupted (Ctrl-C).
 EXIT_INTERRUPTED = 130
-
-#: What a command does: ``handler(args, out, err) -> exit code``; ``out`` is stdout (the JSON
-#: or the summary), ``err`` stderr (progress lines, where the report went).
-Handler = Callable[[argparse.Namespace, TextIO, TextIO], int]
 
 
 def exit_codes_text(passed: str, breached: str) -> str:
