@@ -30,7 +30,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from reident_airflow.engine._arrays import FloatArray, IntArray
-from reident_airflow.engine.classes import ClassTable, class_table_of, group_codes
+from reident_airflow.engine.classes import (
+    ClassTable,
+    check_distinct_classes,
+    class_table_of,
+    group_codes,
+)
 from reident_airflow.engine.encoding import (
     EncodedColumns,
     distinct_names,
@@ -391,8 +396,9 @@ def aggregate_grouped(
     ``weight``, the sum of the weights in ``weight_sum_column``); ``value_counts[col]`` has
     one row per (QI tuple, value of ``col``) with its count in ``count_column``. All results
     are encoded together, so rows of different results that hold the same QI tuple meet in
-    one class; rows whose tuples coincide after decoding (two spellings of a missing value)
-    are merged.
+    one class. Each row of ``counts`` with records is one class, as the database decided:
+    two that read back alike are an error, never merged
+    (:func:`~reident_airflow.engine.classes.check_distinct_classes`).
     """
     import pandas as pd
 
@@ -410,6 +416,10 @@ def aggregate_grouped(
     u_all = int(all_codes.shape[0])
     sizes_all = _grouped_sizes(counts[count_column], own, u_all)
     present = sizes_all > 0
+    with_records = counts[count_column].to_numpy(dtype=np.int64) > 0
+    check_distinct_classes(
+        int(np.unique(own[with_records]).shape[0]), int(with_records.sum()), names
+    )
     remap = np.cumsum(present, dtype=np.int64) - 1
     class_codes = all_codes[present]
     sizes = sizes_all[present]

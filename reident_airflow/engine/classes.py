@@ -35,7 +35,14 @@ if TYPE_CHECKING:  # pandas and Arrow are loaded by the functions that use them
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["ClassSizes", "ClassTable", "class_table_from_grouped", "class_table_of", "group_codes"]
+__all__ = [
+    "ClassSizes",
+    "ClassTable",
+    "check_distinct_classes",
+    "class_table_from_grouped",
+    "class_table_of",
+    "group_codes",
+]
 
 
 # Product of cardinalities up to which classes are counted by a direct bincount over the key.
@@ -318,9 +325,11 @@ def class_table_from_grouped(
 ) -> ClassTable:
     """The class table from an already grouped result (one row per QI tuple plus a count).
 
-    This is what a database ``GROUP BY`` returns (as a DataFrame or an Arrow table); rows
-    whose tuples coincide after decoding (for example two spellings of a missing value) are
-    merged.
+    This is what a database ``GROUP BY`` returns (as a DataFrame or an Arrow table): each row
+    with records is one class, as the database decided. Classes are never merged here: two
+    rows whose values read back alike (a type whose printed form loses digits, a driver that
+    decodes two byte strings to one text) are an error, since the grouping, not the client,
+    says which records are equal (:func:`check_distinct_classes`).
     """
     import pyarrow as pa
 
@@ -339,4 +348,23 @@ def class_table_from_grouped(
         raise InvalidInputError("grouped result has a negative count")
     class_codes, sizes, _ = group_codes(encoded.codes, encoded.cardinalities, weights=counts)
     present = sizes > 0
+    check_distinct_classes(int(present.sum()), int((counts > 0).sum()), qis)
     return class_table_of(encoded, class_codes[present], sizes[present])[0]
+
+
+def check_distinct_classes(decoded: int, grouped: int, qis: Sequence[str]) -> None:
+    """Refuse class rows that read back as fewer distinct tuples than the database grouped.
+
+    ``grouped`` classes (rows with records) came from the database; ``decoded`` distinct
+    tuples of values remain after decoding them. Merging them would pass a table whose true
+    k is smaller, so the read stops instead.
+    """
+    if decoded == grouped:
+        return
+    names = ", ".join(repr(str(q)) for q in qis)
+    raise InvalidInputError(
+        f"{grouped - decoded} of the {grouped} classes the database grouped on {names} read "
+        "back with the same values as another: their values cannot be told apart on the "
+        "client, and reident does not merge classes; cast the quasi-identifiers to text in "
+        "a sql query (and report the column types as a bug)"
+    )

@@ -2,9 +2,13 @@
 
 Values are grouped as docs/reading.md says, by the database itself:
 
+- each column's kind is asked of the database for the table and for a query alike (a
+  ``where`` or ``sql`` read groups as the table does), never taken from reflected types;
 - text by its exact characters, whatever the column's collation: MySQL/MariaDB text by its
-  bytes (``CAST(... AS BINARY)``), PostgreSQL text under the ``"C"`` collation, SQLite under
-  ``BINARY``;
+  bytes (``CAST(... AS BINARY)``), SQLite under ``BINARY``; PostgreSQL every type whose
+  equality is not identity (text, ``citext``, domains, enums, arrays, ...) by its text form
+  under the ``"C"`` collation;
+- MySQL/MariaDB 4-byte ``FLOAT`` as ``DOUBLE`` (printed in full);
 - bytes (and MySQL/MariaDB text, grouped by its bytes) come back as :class:`bytes` and stay
   bytes: nothing is decoded, so two byte strings the database tells apart never merge;
 - PostgreSQL floats as ``x + 0`` (``-0`` prints as ``0``; every NaN prints ``NaN``) and
@@ -74,23 +78,31 @@ RESERVED_LABELS = frozenset(
 _TEXT = "text"
 _BINARY = "binary"
 _FLOAT = "float"
+#: MySQL/MariaDB ``FLOAT`` (4 bytes): its text form keeps 6 digits, so it is grouped and
+#: fetched as a ``DOUBLE`` (exact: every 4-byte float is a double, printed in full).
+_FLOAT32 = "float32"
 _NUMERIC = "numeric"
 _OTHER = "other"
 _MYSQL = frozenset({"mysql", "mariadb"})
 #: SQLAlchemy's name of PyHive's dialect (Spark Thrift Server, HiveServer2).
 _HIVE = "hive"
-# PostgreSQL type OIDs (pg_type) of a query's columns: text, varchar, bpchar, name; bytea;
-# real, double precision; numeric. Any other type is "other".
+# PostgreSQL type OIDs (pg_type) as a result reports them (a domain as its base type). Types
+# whose equality is identity are grouped by value: bool, "char", int8, int2, int4, oid, date,
+# time, timestamp, timestamptz, uuid; bytea by its bytes; real and double precision as
+# ``x + 0``; numeric without trailing zeros. Every other type (text, varchar, char(n), name,
+# citext, enums, arrays, json, jsonb, interval, ranges, composites, any extension's type) is
+# grouped by its text form under the "C" collation: its own equality may merge values that
+# differ (citext, a nondeterministic collation, interval's '1 day' = '24 hours').
 _PG_KINDS = {
-    25: _TEXT,
-    1043: _TEXT,
-    1042: _TEXT,
-    19: _TEXT,
     17: _BINARY,
     700: _FLOAT,
     701: _FLOAT,
     1700: _NUMERIC,
+    **dict.fromkeys((16, 18, 20, 21, 23, 26, 1082, 1083, 1114, 1184, 2950), _OTHER),
 }
+# MySQL/MariaDB protocol type codes (a result's ``description``) of 4-byte FLOAT; a column
+# whose CHARSET() is not ``binary`` is text whatever its code.
+_MYSQL_FLOAT = 4
 # Spark SQL types as ``typeof`` names them (a prefix: ``decimal(10,2)``, ``varchar(5)``);
 # any other is "other". A string under a collation other than UTF8_BINARY is "collated".
 _HIVE_KINDS = (
@@ -135,7 +147,8 @@ def _result_types(conn: Connection, source: SqlSource, names: Sequence[str]) -> 
 
 
 def _mysql_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> list[str]:
-    """MySQL/MariaDB: ``CHARSET()`` of each column, ``binary`` for everything but text."""
+    """MySQL/MariaDB: text where ``CHARSET()`` is not ``binary``; else 4-byte ``FLOAT`` by the
+    result's type code; everything else by value."""
     # one row, and the query not run: (SELECT 1) LEFT JOIN (query LIMIT 0) ON false
     one = sa.select(constant(1).label("reident_one")).subquery("reident_one")
     empty = sa.select(*(source.c[n] for n in names)).limit(0).subquery("reident_empty")
@@ -143,7 +156,13 @@ def _mysql_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> l
         one.outerjoin(empty, sa.false())
     )
     charsets = conn.execute(probe).one()
-    return [_OTHER if c is None or str(c) == "binary" else _TEXT for c in charsets]
+    codes = _result_types(conn, source, names)
+    return [
+        _TEXT
+        if c is not None and str(c) != "binary"
+        else (_FLOAT32 if int(code) == _MYSQL_FLOAT else _OTHER)
+        for c, code in zip(charsets, codes, strict=True)
+    ]
 
 
 def _hive_kind(type_name: str) -> str:
@@ -165,25 +184,24 @@ def _hive_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> li
 
 
 def _column_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> dict[str, str]:
-    """Each column's kind: from its SQLAlchemy type, or, for a query's untyped columns, from
-    the database (PostgreSQL: the result's type OIDs; MySQL/MariaDB: ``CHARSET()``, which is
-    ``binary`` for everything but text). Spark SQL: every column's from ``typeof`` (PyHive
-    reflects ``BINARY`` as text, and no collation)."""
-    kinds = {n: _type_kind(source.c[n].type) for n in names}
+    """Each column's kind, as the database reports it for ``source`` (a table or a query
+    alike, so that a ``where`` or ``sql`` read groups as the table does): PostgreSQL by the
+    result's type OIDs (a domain reports its base type); MySQL/MariaDB by ``CHARSET()``
+    (``binary`` for everything but text) and the result's type codes; Spark SQL by
+    ``typeof`` (PyHive reflects ``BINARY`` as text, and no collation). SQLite types values,
+    not columns: every column there is grouped the same way (:func:`_grouped_by`); other
+    dialects by the SQLAlchemy type."""
+    if not names:
+        return {}
     dialect = conn.dialect.name
     if dialect == _HIVE:
-        return dict(zip(names, _hive_kinds(conn, source, names) if names else [], strict=True))
-    untyped = [n for n in names if isinstance(source.c[n].type, sa.types.NullType)]
-    if not untyped:
-        return kinds
+        return dict(zip(names, _hive_kinds(conn, source, names), strict=True))
     if dialect == "postgresql":
-        codes = _result_types(conn, source, untyped)
-        kinds.update(
-            {n: _PG_KINDS.get(int(c), _OTHER) for n, c in zip(untyped, codes, strict=True)}
-        )
-    elif dialect in _MYSQL:
-        kinds.update(zip(untyped, _mysql_kinds(conn, source, untyped), strict=True))
-    return kinds
+        codes = _result_types(conn, source, names)
+        return {n: _PG_KINDS.get(int(c), _TEXT) for n, c in zip(names, codes, strict=True)}
+    if dialect in _MYSQL:
+        return dict(zip(names, _mysql_kinds(conn, source, names), strict=True))
+    return {n: _type_kind(source.c[n].type) for n in names}
 
 
 def _exact(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> sa.ColumnElement[Any]:
@@ -191,13 +209,17 @@ def _exact(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> sa.Col
 
     MySQL and MariaDB compare text under the column's collation, usually case-insensitive and
     blind to trailing spaces (``Male`` = ``male`` = ``Male ``): there text is grouped by its
-    bytes, and comes back as bytes. PostgreSQL text is grouped under the ``"C"`` collation
-    (a nondeterministic ICU collation would merge spellings too; ``citext`` and enums become
-    text); SQLite's under ``BINARY`` (a column may be declared ``COLLATE NOCASE``).
+    bytes, and comes back as bytes; a 4-byte ``FLOAT`` as a ``DOUBLE`` (its own text form
+    keeps 6 digits: ``70`` and ``70.00001`` would read back alike). PostgreSQL groups every
+    type but a few whose equality is identity (:data:`_PG_KINDS`) by its text form under the
+    ``"C"`` collation: ``citext``, a domain, an enum, an array, a nondeterministic ICU
+    collation would otherwise merge spellings. SQLite text is grouped under ``BINARY`` (a
+    column may be declared ``COLLATE NOCASE``).
 
-    PostgreSQL floats are grouped as ``x + 0`` and numerics as ``trim_scale(x)``: the same
-    classes (``-0 = 0``, ``1.0 = 1.00``), but each class prints one way, so that the class
-    rows of two queries (sizes, sensitive value counts) meet on the client.
+    PostgreSQL floats are grouped as ``x + 0`` (printed in full: ``extra_float_digits`` is set
+    for the transaction) and numerics as ``trim_scale(x)``: the same classes (``-0 = 0``,
+    ``1.0 = 1.00``), but each class prints one way, so that the class rows of two queries
+    (sizes, sensitive value counts) meet on the client.
 
     The values come back as the driver returns them, through no SQLAlchemy result processor
     (MySQL's ``DOUBLE`` type would round every value to a ``Decimal`` of 10 places, merging
@@ -212,6 +234,8 @@ def _grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> A
     dialect = conn.dialect.name
     if dialect in _MYSQL and kind == _TEXT:
         return sa.cast(column, sa.LargeBinary)
+    if dialect in _MYSQL and kind == _FLOAT32:
+        return sa.cast(column, sa.Double())
     if dialect == "postgresql":
         if kind == _TEXT:
             return sa.cast(column, sa.Text).collate("C")
@@ -278,6 +302,9 @@ def plan_grouping(
     for name in (*names, *values):
         if name in RESERVED_LABELS:
             raise InvalidInputError(f"a column used here may not be named {name!r}")
+    if conn.dialect.name == "postgresql":
+        # floats print in full (shortest exact form) whatever the server's default
+        conn.execute(sa.text("SET LOCAL extra_float_digits = 3"))
     kinds = _column_kinds(conn, source, [*names, *values])
     exact = {n: _exact(conn, source.c[n], kinds[n]) for n in (*names, *values)}
     return Grouping(

@@ -101,16 +101,21 @@ def test_bincount_path_inverse() -> None:
     assert sorted(sizes.tolist()) == [1, 1, 3]
 
 
-def test_grouped_input_merges_and_counts() -> None:
+def test_grouped_input_counts_and_never_merges() -> None:
     # x: 3, y: 1, missing: 2 (as a DataFrame and as an Arrow table)
     grouped = pd.DataFrame({"a": ["x", "y", None], "n": [3, 1, 2]})
     for given in (grouped, pa.Table.from_pandas(grouped)):
         t = class_table_from_grouped(given, ["a"], "n")
         assert t.records == 6 and _sorted_sizes(t) == [1, 2, 3]
-    # two rows of one tuple merge; a row counted 0 is no class
-    merged = pd.DataFrame({"a": ["x", "x", "y"], "n": [2, 3, 0]})
-    t = class_table_from_grouped(merged, ["a"], "n")
+    # a row counted 0 is no class
+    counted = pd.DataFrame({"a": ["x", "y"], "n": [5, 0]})
+    t = class_table_from_grouped(counted, ["a"], "n")
     assert class_values(t) == [("x",)] and t.sizes.tolist() == [5]
+    # two rows that read back as one tuple are two classes of the database: never merged
+    # (issue 25: merging them passed a MariaDB FLOAT table whose true k is 1)
+    twice = pd.DataFrame({"a": ["x", "x", "y"], "n": [2, 3, 0]})
+    with pytest.raises(InvalidInputError, match=r"1 of the 2 classes .* read back"):
+        class_table_from_grouped(twice, ["a"], "n")
 
 
 def test_arrow_and_pandas_agree_with_nulls() -> None:
