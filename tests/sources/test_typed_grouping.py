@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -23,7 +24,7 @@ from reident_airflow.sources.sql import (
     histogram_from_sql,
 )
 from tests.cli._cli import run
-from tests.conftest import database_url, require_server
+from tests.conftest import database_url, ensure_airflow_db, require_server
 
 pytestmark = pytest.mark.db
 
@@ -64,6 +65,23 @@ def every_path(engine: sa.Engine, qi: str, table: str, sql: str) -> list[list[li
     ]
 
 
+def operator_gate(engine: sa.Engine, **source: str) -> None:
+    """The risk operator with ``min_k=2`` on ``source``: it must stop the release."""
+    ensure_airflow_db()
+    from reident_airflow.operators.risk import ReidentificationRiskOperator
+    from reident_airflow.outcomes import ReidentificationBreach
+
+    class TI:
+        def xcom_push(self, key: str, value: object) -> None:
+            pass
+
+    op = ReidentificationRiskOperator(task_id=unique("gate"), conn_id="x", min_k=2, **source)
+    op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
+    context: Any = {"ti": TI()}
+    with pytest.raises(ReidentificationBreach):
+        op.execute(context)
+
+
 def cli_gate(kind: str, table: str, qi: str, *extra: str) -> tuple[int, str]:
     """``reident assess URL --table T --qi Q --min-k 2``: exit code and stdout."""
     code, out, err = run(
@@ -93,6 +111,8 @@ def test_mariadb_float_is_grouped_as_the_database_stores_it(mariadb: sa.Engine) 
             assert code == 1, out
             # the advice counts the same classes as the verdict
             assert "2 of 3 classes, holding 2 of 4 records" in out
+        operator_gate(mariadb, table=name, quasi_identifiers="w")
+        operator_gate(mariadb, table=name, where="day = 'd'", quasi_identifiers="w")
     finally:
         with mariadb.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE {name}")
@@ -177,6 +197,8 @@ def test_postgresql_type_equality_never_merges_spellings(
     code, out = cli_gate("postgresql", pg_typed, qi)
     assert code == 1, out
     assert "2 of 3 classes, holding 2 of 4 records" in out
+    # the README's partition example: `where` turns the table into a query
+    operator_gate(postgresql, table=pg_typed, where="day = 'd'", quasi_identifiers=qi)
 
 
 def test_postgresql_json_qi_is_grouped_by_its_text(postgresql: sa.Engine) -> None:
