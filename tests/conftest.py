@@ -61,13 +61,14 @@ _SPARK_FIXTURES = frozenset(
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by mark
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``spark`` every test that runs Spark: under tests/spark, using a Spark fixture,
-    in a module that starts a Spark process early, or named after Spark (parametrized over
-    the Spark sessions)."""
+    """Mark ``spark`` every test that runs Spark: under tests/spark, in a module named after
+    Spark, using a Spark fixture, in a module that starts a Spark process early, or named
+    after Spark (parametrized over the Spark sessions)."""
     for item in items:
         module = getattr(item, "module", None)
         if (
             "spark" in Path(str(item.path)).parent.name
+            or "spark" in Path(str(item.path)).stem
             or _SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ()))
             or callable(getattr(module, "start_early", None))
             or "spark" in item.name.lower()
