@@ -330,8 +330,11 @@ class StagedTableOperator(ReidentOperator):
 
     ``sql`` may name a ``.sql`` file (read as a Jinja template, like Airflow's SQL operators).
     ``where`` (with ``table`` only) gates one partition without a whole ``SELECT``:
-    ``where="day = '{{ ds }}'"`` reads ``SELECT * FROM <table> WHERE day = '...'``, the table
-    quoted by the database's dialect; the condition is SQL of the DAG's author, as ``sql`` is.
+    ``where="day = '{{ data_interval_end | ds }}'"`` reads
+    ``SELECT * FROM <table> WHERE (day = '...')``, the table quoted by the database's
+    dialect; the condition is SQL of the DAG's author, as ``sql`` is: one condition (no
+    ``;``, no ``UNION``, no parenthesis it did not open), read with ``sql`` in a read-only
+    transaction (docs/reading.md, "A query or a where").
 
     :param conn_id: Airflow connection of the staging database (with ``table`` or ``sql``).
     :param table: the staged table of that connection.
@@ -383,8 +386,11 @@ class StagedTableOperator(ReidentOperator):
 
     def staged_query(self, engine: Engine) -> dict[str, Any]:
         """``table``, ``sql`` and ``schema`` of the staged table, as the sources take them:
-        with ``where``, the SQL ``SELECT * FROM <schema>.<table> WHERE <where>``, the table
-        quoted by the engine's dialect (the condition is the DAG author's SQL, as ``sql`` is)."""
+        with ``where``, the SQL ``SELECT * FROM <schema>.<table> WHERE (<where>)``, the table
+        quoted by the engine's dialect and the condition checked to be one condition that
+        only filters the table's rows
+        (:func:`~reident_airflow.sources.sql_text.filter_condition`). The sources read it,
+        as they read ``sql``, as one statement in a read-only transaction."""
         if not self.where:
             return {
                 "table": self.table or None,
@@ -393,8 +399,11 @@ class StagedTableOperator(ReidentOperator):
             }
         import sqlalchemy as sa
 
+        from reident_airflow.sources.sql_text import filter_condition
+
+        condition = filter_condition(str(self.where), engine.dialect.name)
         source = sa.table(str(self.table), schema=self.schema or None)
-        query = sa.select(sa.text("*")).select_from(source).where(sa.text(str(self.where)))
+        query = sa.select(sa.text("*")).select_from(source).where(sa.text(condition))
         return {"table": None, "sql": str(query.compile(dialect=engine.dialect)), "schema": None}
 
     def lineage_inputs(self) -> list[tuple[str | None, str | None, str | None]]:
