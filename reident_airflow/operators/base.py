@@ -23,7 +23,13 @@ from reident_airflow.engine.errors import ReidentError
 from reident_airflow.operators.breach_action import act_on_breach
 from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.params import ON_BREACH_CHOICES, check_choice
-from reident_airflow.operators.report_link import ReidentReportLink, report_url
+from reident_airflow.operators.report_link import (
+    CONFIG_SECTION,
+    ReidentReportLink,
+    check_base_url,
+    configured_base_url,
+    report_url,
+)
 from reident_airflow.outcomes import (
     REPORT_PATH_XCOM_KEY,
     REPORT_URL_XCOM_KEY,
@@ -166,6 +172,18 @@ class ReidentOperator(BaseOperator):
     # -- steps -----------------------------------------------------------------------------
     def check_on_breach(self) -> None:
         check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
+
+    def check_report_base_url(self) -> None:
+        """The rendered ``report_base_url`` (without it, ``[reident] report_base_url`` of
+        Airflow's configuration) is an absolute ``http(s)`` URL with a host: the report link
+        is built on it, so a ``javascript:`` or ``data:`` one fails now, before any read."""
+        from reident_airflow.engine.errors import InvalidInputError
+
+        try:
+            if check_base_url(self.report_base_url) is None:
+                check_base_url(configured_base_url(), f"[{CONFIG_SECTION}] report_base_url")
+        except InvalidInputError as exc:
+            raise ReidentConfigurationError(str(exc)) from None
 
     def check_sign_off(self) -> SignOffLike | None:
         """The rendered ``sign_off`` as the report's

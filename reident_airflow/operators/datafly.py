@@ -133,6 +133,7 @@ class DataflyOperator(StagedTableOperator):
 
     def _validated(self, spark: Any = None) -> dict[str, Any]:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
+        self.check_report_base_url()
         qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
         if not qis:
             raise ReidentConfigurationError("quasi_identifiers needs one or more column names")
