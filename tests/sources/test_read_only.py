@@ -288,3 +288,27 @@ def test_postgresql_callers_transaction_keeps_its_mode() -> None:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
         engine.dispose()
+
+
+@pytest.mark.db
+def test_postgresql_autocommit_connection_is_refused() -> None:
+    """An autocommit connection holds no transaction to make read-only: refused, not run."""
+    engine = sa.create_engine(require_server("postgresql"), isolation_level="AUTOCOMMIT")
+    try:
+        with pytest.raises(InvalidInputError, match="could not be made read-only"):
+            histogram_from_sql(engine, ["one"], sql="SELECT 1 AS one")
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.db
+def test_mariadb_query_on_a_callers_open_transaction_is_refused() -> None:
+    """MariaDB cannot make an open transaction read-only: the caller gives an engine."""
+    engine = sa.create_engine(require_server("mariadb"))
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")  # the caller's transaction is open
+            with pytest.raises(InvalidInputError, match="read-only transaction of its own"):
+                fingerprint_sql(conn, sql="SELECT 1 AS one")
+    finally:
+        engine.dispose()
