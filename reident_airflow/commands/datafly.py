@@ -50,7 +50,8 @@ __all__ = ["EXIT_CODES", "add_arguments", "run"]
 #: What exit codes 0 and 1 of ``reident datafly`` mean.
 EXIT_CODES = (
     "k reached: the anonymized table is written",
-    "k cannot be reached within the suppression limit: nothing is written",
+    "k cannot be reached within the suppression limit, or every record would be suppressed: "
+    "nothing is written",
 )
 
 
@@ -180,7 +181,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     first) until every record shares its values with at least k-1 others, except at most
     --suppression-limit records, which are removed.
     """
-    from reident_airflow.engine.datafly import datafly, infeasible_report
+    from reident_airflow.engine.datafly import datafly, empty_release_error, infeasible_report
     from reident_airflow.engine.errors import AnonymizationInfeasibleError
     from reident_airflow.sources.writers import file_format, write_file_atomic
 
@@ -191,6 +192,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     progress(f"read {len(frame):,} records, {frame.shape[1]} columns")
     try:
         result = datafly(frame, args.qi, hierarchies, args.k, args.suppression_limit, progress)
+        empty = empty_release_error(result)
+        if empty is not None:
+            raise empty
     except AnonymizationInfeasibleError as exc:
         report = infeasible_report(exc, len(frame), args.k)
         code = finish(args, report, kind="datafly", streams=(out, err))

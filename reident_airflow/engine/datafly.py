@@ -70,6 +70,7 @@ __all__ = [
     "datafly",
     "datafly_inputs",
     "datafly_summary",
+    "empty_release_error",
     "infeasible_report",
     "parse_suppression_limit",
     "resolve_suppression_limit",
@@ -234,6 +235,29 @@ def parse_suppression_limit(text: str) -> int | float:
         raise InvalidInputError(
             f"must be a number of records (5) or a fraction of them (0.01, 1%), got {text!r}"
         ) from None
+
+
+def empty_release_error(summary: DataflySummary) -> AnonymizationInfeasibleError | None:
+    """The error that stops a run releasing no record (None when it releases some): every
+    class stayed below ``k`` and the suppression limit let them all go. An empty table is
+    never published; the error carries the run's state as its best attempt."""
+    if summary.records == 0 or summary.released_records > 0:
+        return None
+    attempt = DataflyAttempt(
+        levels=dict(summary.levels),
+        below_k=summary.suppressed_records,
+        suppression_limit=summary.suppression_limit,
+        steps=tuple(summary.steps),
+    )
+    levels = ", ".join(f"{q}={lv}" for q, lv in summary.levels.items())
+    return AnonymizationInfeasibleError(
+        f"every record ({summary.records:,}) would be suppressed: at levels {levels} no class "
+        f"reaches k={summary.k}, and the suppression limit "
+        f"({summary.suppression_limit:,}) lets them all go; an empty release is not written. "
+        "Give hierarchies that generalize further, a smaller k, or a suppression limit below "
+        "the record count (Datafly then generalizes instead; a larger limit cannot help)",
+        best_attempt=attempt,
+    )
 
 
 def infeasible_report(error: AnonymizationInfeasibleError, records: int, k: int) -> dict[str, Any]:

@@ -23,7 +23,13 @@ from reident_airflow.engine.errors import ReidentError
 from reident_airflow.operators.breach_action import act_on_breach
 from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.params import ON_BREACH_CHOICES, check_choice
-from reident_airflow.operators.report_link import ReidentReportLink, report_url
+from reident_airflow.operators.report_link import (
+    CONFIG_SECTION,
+    ReidentReportLink,
+    check_base_url,
+    configured_base_url,
+    report_url,
+)
 from reident_airflow.outcomes import (
     REPORT_PATH_XCOM_KEY,
     REPORT_URL_XCOM_KEY,
@@ -166,6 +172,18 @@ class ReidentOperator(BaseOperator):
     # -- steps -----------------------------------------------------------------------------
     def check_on_breach(self) -> None:
         check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
+
+    def check_report_base_url(self) -> None:
+        """The rendered ``report_base_url`` (without it, ``[reident] report_base_url`` of
+        Airflow's configuration) is an absolute ``http(s)`` URL with a host: the report link
+        is built on it, so a ``javascript:`` or ``data:`` one fails now, before any read."""
+        from reident_airflow.engine.errors import InvalidInputError
+
+        try:
+            if check_base_url(self.report_base_url) is None:
+                check_base_url(configured_base_url(), f"[{CONFIG_SECTION}] report_base_url")
+        except InvalidInputError as exc:
+            raise ReidentConfigurationError(str(exc)) from None
 
     def check_sign_off(self) -> SignOffLike | None:
         """The rendered ``sign_off`` as the report's
@@ -330,8 +348,11 @@ class StagedTableOperator(ReidentOperator):
 
     ``sql`` may name a ``.sql`` file (read as a Jinja template, like Airflow's SQL operators).
     ``where`` (with ``table`` only) gates one partition without a whole ``SELECT``:
-    ``where="day = '{{ ds }}'"`` reads ``SELECT * FROM <table> WHERE day = '...'``, the table
-    quoted by the database's dialect; the condition is SQL of the DAG's author, as ``sql`` is.
+    ``where="day = '{{ data_interval_end | ds }}'"`` reads
+    ``SELECT * FROM <table> WHERE (day = '...')``, the table quoted by the database's
+    dialect; the condition is SQL of the DAG's author, as ``sql`` is: one condition (no
+    ``;``, no ``UNION``, no parenthesis it did not open), read with ``sql`` in a read-only
+    transaction (docs/reading.md, "A query or a where").
 
     :param conn_id: Airflow connection of the staging database (with ``table`` or ``sql``).
     :param table: the staged table of that connection.
@@ -383,8 +404,11 @@ class StagedTableOperator(ReidentOperator):
 
     def staged_query(self, engine: Engine) -> dict[str, Any]:
         """``table``, ``sql`` and ``schema`` of the staged table, as the sources take them:
-        with ``where``, the SQL ``SELECT * FROM <schema>.<table> WHERE <where>``, the table
-        quoted by the engine's dialect (the condition is the DAG author's SQL, as ``sql`` is)."""
+        with ``where``, the SQL ``SELECT * FROM <schema>.<table> WHERE (<where>)``, the table
+        quoted by the engine's dialect and the condition checked to be one condition that
+        only filters the table's rows
+        (:func:`~reident_airflow.sources.sql_text.filter_condition`). The sources read it,
+        as they read ``sql``, as one statement in a read-only transaction."""
         if not self.where:
             return {
                 "table": self.table or None,
@@ -393,8 +417,11 @@ class StagedTableOperator(ReidentOperator):
             }
         import sqlalchemy as sa
 
+        from reident_airflow.sources.sql_text import filter_condition
+
+        condition = filter_condition(str(self.where), engine.dialect.name)
         source = sa.table(str(self.table), schema=self.schema or None)
-        query = sa.select(sa.text("*")).select_from(source).where(sa.text(str(self.where)))
+        query = sa.select(sa.text("*")).select_from(source).where(sa.text(condition))
         return {"table": None, "sql": str(query.compile(dialect=engine.dialect)), "schema": None}
 
     def lineage_inputs(self) -> list[tuple[str | None, str | None, str | None]]:

@@ -133,6 +133,7 @@ class DataflyOperator(StagedTableOperator):
 
     def _validated(self, spark: Any = None) -> dict[str, Any]:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
+        self.check_report_base_url()
         qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
         if not qis:
             raise ReidentConfigurationError("quasi_identifiers needs one or more column names")
@@ -304,6 +305,12 @@ class DataflyOperator(StagedTableOperator):
                 result, infeasible, types = self._datafly(params)
             else:
                 result, infeasible = datafly_on_spark(self, params, spark)
+        if infeasible is None:
+            from reident_airflow.engine.datafly import empty_release_error, infeasible_report
+
+            empty = empty_release_error(result)
+            if empty is not None:  # every record suppressed: never published
+                infeasible = infeasible_report(empty, result.records, k)
         if infeasible is not None:
             self._infeasible(context, infeasible, qis, k)
         self.log.info(

@@ -138,6 +138,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
         """The parameters, checked (``spark``: the Spark connection of ``conn_id``, if any):
         ``key``, ``target`` and ``columns``, as the counting functions take them."""
         self.check_on_breach()
+        self.check_report_base_url()
         sides = (
             ("original", self.original_table, self.original_path, self.conn_id or None),
             ("avatar", self.avatar_table, self.avatar_path, self._avatar_conn()),

@@ -8,12 +8,83 @@ import urllib.parse
 from typing import Any
 
 from reident_airflow._compat import BaseOperatorLink
+from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.outcomes import REPORT_URL_XCOM_KEY
 
-__all__ = ["CONFIG_SECTION", "ReidentReportLink", "configured_base_url", "report_url"]
+__all__ = [
+    "CONFIG_SECTION",
+    "ReidentReportLink",
+    "check_base_url",
+    "configured_base_url",
+    "linkable",
+    "report_url",
+]
 
 #: The section of Airflow's configuration read for ``report_base_url``.
 CONFIG_SECTION = "reident"
+#: The schemes a report's URL may have to be shown as the task's link: a web address, or the
+#: object-storage URL the report was written to. Any other (``javascript:``, ``data:``, ...)
+#: is never rendered: a browser would run or show what the URL itself holds.
+LINK_SCHEMES = frozenset(
+    {
+        "http",
+        "https",
+        "file",
+        "s3",
+        "s3a",
+        "gs",
+        "gcs",
+        "abfs",
+        "abfss",
+        "az",
+        "adl",
+        "wasb",
+        "wasbs",
+        "hdfs",
+        "webhdfs",
+        "oss",
+    }
+)
+_WEB = frozenset({"http", "https"})
+
+
+def _split(value: str) -> urllib.parse.SplitResult | None:
+    try:
+        return urllib.parse.urlsplit(value.strip())
+    except ValueError:  # an unbalanced [ in the host
+        return None
+
+
+def _is_web_url(value: str) -> bool:
+    """An absolute ``http://`` or ``https://`` URL with a host."""
+    parts = _split(value)
+    return parts is not None and parts.scheme.lower() in _WEB and bool(parts.hostname)
+
+
+def linkable(value: str | None) -> bool:
+    """Whether ``value`` may be shown as the task's link: a URL of :data:`LINK_SCHEMES`
+    written ``scheme://...`` (a web URL with a host), no control character in it."""
+    if not value or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return False
+    parts = _split(value)
+    if parts is None or not value.strip().lower().startswith(f"{parts.scheme.lower()}://"):
+        return False
+    scheme = parts.scheme.lower()
+    return scheme in LINK_SCHEMES and (scheme not in _WEB or bool(parts.hostname))
+
+
+def check_base_url(value: str | None, name: str = "report_base_url") -> str | None:
+    """``value`` as a report base URL (None when not given): an absolute ``http(s)`` URL with
+    a host, else an input error naming ``name`` (never quoting the value)."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if not _is_web_url(text) or not linkable(text):
+        raise InvalidInputError(
+            f"{name} must be an absolute http:// or https:// URL with a host "
+            "(e.g. https://reports.example.org/runs/): the report link is built on it"
+        )
+    return text
 
 
 def report_url(location: str | None, base_url: str | None = None) -> str | None:
@@ -24,12 +95,16 @@ def report_url(location: str | None, base_url: str | None = None) -> str | None:
     ``base_url`` (the operator's ``report_base_url``, else ``[reident] report_base_url`` of
     Airflow's configuration) by its file name: ``https://reports.example.org/runs/`` and
     ``/data/reports/risk.html`` give ``https://reports.example.org/runs/risk.html``.
+    A base URL that is not ``http(s)`` is refused (:func:`check_base_url`); a location URL
+    that may not be a link (:func:`linkable`) has none.
     """
     if not location:
         return None
     if "://" in location:
-        return location
-    base = (base_url or configured_base_url() or "").strip()
+        return location if linkable(location) else None
+    base = check_base_url(base_url) or check_base_url(
+        configured_base_url(), f"[{CONFIG_SECTION}] report_base_url"
+    )
     if not base:
         return None
     name = urllib.parse.quote(posixpath.basename(location.replace("\\", "/")))
@@ -48,12 +123,19 @@ def configured_base_url() -> str | None:
 
 class ReidentReportLink(BaseOperatorLink):
     """The task's "Re-identification report" link: the report's URL, empty when it has none
-    (no ``report_path``, or a local path without a base URL)."""
+    (no ``report_path``, or a local path without a base URL) or when the stored URL may not
+    be a link (:func:`linkable`: an older run's ``javascript:`` base URL is never shown)."""
 
     name = "Re-identification report"
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        """The report's URL; ``""`` without asking for it when the task writes no report
+        (``report_path`` not set, or rendered empty): a lookup of an XCom that was never
+        pushed is logged as an error by Airflow's client, in every such run's log."""
+        report_path = getattr(operator, "report_path", None)
+        if operator is not None and (report_path is None or not str(report_path).strip()):
+            return ""
         from airflow.sdk.execution_time.xcom import XCom
 
         value = XCom.get_value(ti_key=ti_key, key=REPORT_URL_XCOM_KEY)
-        return str(value) if value else ""
+        return str(value) if value and linkable(str(value)) else ""

@@ -222,6 +222,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         """The rendered parameters as the assessment's options (checked: fail now if bad);
         ``spark``: the staged table is read by a Spark connection."""
         self.check_on_breach()
+        self.check_report_base_url()
         if not spark:
             self.check_staged()
         self.check_sign_off()

@@ -3,11 +3,17 @@
 Identifiers (table, schema, columns) are reflected and quoted by SQLAlchemy, never formatted
 into SQL text. An error raised while connecting shows the driver's own message
 (:func:`~reident_airflow.sources.db_errors.connection_error`): nothing has been read yet.
+
+Every read runs in a read-only transaction (:func:`read_only`): a ``sql`` query (or a
+``where`` built into one) is the DAG author's templated text, checked to be one statement
+(:mod:`~reident_airflow.sources.sql_text`) and read only on such a connection, so no text a
+template rendered can change data.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypedDict
@@ -19,6 +25,7 @@ from sqlalchemy.sql.compiler import IdentifierPreparer
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.db_errors import connection_error, database_errors
+from reident_airflow.sources.sql_text import one_statement
 
 __all__ = [
     "SqlWhere",
@@ -26,6 +33,7 @@ __all__ = [
     "make_engine",
     "open_source",
     "query_source",
+    "read_only",
     "reading",
     "reflect_table",
     "source_label",
@@ -159,20 +167,118 @@ def connect(engine: Engine) -> Iterator[Connection]:
 
 
 def reflect_table(conn: Connection, table: str, schema: str | None = None) -> sa.Table:
-    """Reflect an existing table; a missing one is an input error naming the table."""
+    """Reflect an existing table; a missing one is an input error naming the table (and, for
+    a dotted name, the ``schema`` it may have meant)."""
     if not table or not isinstance(table, str):
         raise InvalidInputError("no table name given")
     try:
         return sa.Table(table, sa.MetaData(), schema=schema, autoload_with=conn)
     except NoSuchTableError:
         where = f" in schema {schema!r}" if schema else ""
-        raise InvalidInputError(f"table {table!r} does not exist{where}") from None
+        raise InvalidInputError(
+            f"table {table!r} does not exist{where}{_dotted_hint(table, schema)}"
+        ) from None
+
+
+def _dotted_hint(table: str, schema: str | None) -> str:
+    """For ``table="public.t"`` (a name holding a dot, which is quoted as one name): how to
+    name the table ``t`` of schema ``public`` instead."""
+    if schema or "." not in table.strip("."):
+        return ""
+    owner, _, name = table.partition(".")
+    return (
+        f": a dot is part of the name; for table {name!r} of schema {owner!r}, give "
+        f"schema={owner!r}, table={name!r} (--schema {owner} --table {name} on the command line)"
+    )
+
+
+#: The connections :func:`read_only` has made read-only (while its block runs).
+_READ_ONLY: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+@contextmanager
+def read_only(conn: Connection) -> Iterator[Connection]:
+    """``conn`` read-only for the block: nothing run inside can change data.
+
+    - PostgreSQL: a transaction begun ``READ ONLY`` (checked with ``transaction_read_only``;
+      an autocommit connection, which cannot hold one, is refused). On a connection whose
+      transaction is already open (a caller's), a savepoint made read-only and rolled back
+      after, which leaves the caller's transaction as it was.
+    - MySQL / MariaDB: ``START TRANSACTION READ ONLY``; a connection whose transaction is
+      already open is refused (the mode of an open transaction cannot change).
+    - SQLite: ``PRAGMA query_only = ON`` for the block, set back after.
+    - Other databases (Spark SQL through Thrift): as they are; what the text may do there is
+      what the connection's user may do (docs/reading.md).
+    """
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        before = conn.exec_driver_sql("PRAGMA query_only").scalar()
+        conn.exec_driver_sql("PRAGMA query_only = ON")
+        _READ_ONLY.add(conn)
+        try:
+            yield conn
+        finally:
+            _READ_ONLY.discard(conn)
+            if not before:
+                conn.exec_driver_sql("PRAGMA query_only = OFF")
+        return
+    if dialect not in {"postgresql", "mysql", "mariadb"}:
+        _READ_ONLY.add(conn)
+        try:
+            yield conn
+        finally:
+            _READ_ONLY.discard(conn)
+        return
+    if conn.in_transaction():
+        if dialect != "postgresql":
+            raise InvalidInputError(
+                "a query is read in a read-only transaction of its own: give an engine or a "
+                "connection with no transaction open"
+            )
+        savepoint = conn.begin_nested()
+        try:
+            _set_read_only(conn)
+            _READ_ONLY.add(conn)
+            yield conn
+        finally:
+            _READ_ONLY.discard(conn)
+            savepoint.rollback()
+        return
+    with conn.begin():
+        if dialect == "postgresql":
+            _set_read_only(conn)
+        else:
+            conn.exec_driver_sql("START TRANSACTION READ ONLY")
+        _READ_ONLY.add(conn)
+        try:
+            yield conn
+        finally:
+            _READ_ONLY.discard(conn)
+
+
+def _set_read_only(conn: Connection) -> None:
+    """PostgreSQL: the current transaction (or savepoint) read-only, and checked to be."""
+    conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+    if conn.exec_driver_sql("SHOW transaction_read_only").scalar() != "on":
+        raise InvalidInputError(
+            "the connection could not be made read-only (is it in autocommit mode?): "
+            "read through a connection that opens transactions"
+        )
 
 
 def query_source(conn: Connection, sql: str) -> sa.Subquery:
-    """A user's ``SELECT`` as a subquery whose columns are known (probed with ``LIMIT 0``)."""
+    """A user's ``SELECT`` as a subquery whose columns are known (probed with ``LIMIT 0``).
+
+    The text is one statement (:func:`~reident_airflow.sources.sql_text.one_statement`, a
+    final ``;`` dropped) and ``conn`` must be read-only (:func:`read_only`)."""
     if not sql or not sql.strip():
         raise InvalidInputError("the sql query is empty")
+    sql = f"\n{one_statement(sql, conn.dialect.name)}\n"
+    if conn not in _READ_ONLY:
+        raise InvalidInputError(
+            "a sql query is read only on a read-only connection (reident_airflow.sources."
+            "connect.read_only)"
+        )
     probe: sa.Select[Any] = sa.select(sa.literal_column("*")).select_from(
         sa.text(sql).columns().subquery("reident_probe")
     )
@@ -205,7 +311,8 @@ def reading(
     sql: str | None = None,
     schema: str | None = None,
 ) -> Iterator[tuple[Connection, sa.Table | sa.Subquery, str]]:
-    """An open connection, the table or query to read, and how messages name it.
+    """An open read-only connection (:func:`read_only`), the table or query to read, and how
+    messages name it.
 
     Database errors raised in the block quote nothing of the data
     (:func:`~reident_airflow.sources.db_errors.database_errors`).
@@ -213,7 +320,7 @@ def reading(
     what = source_label(table, sql)
     engine = make_engine(url)
     try:
-        with database_errors(what), connect(engine) as conn:
+        with database_errors(what), connect(engine) as conn, read_only(conn):
             yield conn, open_source(conn, table, sql, schema), what
     finally:
         if engine is not url:  # made here for a URL: its pooled connections closed here

@@ -49,6 +49,8 @@ __all__ = [
 
 _T = TypeVar("_T")
 
+#: What a statement that tries to write says, on every database: reads are read-only.
+_WRITE_REFUSED = "a change of data (reads run in a read-only transaction)"
 # PostgreSQL SQLSTATEs (and classes of them) that mean the input is at fault, and what to say.
 _SQLSTATE_PROBLEMS = {
     "42P01": "an unknown table",
@@ -57,6 +59,7 @@ _SQLSTATE_PROBLEMS = {
     "42601": "a syntax error",
     "42883": "an unknown function or operator",
     "42501": "no permission to read it",
+    "25006": _WRITE_REFUSED,
 }
 _SQLSTATE_CLASS_PROBLEMS = {
     "42": "an invalid query",
@@ -95,6 +98,7 @@ _MYSQL_PROBLEMS = {
     1365: "a division by zero",
     3140: "invalid JSON",
     4038: "invalid JSON",
+    1792: _WRITE_REFUSED,
 }
 # SQLite's generic SQL error (SQLITE_ERROR): what its message starts with -> what to say.
 _SQLITE_PROBLEMS = (
@@ -248,6 +252,8 @@ def _sqlite_problem(orig: BaseException | None) -> str | None:
             if text.startswith(start):
                 return problem
         return "a syntax error" if "syntax error" in text else "an invalid query"
+    if getattr(orig, "sqlite_errorname", None) == "SQLITE_READONLY":
+        return _WRITE_REFUSED
     if text.startswith("Could not decode to UTF-8"):
         return "a text value that is not valid UTF-8"
     return None

@@ -69,7 +69,7 @@ from reident_airflow.engine.direct_match import (
     validate_target,  # one validation of the target, shared with the DataFrame path
 )
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.sources.connect import connect, make_engine, reflect_table
+from reident_airflow.sources.connect import connect, make_engine, read_only, reflect_table
 from reident_airflow.sources.db_errors import database_errors
 
 __all__ = [
@@ -326,7 +326,7 @@ def direct_match_in_database(
         raise InvalidInputError(NO_KEY_MESSAGE)
     engine = make_engine(url)
     what = f"tables {original_table!r} and {avatar_table!r}"
-    with database_errors(what), connect(engine) as conn:
+    with database_errors(what), connect(engine) as conn, read_only(conn):
         original = _reflect(conn, original_table, schema)
         avatar = _reflect(conn, avatar_table, avatar_schema if avatar_schema else schema)
         counted = direct_match_counts_sql(conn, original, avatar, key=key, columns=columns)
@@ -378,7 +378,7 @@ def read_table_frame(url: str | Engine, table: str, schema: str | None = None) -
     in chunks and typed from the reflected column types.
     """
     engine = make_engine(url)
-    with database_errors(f"table {table!r}"), connect(engine) as conn:
+    with database_errors(f"table {table!r}"), connect(engine) as conn, read_only(conn):
         source = _reflect(conn, table, schema)
         names = [c.name for c in source.columns]
         types = [_arrow_type(c.type) for c in source.columns]

@@ -1,6 +1,6 @@
 """The database half of :mod:`~reident_airflow.sources.fingerprint`: a table's or a query's
 row count, the server's clock and, where the server has one, its snapshot, read in one
-transaction (see that module's docstring for what each proves)."""
+read-only transaction (see that module's docstring for what each proves)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import hashlib
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from reident_airflow.sources.connect import connect, make_engine, open_source, source_label
+from reident_airflow.sources.connect import (
+    connect,
+    make_engine,
+    open_source,
+    read_only,
+    source_label,
+)
 from reident_airflow.sources.db_errors import database_errors
 from reident_airflow.sources.fingerprint import InputFingerprint, now_utc
 
@@ -68,13 +74,14 @@ def database_fingerprint(
     engine = source.engine if isinstance(source, Connection) else make_engine(source)
     try:
         with database_errors(what):
-            if isinstance(source, Connection):
+            if isinstance(source, Connection) and sql is None:
                 rows, snapshot, server_time = _read(source, table, sql, schema)
+            elif isinstance(source, Connection):  # the caller's: its query read read-only
+                with read_only(source):
+                    rows, snapshot, server_time = _read(source, table, sql, schema)
             else:
-                with connect(engine) as opened:
-                    conn = _consistent(opened)
-                    with conn.begin():
-                        rows, snapshot, server_time = _read(conn, table, sql, schema)
+                with connect(engine) as opened, read_only(_consistent(opened)) as conn:
+                    rows, snapshot, server_time = _read(conn, table, sql, schema)
     finally:
         if isinstance(source, str):
             engine.dispose()  # the engine made here for a URL

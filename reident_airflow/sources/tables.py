@@ -22,7 +22,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from reident_airflow.engine.encoding import refuse_unknown
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.connect import connect, make_engine, open_source, source_label
+from reident_airflow.sources.connect import (
+    connect,
+    make_engine,
+    open_source,
+    read_only,
+    source_label,
+)
 from reident_airflow.sources.db_errors import database_errors
 from reident_airflow.sources.files import file_columns, read_columns
 
@@ -168,7 +174,7 @@ def read_sql_frame(
     what = source_label(table, sql)
     engine = make_engine(url)
     try:
-        with database_errors(what), connect(engine) as conn:
+        with database_errors(what), connect(engine) as conn, read_only(conn):
             source = open_source(conn, table, sql, schema)
             frames, types = _fetch_frames(conn, source, fetch_rows, columns)
     finally:

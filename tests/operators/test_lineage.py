@@ -86,7 +86,12 @@ def lineage_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         event = json.loads(text)
         task = event["job"]["name"].removeprefix("reident_lineage.")
         by_task.setdefault(task, {})[event["eventType"]] = event
-    return {"result": json.loads(line.removeprefix("RESULT ")), "events": by_task, "out": out}
+    return {
+        "result": json.loads(line.removeprefix("RESULT ")),
+        "events": by_task,
+        "out": out,
+        "log": done.stdout + done.stderr,
+    }
 
 
 def _assertions(dataset: dict[str, Any]) -> list[tuple[str, str, str | None, bool]]:
@@ -156,6 +161,15 @@ def test_report_link_of_each_task_instance(lineage_run: dict[str, Any]) -> None:
         "datafly": "",
     }
     assert (out / "passes.html").is_file() and (out / "breaches.html").is_file()
+
+
+def test_a_run_without_a_report_logs_no_report_link_error(lineage_run: dict[str, Any]) -> None:
+    """``partition`` and ``datafly`` write no report: finishing them looks up no report URL,
+    so no "XCom not found" error (nor any error about the link) is in the run's log."""
+    lines = lineage_run["log"].splitlines()
+    about_link = [ln for ln in lines if "report_url" in ln or "operator extra link" in ln.lower()]
+    assert not [ln for ln in about_link if "[error" in ln or "[warning" in ln], about_link[:3]
+    assert not [ln for ln in lines if "XCom not found" in ln]
 
 
 def test_one_xcom_copy_of_the_report_and_its_location(lineage_run: dict[str, Any]) -> None:
