@@ -106,6 +106,7 @@ def _duckdb(memory_limit: str | None = None) -> Iterator[Any]:
             con = duckdb.connect(":memory:", config=config)
             _CONNECTIONS[limit] = (con, spill)
         cursor = con.cursor()
+    _READING.spill = spill
     scratch.raised_by_signal()  # forget a signal handled before this reading
     try:
         with scratch.active_query(cursor):
@@ -205,6 +206,12 @@ def _translate(source: Source, exc: Exception) -> Exception:
     import duckdb
 
     text = str(exc)
+    if isinstance(exc, duckdb.OutOfMemoryException) and _SPILL_FULL in text:
+        return ResourceExhaustedError(
+            f"{source.label}: {_DISK_REASONS[errno.ENOSPC]} while the grouping spilled to disk "
+            f"in {_spill_folder(text)}: free space there, set TMPDIR to a folder with room, "
+            "or raise --memory-limit so that less is spilled"
+        )
     if isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)):
         return ResourceExhaustedError(
             f"{source.label}: the grouping ran out of memory: {MEMORY_ADVICE}"
@@ -281,10 +288,18 @@ def _disk_reason(text: str) -> str | None:
     return next((reason for needle, reason in _DISK_TEXTS if needle in low), None)
 
 
+#: What DuckDB says when the spill folder's disk has no room left (its temp directory is
+#: limited to the free space of that disk).
+_SPILL_FULL = "failed to offload data block"
+_READING = threading.local()
+
+
 def _spill_folder(text: str) -> str:
     """The spill folder a DuckDB write error is about (the folder's path is no value)."""
     folders = [spill for _, spill in list(_CONNECTIONS.values()) if spill and spill in text]
-    return folders[0] if folders else "the temporary folder (TMPDIR)"
+    if not folders:
+        folders = [getattr(_READING, "spill", "")]
+    return folders[0] or "the temporary folder (TMPDIR)"
 
 
 def _run(

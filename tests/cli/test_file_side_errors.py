@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -89,6 +90,50 @@ def test_the_file_size_limit_while_writing_the_release_says_so_and_where(tmp_pat
     line = one_line_error(done.returncode, done.stderr)
     assert "file-size limit" in line and f"in {out.parent}" in line
     assert not out.exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB file system (tmpfs), for a real full disk; skipped where it cannot be mounted
+    (not root, or no CAP_SYS_ADMIN)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_while_spilling_or_decompressing_says_so_and_where(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    import bz2
+
+    data = tmp_path / "many.csv"
+    _many_classes(data, 3_000_000)
+    argv = ["assess", str(data), "--qi", "a,b", "--memory-limit", "100MB", "--no-ranking"]
+    done = _limited(argv, limit=resource.RLIM_INFINITY, what=resource.RLIMIT_FSIZE,
+                    tmp=small_disk, cwd=tmp_path)  # fmt: skip
+    line = one_line_error(done.returncode, done.stderr)
+    assert "the disk is full" in line and "spilled to disk" in line
+    assert f"in {small_disk}{os.sep}reident-spill-" in line and "TMPDIR" in line
+    # a bzip2 file is decompressed into the temporary folder: 60 MB do not fit in 2 MB
+    packed = tmp_path / "many.csv.bz2"
+    packed.write_bytes(bz2.compress(data.read_bytes(), compresslevel=1))
+    argv = ["assess", str(packed), "--qi", "a,b", "--no-ranking"]
+    done = _limited(argv, limit=resource.RLIM_INFINITY, what=resource.RLIMIT_FSIZE,
+                    tmp=small_disk, cwd=tmp_path)  # fmt: skip
+    line = one_line_error(done.returncode, done.stderr)
+    assert "the disk is full while decompressing" in line
+    assert f"in {small_disk}{os.sep}reident-copy-" in line
+    assert list(small_disk.iterdir()) == []  # and nothing is left there
 
 
 def test_a_full_disk_while_writing_says_so(tmp_path: Path) -> None:
