@@ -27,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.errors import InvalidInputError, resource_error
 
 __all__ = [
     "TEMP_MARK",
@@ -195,8 +195,14 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """
     target = Path(path)
     if target.exists() and not target.is_file() and not target.is_dir():
-        with target.open("wb") as special:
-            yield special
+        try:
+            with target.open("wb") as special:
+                yield special
+        except OSError as exc:
+            exhausted = resource_error(exc, folder=str(target.parent), doing=f"writing {target}")
+            if exhausted is not None:
+                raise exhausted from None
+            raise
         return
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
@@ -217,8 +223,11 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
             if existed:
                 os.chmod(tmp, mode)  # a new file already has the umask's mode
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException as exc:
             tmp.unlink(missing_ok=True)
+            exhausted = resource_error(exc, folder=str(directory), doing=f"writing {target}")
+            if exhausted is not None:
+                raise exhausted from None
             raise
     _fsync_directory(directory)
 

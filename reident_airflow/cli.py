@@ -164,6 +164,11 @@ def _failure(exc: Exception) -> str:
         message = failure_message(exc)
         if message is not None:
             return message
+    from reident_airflow.engine.errors import resource_error
+
+    exhausted = resource_error(exc)
+    if exhausted is not None:
+        return str(exhausted)
     return f"unexpected {type(exc).__name__} (run again with --debug for details)"
 
 

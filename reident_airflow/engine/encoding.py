@@ -12,6 +12,7 @@ dictionaries (kept for joins, never written to any output).
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ __all__ = [
     "encode_frame",
     "encode_series",
     "encoded_columns",
+    "normal_form_note",
     "refuse_unknown",
     "validate_quasi_identifiers",
 ]
@@ -107,9 +109,47 @@ def refuse_unknown(label: str, names: Sequence[str], available: Sequence[str]) -
 
 
 def _closest(name: str, available: Sequence[str]) -> str:
-    """`` (did you mean 'x'?)`` for the column closest to ``name``, or nothing."""
+    """:func:`normal_form_note`, or `` (did you mean 'x'?)`` for the column closest to
+    ``name``, or nothing."""
+    note = normal_form_note(name, available)
+    if note:
+        return note
     close = difflib.get_close_matches(str(name).strip(), available, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _normal_form(text: str) -> str:
+    nfc = unicodedata.is_normalized("NFC", text)
+    nfd = unicodedata.is_normalized("NFD", text)
+    if nfc != nfd:
+        return "NFC" if nfc else "NFD"
+    return "neither NFC nor NFD" if not nfc else "NFC"
+
+
+def normal_form_note(name: str, available: Sequence[str]) -> str:
+    """For a ``name`` that no column has, the columns that spell it in another Unicode normal
+    form (NFC ``é`` is one code point, NFD ``é`` two: they print alike and differ):
+    `` (column 2, 'é', is this name in NFC, 1 code point; the name given is NFD, 2 code
+    points: write it as the header does)``, or nothing. Column names are no record values."""
+    target = unicodedata.normalize("NFC", str(name).strip())
+    same = [
+        (i, a)
+        for i, a in enumerate(str(a) for a in available)
+        if a != name and unicodedata.normalize("NFC", a.strip()) == target
+    ]
+    if not same:
+        return ""
+
+    def points(text: str) -> str:
+        return f"{len(text)} code point{'s' if len(text) != 1 else ''}"
+
+    columns = "; ".join(
+        f"column {i + 1}, {a!r}, is this name in {_normal_form(a)}, {points(a)}" for i, a in same
+    )
+    return (
+        f" ({columns}; the name given is {_normal_form(str(name))}, {points(str(name))}: the "
+        "names differ in Unicode normal form; write it as the header does)"
+    )
 
 
 def _marker_code(dictionary: Any) -> int | None:

@@ -8,21 +8,26 @@
      |    +-- HierarchyError                    a hierarchy that does not fit its column
      +-- AnonymizationInfeasibleError          k cannot be reached within the suppression limit
      +-- ThresholdBreached                     a release gate's limit was exceeded
+     +-- ResourceExhaustedError                memory, disk space or the file-size limit ran out
 
 Messages carry aggregates only (counts, column names, limits): never a record's values.
 """
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 __all__ = [
+    "MEMORY_ADVICE",
     "AnonymizationInfeasibleError",
     "EmptyDatasetError",
     "HierarchyError",
     "InvalidInputError",
     "ReidentError",
+    "ResourceExhaustedError",
     "ThresholdBreached",
+    "resource_error",
 ]
 
 
@@ -64,3 +69,49 @@ class ThresholdBreached(ReidentError):
         super().__init__(message)
         self.breaches = breaches
         self.report = report
+
+
+class ResourceExhaustedError(ReidentError):
+    """The machine ran out of memory, of disk space or of the file-size limit (``ulimit -f``).
+
+    Not the input's fault, and a retry with more room may pass: ``deterministic`` is False,
+    so an operator lets Airflow retry it.
+    """
+
+    deterministic = False
+
+
+#: The write errors a full disk or a limit gives, and how a message says them.
+_WRITE_FAILURES = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.EFBIG: "a file reached the file-size limit (ulimit -f)",
+}
+
+#: What to do when memory runs out.
+MEMORY_ADVICE = (
+    "set --memory-limit (memory_limit in an operator) to what this process may really use, "
+    "so that the grouping spills to disk, or name fewer quasi-identifiers"
+)
+
+
+def resource_error(
+    exc: BaseException, *, folder: str | None = None, doing: str = "writing"
+) -> ResourceExhaustedError | None:
+    """``exc`` (a :class:`MemoryError`, pyarrow's ``ArrowMemoryError`` included, or an
+    :class:`OSError` for a full disk, a quota or the file-size limit) as one line saying what
+    ran out, where (``folder``, else the file the error names) and what to do; else ``None``."""
+    if isinstance(exc, MemoryError):
+        return ResourceExhaustedError(f"ran out of memory: {MEMORY_ADVICE}")
+    if not isinstance(exc, OSError) or exc.errno not in _WRITE_FAILURES:
+        return None
+    reason = _WRITE_FAILURES[exc.errno]
+    where = folder
+    if where is None and exc.filename:
+        where = f"the folder of {exc.filename}"
+    place = f" in {where}" if where else ""
+    if exc.errno == errno.EFBIG:
+        fix = "raise the file-size limit (ulimit -f) or write somewhere without one"
+    else:
+        fix = "free space there, or write to a folder with room (TMPDIR for temporary files)"
+    return ResourceExhaustedError(f"{reason} while {doing}{place}: {fix}")

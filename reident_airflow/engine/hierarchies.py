@@ -290,13 +290,43 @@ def load_hierarchy(path: str | Path, sep: str = ";", column: str | None = None) 
                 lines.append(reader.line_num)
     except FileNotFoundError:
         raise HierarchyError(f"hierarchy file {p} does not exist") from None
+    except PermissionError:
+        raise HierarchyError(
+            f"hierarchy file {p}: permission denied: make it readable by this user "
+            "(or a folder on its path enterable)"
+        ) from None
+    except IsADirectoryError:
+        raise HierarchyError(f"hierarchy file {p} is a directory, not a file") from None
     except UnicodeDecodeError:
         raise HierarchyError(f"hierarchy file {p} is not UTF-8 text") from None
     except csv.Error as exc:
         raise HierarchyError(f"hierarchy file {p} is not valid CSV: {exc}") from None
+    except OSError as exc:
+        raise HierarchyError(
+            f"hierarchy file {p} cannot be read ({exc.strerror or type(exc).__name__})"
+        ) from None
     if not rows:
         raise HierarchyError(f"hierarchy file {p} has no rows")
+    other = _other_separator(rows, sep)
+    if other is not None:
+        shown = "tab" if other == "\t" else other
+        raise HierarchyError(
+            f"hierarchy file {p}: every line is one field holding '{shown}': it is written "
+            f"with '{shown}' between the levels, not '{sep}'; give --hierarchy-sep '{shown}' "
+            f"(hierarchy_sep='{other}' in an operator)"
+        )
     return Hierarchy.from_rows(rows, column=column, source=str(p), line_numbers=lines)
+
+
+def _other_separator(rows: Sequence[Sequence[str]], sep: str) -> str | None:
+    """The separator a hierarchy read as one field per line holds in every line (``30,3*``
+    read with ``;``), as ``--hierarchy-sep`` spells it, or ``None``."""
+    if any(len(row) != 1 for row in rows):
+        return None
+    for candidate in (",", ";", "\t", "|"):
+        if candidate != sep and all(candidate in row[0] for row in rows):
+            return "\\t" if candidate == "\t" else candidate
+    return None
 
 
 def _distinct_texts(values: Iterable[Any]) -> list[tuple[str, Any]]:

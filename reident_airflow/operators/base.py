@@ -19,7 +19,7 @@ from reident_airflow._compat import (
     BaseOperator,
     Context,
 )
-from reident_airflow.engine.errors import ReidentError
+from reident_airflow.engine.errors import ReidentError, resource_error
 from reident_airflow.operators.breach_action import act_on_breach
 from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.params import ON_BREACH_CHOICES, check_choice
@@ -239,6 +239,11 @@ class ReidentOperator(BaseOperator):
             if isinstance(exc, AirflowFailException) or not getattr(exc, "deterministic", True):
                 raise
             fail_now(exc)
+        except (MemoryError, OSError) as exc:  # memory, disk or file-size limit: may pass later
+            exhausted = resource_error(exc)
+            if exhausted is None:
+                raise
+            raise exhausted from None
 
     def publish(
         self, context: Context, report: dict[str, Any], *, source: str | None

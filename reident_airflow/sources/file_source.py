@@ -1,32 +1,38 @@
 """What a file or DataFrame source is, before anything is read: its format and its columns.
 
-A CSV file (plain or gzip-compressed), a Parquet file, a directory or glob of Parquet files, a
-pandas DataFrame or an Arrow table is described as a :class:`Source`: the columns exactly as the
-source spells them, and what DuckDB is handed (:mod:`~reident_airflow.sources.files` reads it).
-Column names are resolved here (:func:`resolve_columns`): exactly first, then without
-surrounding spaces; an unknown name lists the columns and the closest match, or, when the header
-came back as one column (``sex;age;race``), the ``--sep`` to try. Only the header
-(or the Parquet schema) is read; messages name the file and the columns, never a value.
-"""
+A CSV file (plain or compressed: gzip, zstd, bzip2), a Parquet file, a directory or glob of
+Parquet files, a pandas DataFrame or an Arrow table is described as a :class:`Source`: the
+columns exactly as the source spells them, and what DuckDB is handed
+(:mod:`~reident_airflow.sources.files` reads it). Column names are resolved here
+(:func:`resolve_columns`): exactly first, then without surrounding spaces; an unknown name lists
+the columns and the closest match, or, when the header came back as one column
+(``sex;age;race``), the ``--sep`` to try. Only the header (or the Parquet schema) is read;
+messages name the file and the columns, never a value."""
 
 from __future__ import annotations
 
+import bz2
 import csv
 import difflib
+import errno
 import glob
 import gzip
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reident_airflow.engine.encoding import normal_form_note
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 
 __all__ = [
+    "CSV_COMPRESSIONS",
     "PARQUET_SUFFIXES",
     "Source",
     "column_hint",
+    "csv_compression",
     "file_columns",
     "header_separator",
     "is_parquet",
@@ -39,6 +45,13 @@ __all__ = [
 _PARQUET_MAGIC = b"PAR1"
 #: File name endings read (and written) as Parquet.
 PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
+#: Compressed CSV by file name ending: (the compression's name, the magic bytes its files start
+#: with). The name decides; a file whose first bytes do not match is refused.
+CSV_COMPRESSIONS: dict[str, tuple[str, bytes]] = {
+    ".gz": ("gzip", b"\x1f\x8b"),
+    ".zst": ("zstd", b"\x28\xb5\x2f\xfd"),
+    ".bz2": ("bzip2", b"BZh"),
+}
 
 
 # ------------------------------------------------------------------------------- names
@@ -103,6 +116,9 @@ def column_hint(name: str, available: Sequence[str]) -> str:
     (``; the header reads as one column, 'sex;age;race': did you mean --sep ';'?``), else the
     closest column (`` (did you mean 'age'?)``), else nothing."""
     avail = [str(a) for a in available]
+    note = normal_form_note(name, avail)
+    if note:
+        return note
     sep = header_separator(avail)
     if sep is not None:
         header = avail[0] if len(avail[0]) <= 60 else f"{avail[0][:57]}..."
@@ -137,8 +153,23 @@ def is_parquet(path: Path) -> bool:
 
 
 def _check_readable(path: Path) -> None:
-    if not path.exists():
-        raise InvalidInputError(f"{path}: no such file")
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InvalidInputError(
+                f"{path}: a symbolic-link loop (the link leads back to itself): point it at "
+                "the file"
+            ) from None
+        if exc.errno == errno.ENOENT and path.is_symlink():
+            raise InvalidInputError(
+                f"{path}: a symbolic link whose target does not exist: point it at the file"
+            ) from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise InvalidInputError(
+                f"{path}: permission denied (a folder on the way cannot be entered)"
+            ) from None
+        raise InvalidInputError(f"{path}: no such file") from None
     if path.is_dir():
         raise InvalidInputError(f"{path}: is a directory, not a file")
     try:
@@ -148,8 +179,41 @@ def _check_readable(path: Path) -> None:
         raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _is_csv_gz(path: Path) -> bool:
-    return path.suffix.lower() == ".gz"
+def csv_compression(path: str | Path) -> str:
+    """How a CSV file is compressed, by its name: ``gzip`` (``.gz``), ``zstd`` (``.zst``),
+    ``bzip2`` (``.bz2``) or ``none``. A file so named whose first bytes are not that
+    compression's is refused (it would be read as garbage)."""
+    p = Path(path)
+    entry = CSV_COMPRESSIONS.get(p.suffix.lower())
+    if entry is None:
+        return "none"
+    name, magic = entry
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(len(magic))
+    except OSError:
+        return name  # unreadable: the caller's check says why
+    if head != magic:
+        raise InvalidInputError(
+            f"{p}: named {p.suffix} but not {name}-compressed: decompress it yourself, or "
+            f"rename it without {p.suffix}"
+        )
+    return name
+
+
+def _zstd_open(path: Path, mode: str, **kwargs: Any) -> Any:
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - a dependency of the package
+        raise InvalidInputError(
+            f"{path}: reading zstd-compressed CSV needs the zstandard package "
+            "(pip install zstandard)"
+        ) from None
+    return zstandard.open(path, mode, **kwargs)
+
+
+#: How Python opens each compression (the header only; DuckDB or a copy reads the records).
+_OPENERS: dict[str, Any] = {"none": open, "gzip": gzip.open, "zstd": _zstd_open, "bzip2": bz2.open}
 
 
 def _csv_header(path: Path, sep: str) -> list[str]:
@@ -158,7 +222,7 @@ def _csv_header(path: Path, sep: str) -> list[str]:
     DuckDB trims the spaces around header names and renames repeated ones, so the names are
     read here, exactly as written; DuckDB then reads the records by position.
     """
-    opener: Any = gzip.open if _is_csv_gz(path) else open
+    opener: Any = _OPENERS[csv_compression(path)]
     limit = csv.field_size_limit()
     csv.field_size_limit(sys.maxsize)
     try:
@@ -171,8 +235,12 @@ def _csv_header(path: Path, sep: str) -> list[str]:
             f"{path}: the header (line 1) is not valid CSV (a quote that is never closed, or "
             "text after a closing quote)"
         ) from None
-    except (OSError, EOFError) as exc:
-        raise InvalidInputError(f"{path}: cannot be read ({type(exc).__name__})") from None
+    except Exception as exc:
+        if not isinstance(exc, (OSError, EOFError)) and type(exc).__name__ != "ZstdError":
+            raise
+        raise InvalidInputError(
+            f"{path}: cannot be read ({type(exc).__name__}: a damaged or truncated file?)"
+        ) from None
     finally:
         csv.field_size_limit(limit)
     if not header:
@@ -218,12 +286,29 @@ class Source:
     names: tuple[str, ...]
     target: Any  # the path / glob DuckDB reads, or the Arrow table
     sep: str = ","
-    kinds: tuple[str, ...] = ()  # "text", "number" or "other" per column
+    kinds: tuple[str, ...] = ()  # "text", "number", "nested" or "other" per column
+    compression: str = "none"  # a CSV file's: "none", "gzip", "zstd" or "bzip2"
+    types: tuple[str, ...] = ()  # each column's type as Arrow names it (for messages)
 
     def positions(
         self, requested: Sequence[str], *, kind: str = "quasi-identifier"
     ) -> tuple[int, ...]:
         return resolve_columns(requested, self.names, kind=kind)
+
+    def grouped(
+        self, requested: Sequence[str], *, kind: str = "quasi-identifier"
+    ) -> tuple[int, ...]:
+        """:meth:`positions` of columns whose values are grouped: a nested column (a struct,
+        list, map or union) is refused, naming the column, its type and the fix."""
+        pos = self.positions(requested, kind=kind)
+        for i in pos:
+            if self.kinds[i] == "nested":
+                raise InvalidInputError(
+                    f"{self.label}: {kind} {self.names[i]!r} is a nested column "
+                    f"({self.types[i]}), whose values are not grouped: flatten it into "
+                    "columns of plain values (or cast it to text) and name those"
+                )
+        return pos
 
 
 def open_file(path: str | Path, *, sep: str = ",") -> Source:
@@ -243,10 +328,19 @@ def open_file(path: str | Path, *, sep: str = ",") -> Source:
             raise InvalidInputError(
                 f"{files[0]}: not a readable Parquet file ({type(exc).__name__})"
             ) from None
-        return Source(spec, "parquet", tuple(schema.names), target, sep, _kinds(schema.types))
+        return Source(
+            spec,
+            "parquet",
+            tuple(schema.names),
+            target,
+            sep,
+            _kinds(schema.types),
+            types=tuple(str(t) for t in schema.types),
+        )
     _check_readable(p)
     names = tuple(_csv_header(p, sep))
-    return Source(spec, "csv", names, spec, sep, tuple("text" for _ in names))
+    kinds = tuple("text" for _ in names)
+    return Source(spec, "csv", names, spec, sep, kinds, csv_compression(p))
 
 
 def file_columns(path: str | Path, *, sep: str = ",") -> list[str]:
@@ -261,11 +355,14 @@ def open_frame(frame: Any, *, label: str = "the DataFrame") -> Source:
     table = frame_to_arrow(frame, label)
     names = tuple(str(n) for n in table.column_names)
     renamed = table.rename_columns([f"c{i}" for i in range(len(names))])
-    return Source(label, "arrow", names, renamed, ",", _kinds(table.schema.types))
+    types = table.schema.types
+    return Source(
+        label, "arrow", names, renamed, ",", _kinds(types), types=tuple(str(t) for t in types)
+    )
 
 
 def _kinds(types: Sequence[Any]) -> tuple[str, ...]:
-    """``"text"``, ``"number"`` or ``"other"`` for each Arrow column type."""
+    """``"text"``, ``"number"``, ``"nested"`` or ``"other"`` for each Arrow column type."""
     import pyarrow as pa
 
     def kind(t: Any) -> str:
@@ -273,6 +370,8 @@ def _kinds(types: Sequence[Any]) -> tuple[str, ...]:
             return "text"
         if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
             return "number"
+        if pa.types.is_nested(t):  # struct, list (all kinds), map, union
+            return "nested"
         return "other"
 
     return tuple(kind(t) for t in types)

@@ -1,11 +1,11 @@
 """Files and DataFrames grouped where they are: the embedded analytical engine (DuckDB).
 
-A CSV file (plain or compressed), a Parquet file, a directory or glob of Parquet files, a
-pandas DataFrame or an Arrow table is handed to an in-process DuckDB, which reads it under the
-reading contract of ``docs/reading.md`` and groups the records itself. Only aggregates come
-back to Python: the class-size histogram (for the verdict), or one row per class with its
-size, weight sum and per-class sensitive value counts (for the ranking, SUDA2, registers,
-individual risk and l-diversity).
+A CSV file (plain or compressed: gzip, zstd, bzip2), a Parquet file, a directory or glob of
+Parquet files, a pandas DataFrame or an Arrow table is handed to an in-process DuckDB, which
+reads it under the reading contract of ``docs/reading.md`` and groups the records itself. Only
+aggregates come back to Python: the class-size histogram (for the verdict), or one row per class
+with its size, weight sum and per-class sensitive value counts (for the ranking, SUDA2,
+registers, individual risk and l-diversity).
 
 Column names never enter SQL text: every source is exposed to DuckDB with positional column
 names (``c0``, ``c1``, ...), and paths and options are bound as statement parameters. Error
@@ -17,10 +17,10 @@ importable from here.
 
 from __future__ import annotations
 
-import atexit
+import dataclasses
+import errno
 import re
 import shutil
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,7 +31,14 @@ from typing import Any
 import numpy as np
 
 from reident_airflow.engine.classes import ClassSizes, ClassTable
-from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.engine.errors import (
+    MEMORY_ADVICE,
+    EmptyDatasetError,
+    InvalidInputError,
+    ResourceExhaustedError,
+    resource_error,
+)
+from reident_airflow.sources import scratch
 from reident_airflow.sources.file_source import (
     Source,
     file_columns,
@@ -71,15 +78,8 @@ def _memory_limit(value: str | None) -> str | None:
     return text
 
 
-_CONNECTIONS: dict[str | None, Any] = {}
+_CONNECTIONS: dict[str | None, tuple[Any, str]] = {}
 _CONNECTIONS_LOCK = threading.Lock()
-
-
-def _close_connections(spill: str) -> None:  # pragma: no cover - runs at interpreter exit
-    for con in _CONNECTIONS.values():
-        con.close()
-    _CONNECTIONS.clear()
-    shutil.rmtree(spill, ignore_errors=True)
 
 
 @contextmanager
@@ -87,28 +87,48 @@ def _duckdb(memory_limit: str | None = None) -> Iterator[Any]:
     """A cursor on this process's in-memory DuckDB for that memory limit.
 
     One database per process and memory limit, opened on first use rather than per reading
-    (opening one costs more than grouping a small file), each spilling to a private temporary
-    folder that is removed when the process ends; every reading gets its own cursor, so
-    threads do not share one.
+    (opening one costs more than grouping a small file), each spilling to a private folder
+    (:mod:`~reident_airflow.sources.scratch`: mode 0700, removed at exit and on SIGTERM or
+    SIGINT, which also interrupt the query); every reading gets its own cursor, so threads do
+    not share one.
     """
     import duckdb
 
     limit = _memory_limit(memory_limit)
+    scratch.guard_signals()
     with _CONNECTIONS_LOCK:
-        con = _CONNECTIONS.get(limit)
-        if con is None:
-            spill = tempfile.mkdtemp(prefix="reident-spill-")
+        con, spill = _CONNECTIONS.get(limit, (None, ""))
+        if con is None or not Path(spill).is_dir():  # a signal removed the folder: a new one
+            spill = scratch.private_folder("spill")
             config: dict[str, Any] = {"temp_directory": spill, "preserve_insertion_order": False}
             if limit is not None:
                 config["memory_limit"] = limit
             con = duckdb.connect(":memory:", config=config)
-            _CONNECTIONS[limit] = con
-            atexit.register(_close_connections, spill)
+            _CONNECTIONS[limit] = (con, spill)
         cursor = con.cursor()
+    _READING.spill = spill
+    scratch.raised_by_signal()  # forget a signal handled before this reading
     try:
-        yield cursor
+        with scratch.active_query(cursor):
+            yield cursor
+    except Exception:
+        raised = scratch.raised_by_signal()
+        if raised is not None:  # DuckDB's "interrupted" for what the signal's handler raised
+            raise raised from None
+        raise
     finally:
         cursor.close()
+
+
+#: The longest CSV record read at first (DuckDB's default): its read buffer is 16 times that,
+#: small enough for DuckDB to read a file on all its threads. A longer record makes the
+#: reading start again with room for it (:func:`_run`).
+_FIRST_LINE_LIMIT = 2_000_000
+#: The longest record DuckDB can read (2 GiB - 1).
+_LAST_LINE_LIMIT = 2_147_483_647
+_LINE_SIZE = re.compile(r"Maximum line size of (\d+) bytes exceeded\. Actual Size:\s*(\d+)")
+#: What DuckDB's parallel reader says of a record longer than its buffer.
+_FULL_READ = "does not support a full read"
 
 
 def _relation(source: Source, con: Any) -> tuple[str, dict[str, Any]]:
@@ -119,15 +139,62 @@ def _relation(source: Source, con: Any) -> tuple[str, dict[str, Any]]:
             "read_csv($path, auto_detect = false, columns = $columns, header = true, "
             "delim = $sep, quote = '\"', escape = '\"', strict_mode = true, "
             "null_padding = false, allow_quoted_nulls = false, "
-            "max_line_size = 2147483647, compression = 'auto', encoding = 'utf-8')"
+            "max_line_size = $max_line_size, buffer_size = $buffer_size, "
+            "compression = $compression, encoding = 'utf-8')"
         )
         columns = {f"c{i}": "VARCHAR" for i in range(len(source.names))}
-        return sql, {"path": source.target, "columns": columns, "sep": source.sep}
+        return sql, {
+            "path": source.target,
+            "columns": columns,
+            "sep": source.sep,
+            "compression": source.compression,
+            **_line_limits(_FIRST_LINE_LIMIT),
+        }
     if source.kind == "parquet":
         return f"read_parquet($path) AS src({cols})", {"path": source.target}
     name = f"reident_source_{uuid.uuid4().hex}"
     con.register(name, source.target)
     return name, {}
+
+
+def _line_limits(longest: int) -> dict[str, int]:
+    # DuckDB's own buffer is 16 times the line limit; a buffer smaller than a record makes
+    # its parallel reader give up, so the buffer keeps room for several records
+    factor = 16 if longest <= _FIRST_LINE_LIMIT else 4
+    return {"max_line_size": longest, "buffer_size": factor * longest}
+
+
+@contextmanager
+def _readable(source: Source) -> Iterator[Source]:
+    """The source as DuckDB can read it: a bzip2 CSV decompressed to a private folder
+    (:mod:`~reident_airflow.sources.scratch`), removed after the reading."""
+    if source.kind != "csv" or source.compression != "bzip2":
+        yield source
+        return
+    import bz2
+
+    folder = scratch.private_folder("copy")
+    try:
+        copy = Path(folder) / "records.csv"
+        try:
+            with bz2.open(source.target, "rb") as src, copy.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (OSError, EOFError) as exc:
+            raise _os_error(source, exc, folder) from None
+        yield dataclasses.replace(source, target=str(copy), compression="none")
+    finally:
+        scratch.remove_folder(folder)
+
+
+def _os_error(source: Source, exc: BaseException, folder: str) -> Exception:
+    """A failure to write the decompressed copy, or to read the compressed file."""
+    full = resource_error(exc, folder=folder, doing=f"decompressing {source.label}")
+    if full is not None:
+        return full
+    return InvalidInputError(
+        f"{source.label}: cannot be decompressed as bzip2 ({type(exc).__name__}: a damaged "
+        "or truncated file?)"
+    )
 
 
 _LINE = re.compile(r"CSV Error on Line: (\d+)")
@@ -139,16 +206,38 @@ def _translate(source: Source, exc: Exception) -> Exception:
     import duckdb
 
     text = str(exc)
-    if isinstance(exc, duckdb.OutOfMemoryException):
-        return InvalidInputError(
-            f"{source.label}: the grouping ran out of memory (raise --memory-limit, or free "
-            "disk space for spilling)"
+    if isinstance(exc, duckdb.OutOfMemoryException) and _SPILL_FULL in text:
+        return ResourceExhaustedError(
+            f"{source.label}: {_DISK_REASONS[errno.ENOSPC]} while the grouping spilled to disk "
+            f"in {_spill_folder(text)}: free space there, set TMPDIR to a folder with room, "
+            "or raise --memory-limit so that less is spilled"
+        )
+    if isinstance(exc, (duckdb.OutOfMemoryException, MemoryError)):
+        return ResourceExhaustedError(
+            f"{source.label}: the grouping ran out of memory: {MEMORY_ADVICE}"
         )
     if not isinstance(exc, duckdb.Error):
         return exc
+    disk = _disk_reason(text)
+    if disk is not None:
+        fix = (
+            "raise the file-size limit (ulimit -f), or --memory-limit so that less is spilled"
+            if disk == _DISK_REASONS[errno.EFBIG]
+            else "free space there, set TMPDIR to a folder with room, or raise --memory-limit "
+            "so that less is spilled"
+        )
+        return ResourceExhaustedError(
+            f"{source.label}: {disk} while the grouping spilled to disk in "
+            f"{_spill_folder(text)}: {fix}"
+        )
     line = _LINE.search(text)
     where = f"line {line.group(1)}" if line else "a record"
     if source.kind == "csv":
+        if _LINE_SIZE.search(text):
+            return InvalidInputError(
+                f"{source.label}: CSV error at {where}: a record longer than 2 GiB, more than "
+                "can be read (split the file's longest field)"
+            )
         if "unterminated quote" in text:
             return InvalidInputError(
                 f"{source.label}: CSV error at {where}: a quote that is never closed, or text "
@@ -181,15 +270,73 @@ def _translate(source: Source, exc: Exception) -> Exception:
     return InvalidInputError(f"{source.label}: cannot be read ({type(exc).__name__})")
 
 
+#: What the operating system says when a write cannot go on, and how we say it.
+_DISK_REASONS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.EFBIG: "a file reached the file-size limit (ulimit -f)",
+}
+_DISK_TEXTS = (
+    ("no space left on device", _DISK_REASONS[errno.ENOSPC]),
+    ("disk quota exceeded", _DISK_REASONS[errno.EDQUOT]),
+    ("file too large", _DISK_REASONS[errno.EFBIG]),
+)
+
+
+def _disk_reason(text: str) -> str | None:
+    low = text.lower()
+    return next((reason for needle, reason in _DISK_TEXTS if needle in low), None)
+
+
+#: What DuckDB says when the spill folder's disk has no room left (its temp directory is
+#: limited to the free space of that disk).
+_SPILL_FULL = "failed to offload data block"
+_READING = threading.local()
+
+
+def _spill_folder(text: str) -> str:
+    """The spill folder a DuckDB write error is about (the folder's path is no value)."""
+    folders = [spill for _, spill in list(_CONNECTIONS.values()) if spill and spill in text]
+    if not folders:
+        folders = [getattr(_READING, "spill", "")]
+    return folders[0] or "the temporary folder (TMPDIR)"
+
+
 def _run(
     source: Source, con: Any, sql: str, params: Mapping[str, Any], *, rows: bool = False
 ) -> Any:
-    """Run a query: an Arrow table, or with ``rows`` a few rows as Python tuples (no Arrow)."""
-    try:
-        result = con.sql(sql, params=dict(params))
-        return result.fetchall() if rows else result.to_arrow_table()
-    except Exception as exc:
-        raise _translate(source, exc) from None
+    """Run a query: an Arrow table, or with ``rows`` a few rows as Python tuples (no Arrow).
+
+    A CSV record longer than the reading's line limit makes the query run again with room
+    for it (see :data:`_FIRST_LINE_LIMIT`): no record is too long, up to DuckDB's 2 GiB.
+    """
+    params = dict(params)
+    while True:
+        try:
+            result = con.sql(sql, params=params)
+            return result.fetchall() if rows else result.to_arrow_table()
+        except Exception as exc:
+            longer = _longer_lines(source, exc, params)
+            if longer is None:
+                raise _translate(source, exc) from None
+            params.update(longer)
+
+
+def _longer_lines(source: Source, exc: Exception, params: Mapping[str, Any]) -> Any:
+    """The line limits to read ``source`` again with after DuckDB's "maximum line size"
+    error, or ``None`` (not that error, or already at the largest limit)."""
+    import duckdb
+
+    if source.kind != "csv" or not isinstance(exc, duckdb.Error):
+        return None
+    text = str(exc)
+    m = _LINE_SIZE.search(text)
+    current = int(params.get("max_line_size", _LAST_LINE_LIMIT))
+    if current >= _LAST_LINE_LIMIT or (m is None and _FULL_READ not in text):
+        return None
+    met = 2 * int(m.group(2)) if m else 0
+    # room for the record met and for longer ones further on: fewer readings
+    return _line_limits(min(_LAST_LINE_LIMIT, max(met, 8 * current)))
 
 
 def _star(source: Source, qis: Sequence[int]) -> str:
@@ -201,10 +348,10 @@ def _star(source: Source, qis: Sequence[int]) -> str:
 
 # --------------------------------------------------------------------------- histogram
 def _histogram(source: Source, qis: Sequence[str], memory_limit: str | None) -> ClassSizes:
-    pos = source.positions(qis)
+    pos = source.grouped(qis)
     keys = ", ".join(f"c{i}" for i in pos)
-    with _duckdb(memory_limit) as con:
-        rel, params = _relation(source, con)
+    with _duckdb(memory_limit) as con, _readable(source) as readable:
+        rel, params = _relation(readable, con)
         sql = (
             f"SELECT size, star, count(*) AS classes FROM (SELECT count(*) AS size, "
             f"{_star(source, pos)} AS star FROM {rel} GROUP BY {keys}) GROUP BY size, star "
@@ -249,11 +396,11 @@ def _aggregates(
     """Class sizes, weight checks and sums, and per-class value counts, in one DuckDB query."""
     from reident_airflow.engine.aggregates import check_extra_columns
 
-    pos = source.positions(qis)
+    pos = source.grouped(qis)
     names = tuple(source.names[i] for i in pos)
     if isinstance(sensitive, str):
         sensitive = [sensitive]
-    spos = [source.positions([s], kind="sensitive column")[0] for s in sensitive]
+    spos = [source.grouped([s], kind="sensitive column")[0] for s in sensitive]
     weight, extra = (
         check_extra_columns(
             names, source.names, weight=weight, sensitive=[source.names[i] for i in spos]
@@ -262,13 +409,13 @@ def _aggregates(
         else (None, ())
     )
     wpos = None if weight is None else source.positions([weight], kind="weight column")[0]
-    if wpos is not None and source.kinds[wpos] == "other":
+    if wpos is not None and source.kinds[wpos] not in ("text", "number"):
         raise InvalidInputError(
             f"weight column {weight!r} is not numeric (neither numbers nor text holding them)"
         )
     keys = [f"c{i}" for i in pos]
-    with _duckdb(memory_limit) as con:
-        rel, params = _relation(source, con)
+    with _duckdb(memory_limit) as con, _readable(source) as readable:
+        rel, params = _relation(readable, con)
         sql = _aggregates_sql(rel, keys, [f"c{i}" for i in spos], _weight_exprs(wpos))
         table = _run(source, con, sql, params)
     if table.num_rows == 0:
@@ -436,7 +583,7 @@ def read_columns(
     source = open_file(path, sep=sep)
     pos = source.positions(columns, kind="column")
     select = ", ".join(f"c{i}" for i in pos)
-    with _duckdb() as con:
-        rel, params = _relation(source, con)
+    with _duckdb() as con, _readable(source) as readable:
+        rel, params = _relation(readable, con)
         table = _run(source, con, f"SELECT {select} FROM {rel}", params)
     return table.rename_columns([source.names[i] for i in pos])
