@@ -143,6 +143,18 @@ def sqlite_table(engine: sa.Engine) -> Iterator[str]:
             conn.exec_driver_sql(f'DROP TABLE IF EXISTS "{name}"')
 
 
+def _citext(engine: sa.Engine) -> None:
+    """``CREATE EXTENSION IF NOT EXISTS citext``; two sessions creating it at once may
+    collide on the catalog's unique index, then the other one made it (left installed)."""
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS citext")
+    except sa.exc.IntegrityError:
+        with engine.connect() as conn:
+            found = conn.exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'citext'")
+            assert found.scalar() == 1
+
+
 @contextmanager
 def postgresql_table(engine: sa.Engine) -> Iterator[str]:
     """The corpus in a PostgreSQL table, with the objects its types need (citext, two
@@ -158,8 +170,8 @@ def postgresql_table(engine: sa.Engine) -> Iterator[str]:
     }
     name = unique("corpus")
     labels = ", ".join(f"'{label}'" for label in MOOD)
+    _citext(engine)
     setup = [
-        "CREATE EXTENSION IF NOT EXISTS citext",
         f"""CREATE COLLATION "{objects["ci"]}" """
         "(provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
         f"""CREATE COLLATION "{objects["ai"]}" """
