@@ -65,6 +65,8 @@ _TEXT = "text"
 _FLOAT = "float"
 _NUMBER = "number"
 _OTHER = "other"
+#: a string under a non-binary collation: refused wherever it is used (it may merge spellings)
+_COLLATED = "collated"
 
 
 def is_spark_frame(obj: Any) -> bool:
@@ -108,17 +110,17 @@ def window(frame: Any) -> Any:
     return ClassicWindow
 
 
+def _collation(data_type: Any) -> str | None:
+    """A string type's collation when it is not the binary one (None when it is)."""
+    collation = str(getattr(data_type, "collation", "UTF8_BINARY"))
+    return None if collation.upper() == "UTF8_BINARY" else collation
+
+
 def _kind(data_type: Any) -> str:
     from pyspark.sql import types as T
 
     if isinstance(data_type, T.StringType):  # VarcharType / CharType subclass StringType
-        collation = getattr(data_type, "collation", "UTF8_BINARY")
-        if str(collation).upper() != "UTF8_BINARY":
-            raise InvalidInputError(
-                f"a text column has the collation {collation}: it may merge spellings "
-                "(docs/reading.md); cast it to a UTF8_BINARY string first"
-            )
-        return _TEXT
+        return _TEXT if _collation(data_type) is None else _COLLATED
     if isinstance(data_type, T.FloatType | T.DoubleType):
         return _FLOAT
     if isinstance(data_type, T.NumericType):
@@ -135,13 +137,23 @@ class SparkSource:
     names: tuple[str, ...]
     kinds: tuple[str, ...]
     label: str = "Spark DataFrame"
+    #: the collation of each column of kind ``collated`` (None for the others)
+    collations: tuple[str | None, ...] = ()
 
     def positions(self, columns: Sequence[str], kind: str = "quasi-identifier") -> list[int]:
         """The positions of ``columns``, looked up as a file's header is
-        (:func:`~reident_airflow.sources.file_source.resolve_columns`)."""
+        (:func:`~reident_airflow.sources.file_source.resolve_columns`); a text column under
+        a non-binary collation is refused (only when it is used)."""
         from reident_airflow.sources.file_source import resolve_columns
 
-        return list(resolve_columns(columns, self.names, kind=kind))
+        pos = list(resolve_columns(columns, self.names, kind=kind))
+        for i in pos:
+            if self.kinds[i] == _COLLATED:
+                raise InvalidInputError(
+                    f"{kind} {self.names[i]!r} has the collation {self.collations[i]}: it may "
+                    "merge spellings (docs/reading.md); cast it to a UTF8_BINARY string first"
+                )
+        return pos
 
     def qi_positions(self, qis: Sequence[str]) -> tuple[tuple[str, ...], list[int]]:
         """The QIs' column names (as the frame spells them) and positions."""
@@ -158,8 +170,12 @@ def open_spark_frame(frame: Any, label: str = "Spark DataFrame") -> SparkSource:
     fields = list(frame.schema.fields)
     names = tuple(str(f.name) for f in fields)
     kinds = tuple(_kind(f.dataType) for f in fields)
+    collations = tuple(
+        _collation(f.dataType) if kind == _COLLATED else None
+        for f, kind in zip(fields, kinds, strict=True)
+    )
     renamed = frame.toDF(*(f"c{i}" for i in range(len(names))))
-    return SparkSource(renamed, names, kinds, label)
+    return SparkSource(renamed, names, kinds, label, collations)
 
 
 class SparkJobError(ReidentError):
