@@ -90,7 +90,7 @@ _HIVE = "hive"
 # whose equality is identity are grouped by value: bool, "char", int8, int2, int4, oid, date,
 # time, timestamp, timestamptz, uuid; bytea by its bytes; real and double precision as
 # ``x + 0``; numeric without trailing zeros. Every other type (text, varchar, char(n), name,
-# citext, enums, arrays, json, jsonb, interval, ranges, composites, any extension's type) is
+# citext, enums, arrays, jsonb, interval, ranges, composites, any extension's type) is
 # grouped by its text form under the "C" collation: its own equality may merge values that
 # differ (citext, a nondeterministic collation, interval's '1 day' = '24 hours').
 _PG_KINDS = {
@@ -99,6 +99,13 @@ _PG_KINDS = {
     701: _FLOAT,
     1700: _NUMERIC,
     **dict.fromkeys((16, 18, 20, 21, 23, 26, 1082, 1083, 1114, 1184, 2950), _OTHER),
+}
+#: PostgreSQL types without an equality: a column of one is refused, with the fix.
+_PG_NO_EQUALITY = {
+    114: (
+        "json",
+        "cast it to jsonb (values equal by meaning) or to text (equal as written) in a sql query",
+    ),
 }
 # MySQL/MariaDB protocol type codes (a result's ``description``) of 4-byte FLOAT; a column
 # whose CHARSET() is not ``binary`` is text whatever its code.
@@ -197,8 +204,15 @@ def _column_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> 
     if dialect == _HIVE:
         return dict(zip(names, _hive_kinds(conn, source, names), strict=True))
     if dialect == "postgresql":
-        codes = _result_types(conn, source, names)
-        return {n: _PG_KINDS.get(int(c), _TEXT) for n, c in zip(names, codes, strict=True)}
+        codes = [int(c) for c in _result_types(conn, source, names)]
+        for name, code in zip(names, codes, strict=True):
+            if code in _PG_NO_EQUALITY:
+                type_name, fix = _PG_NO_EQUALITY[code]
+                raise InvalidInputError(
+                    f"column {name!r} is of type {type_name}, which has no equality to group "
+                    f"records by: {fix}"
+                )
+        return {n: _PG_KINDS.get(c, _TEXT) for n, c in zip(names, codes, strict=True)}
     if dialect in _MYSQL:
         return dict(zip(names, _mysql_kinds(conn, source, names), strict=True))
     return {n: _type_kind(source.c[n].type) for n in names}

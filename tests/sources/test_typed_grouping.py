@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from reident_airflow.engine.classes import ClassSizes, ClassTable
+from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.sql import (
     aggregates_from_sql,
     class_table_from_sql,
@@ -201,19 +202,24 @@ def test_postgresql_type_equality_never_merges_spellings(
     operator_gate(postgresql, table=pg_typed, where="day = 'd'", quasi_identifiers=qi)
 
 
-def test_postgresql_json_qi_is_grouped_by_its_text(postgresql: sa.Engine) -> None:
-    # json has no equality operator (GROUP BY json fails with SQLSTATE 42883); it is grouped
-    # by its exact text: '{"a":1}', '{"a": 1}', '{"a":1}' -> 2 classes, [[1, 1], [2, 1]]
-    # (jsonb would read the first two as one value; json keeps the text as written).
+def test_postgresql_json_qi_is_refused_with_the_fix(postgresql: sa.Engine) -> None:
+    # json has no equality operator: GROUP BY failed with SQLSTATE 42883 and a message that
+    # named neither the column nor the fix. The refusal names both, on every path.
     name = unique("reident_json")
     with postgresql.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE {name} (j json)")
-        conn.exec_driver_sql(
-            f"""INSERT INTO {name} VALUES ('{{"a":1}}'), ('{{"a": 1}}'), ('{{"a":1}}')"""
-        )
+        conn.exec_driver_sql(f"CREATE TABLE {name} (j json, day text)")
+        conn.exec_driver_sql(f"""INSERT INTO {name} VALUES ('{{"a":1}}', 'd')""")
     try:
-        sql = f"SELECT j FROM {name}"
-        assert every_path(postgresql, "j", name, sql) == [[[1, 1], [2, 1]]] * 5
+        wanted = r"column 'j' is of type json, which has no equality.*cast it to jsonb"
+        for source in ({"table": name}, {"sql": f"SELECT j FROM {name}"}):
+            with pytest.raises(InvalidInputError, match=wanted):
+                class_table_from_sql(postgresql, ["j"], **source)
+            with pytest.raises(InvalidInputError, match=wanted):
+                histogram_from_sql(postgresql, ["j"], **source)
+        code, _out, err = run(
+            "assess", database_url("postgresql"), "--table", name, "--qi", "j", "--min-k", "2"
+        )
+        assert code == 2 and "column 'j' is of type json" in err, err
     finally:
         with postgresql.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE {name}")
