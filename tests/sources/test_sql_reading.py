@@ -54,20 +54,6 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sa.Engine
     made.dispose()
 
 
-@pytest.fixture
-def postgresql() -> Iterator[sa.Engine]:
-    made = sa.create_engine(require_server("postgresql"))
-    yield made
-    made.dispose()
-
-
-@pytest.fixture
-def mariadb() -> Iterator[sa.Engine]:
-    made = sa.create_engine(require_server("mariadb"))
-    yield made
-    made.dispose()
-
-
 @contextmanager
 def created(
     engine: sa.Engine, columns: list[sa.Column[Any]], rows: list[dict[str, Any]]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from reident_airflow.sources.sql import (
     histogram_from_sql,
 )
 from tests.cli._cli import run
-from tests.conftest import database_url, ensure_airflow_db, require_server
+from tests.conftest import database_url, ensure_airflow_db
 
 pytestmark = pytest.mark.db
 
@@ -36,22 +37,23 @@ def histogram(result: ClassTable | ClassSizes) -> list[list[int]]:
     return [[int(s), int(c)] for s, c in zip(sizes, counts, strict=True)]
 
 
-@pytest.fixture
-def postgresql() -> Iterator[sa.Engine]:
-    made = sa.create_engine(require_server("postgresql"))
-    yield made
-    made.dispose()
-
-
-@pytest.fixture
-def mariadb() -> Iterator[sa.Engine]:
-    made = sa.create_engine(require_server("mariadb"))
-    yield made
-    made.dispose()
-
-
 def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@contextmanager
+def made_table(engine: sa.Engine, prefix: str, columns: str, rows: str) -> Iterator[str]:
+    """``CREATE TABLE <unique name> (columns)`` holding ``INSERT ... VALUES rows``; dropped
+    afterwards."""
+    name = unique(prefix)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {name} ({columns})")
+        conn.exec_driver_sql(f"INSERT INTO {name} VALUES {rows}")
+    try:
+        yield name
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE {name}")
 
 
 def every_path(engine: sa.Engine, qi: str, table: str, sql: str) -> list[list[list[int]]]:
@@ -98,13 +100,8 @@ def test_mariadb_float_is_grouped_as_the_database_stores_it(mariadb: sa.Engine) 
     # (70.00001 is stored as 70.00000762939453), so MariaDB groups 3 classes: sizes 1, 1, 2,
     # k = 1, histogram [[1, 2], [2, 1]]. Its text protocol prints both as "70" (6 digits), and
     # the client used to merge them: 2 classes of 2, k = 2, and `--min-k 2` passed.
-    name = unique("reident_float")
-    with mariadb.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE {name} (w FLOAT, day VARCHAR(3))")
-        conn.exec_driver_sql(
-            f"INSERT INTO {name} VALUES (70.0, 'd'), (70.00001, 'd'), (81.5, 'd'), (81.5, 'd')"
-        )
-    try:
+    rows = "(70.0, 'd'), (70.00001, 'd'), (81.5, 'd'), (81.5, 'd')"
+    with made_table(mariadb, "reident_float", "w FLOAT, day VARCHAR(3)", rows) as name:
         sql = f"SELECT w FROM {name} WHERE day = 'd'"
         assert every_path(mariadb, "w", name, sql) == [[[1, 2], [2, 1]]] * 5
         for extra in ((), ("--no-ranking",)):
@@ -114,31 +111,18 @@ def test_mariadb_float_is_grouped_as_the_database_stores_it(mariadb: sa.Engine) 
             assert "2 of 3 classes, holding 2 of 4 records" in out
         operator_gate(mariadb, table=name, quasi_identifiers="w")
         operator_gate(mariadb, table=name, where="day = 'd'", quasi_identifiers="w")
-    finally:
-        with mariadb.begin() as conn:
-            conn.exec_driver_sql(f"DROP TABLE {name}")
 
 
 def test_mariadb_double_decimal_bit_and_set_keep_their_values(mariadb: sa.Engine) -> None:
     # DOUBLE d: 0.1+0.2 (0.30000000000000004), 0.3, 0.3 -> 2 classes, [[1, 1], [2, 1]];
     # DECIMAL(6,3) m: 1.5, 1.500, 1.501 -> 1.5 = 1.500 (one value), [[1, 1], [2, 1]];
     # BIT(3) b: 1, 2, 2 -> [[1, 1], [2, 1]]; SET s: 'a', 'a,b', 'a,b' -> [[1, 1], [2, 1]].
-    name = unique("reident_mtypes")
-    with mariadb.begin() as conn:
-        conn.exec_driver_sql(
-            f"CREATE TABLE {name} (d DOUBLE, m DECIMAL(6,3), b BIT(3), s SET('a','b'))"
-        )
-        conn.exec_driver_sql(
-            f"INSERT INTO {name} VALUES (0.1e0 + 0.2e0, 1.5, 1, 'a'), "
-            "(0.3e0, 1.500, 2, 'a,b'), (0.3e0, 1.501, 2, 'b,a')"
-        )
-    try:
+    columns = "d DOUBLE, m DECIMAL(6,3), b BIT(3), s SET('a','b')"
+    rows = "(0.1e0 + 0.2e0, 1.5, 1, 'a'), (0.3e0, 1.500, 2, 'a,b'), (0.3e0, 1.501, 2, 'b,a')"
+    with made_table(mariadb, "reident_mtypes", columns, rows) as name:
         for qi in ("d", "m", "b", "s"):
             sql = f"SELECT {qi} FROM {name}"
             assert every_path(mariadb, qi, name, sql) == [[[1, 1], [2, 1]]] * 5, qi
-    finally:
-        with mariadb.begin() as conn:
-            conn.exec_driver_sql(f"DROP TABLE {name}")
 
 
 # ------------------------------------------------------- PostgreSQL citext and domains (2-4)
@@ -205,11 +189,7 @@ def test_postgresql_type_equality_never_merges_spellings(
 def test_postgresql_json_qi_is_refused_with_the_fix(postgresql: sa.Engine) -> None:
     # json has no equality operator: GROUP BY failed with SQLSTATE 42883 and a message that
     # named neither the column nor the fix. The refusal names both, on every path.
-    name = unique("reident_json")
-    with postgresql.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE {name} (j json, day text)")
-        conn.exec_driver_sql(f"""INSERT INTO {name} VALUES ('{{"a":1}}', 'd')""")
-    try:
+    with made_table(postgresql, "reident_json", "j json", """('{"a":1}')""") as name:
         wanted = r"column 'j' is of type json, which has no equality.*cast it to jsonb"
         for source in ({"table": name}, {"sql": f"SELECT j FROM {name}"}):
             with pytest.raises(InvalidInputError, match=wanted):
@@ -220,28 +200,21 @@ def test_postgresql_json_qi_is_refused_with_the_fix(postgresql: sa.Engine) -> No
             "assess", database_url("postgresql"), "--table", name, "--qi", "j", "--min-k", "2"
         )
         assert code == 2 and "column 'j' is of type json" in err, err
-    finally:
-        with postgresql.begin() as conn:
-            conn.exec_driver_sql(f"DROP TABLE {name}")
 
 
 def test_postgresql_floats_print_in_full_whatever_the_session(postgresql: sa.Engine) -> None:
     # float8 f: 0.1+0.2, 0.3, 0.3 -> 2 classes, [[1, 1], [2, 1]]. With extra_float_digits = 0
     # (as older clients set it) both print as 0.3: the read sets it for its own transaction,
     # so the two classes stay two (before the fix the client read them back as one value).
-    name = unique("reident_f8")
-    with postgresql.begin() as conn:
-        conn.exec_driver_sql(f"CREATE TABLE {name} (f float8)")
-        conn.exec_driver_sql(f"INSERT INTO {name} VALUES (0.1::float8 + 0.2::float8), (0.3), (0.3)")
+    rows = "(0.1::float8 + 0.2::float8), (0.3), (0.3)"
     lossy = sa.create_engine(
         database_url("postgresql"), connect_args={"options": "-c extra_float_digits=0"}
     )
     try:
-        with lossy.connect() as conn:
-            assert conn.exec_driver_sql("SHOW extra_float_digits").scalar_one() == "0"
-        sql = f"SELECT f FROM {name}"
-        assert every_path(lossy, "f", name, sql) == [[[1, 1], [2, 1]]] * 5
+        with made_table(postgresql, "reident_f8", "f float8", rows) as name:
+            with lossy.connect() as conn:
+                assert conn.exec_driver_sql("SHOW extra_float_digits").scalar_one() == "0"
+            sql = f"SELECT f FROM {name}"
+            assert every_path(lossy, "f", name, sql) == [[[1, 1], [2, 1]]] * 5
     finally:
         lossy.dispose()
-        with postgresql.begin() as conn:
-            conn.exec_driver_sql(f"DROP TABLE {name}")
