@@ -36,6 +36,7 @@ __all__ = [
     "check_outputs",
     "interrupt_guard",
     "new_file_mode",
+    "process_alive",
     "remove_stale_temporaries",
     "same_path",
     "temp_name",
@@ -135,7 +136,8 @@ def temp_name(target: Path) -> Path:
     return target.with_name(f".{target.name}.{TEMP_MARK}-{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (this one, or any user's)."""
     if pid == os.getpid():
         return True
     try:
@@ -157,7 +159,7 @@ def remove_stale_temporaries(target: Path) -> int:
         return 0
     for entry in entries:
         m = _TEMP_RE.match(entry.name)
-        if m is None or m.group("name") != target.name or _alive(int(m.group("pid"))):
+        if m is None or m.group("name") != target.name or process_alive(int(m.group("pid"))):
             continue
         with contextlib.suppress(OSError):
             os.unlink(entry.path)

@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
+from reident_airflow._atomic import process_alive
+
 __all__ = [
     "FOLDER_PREFIX",
     "active_query",
@@ -58,16 +60,6 @@ _SIGNALED: list[int] = []
 _swept = False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, someone else's
-        return True
-    return True
-
-
 def _sweep_stale(parent: str) -> None:
     """Remove the scratch folders of this user's reident processes that are gone."""
     try:
@@ -77,7 +69,7 @@ def _sweep_stale(parent: str) -> None:
     uid = os.getuid() if hasattr(os, "getuid") else None
     for entry in entries:
         m = _NAME.match(entry.name)
-        if m is None or int(m.group("pid")) == os.getpid() or _alive(int(m.group("pid"))):
+        if m is None or process_alive(int(m.group("pid"))):
             continue
         with contextlib.suppress(OSError):
             if entry.is_dir(follow_symlinks=False) and (
