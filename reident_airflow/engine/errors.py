@@ -8,6 +8,7 @@
      |    +-- HierarchyError                    a hierarchy that does not fit its column
      +-- AnonymizationInfeasibleError          k cannot be reached within the suppression limit
      +-- ThresholdBreached                     a release gate's limit was exceeded
+     +-- TargetBusyError                       another run is publishing the same target
 
 Messages carry aggregates only (counts, column names, limits): never a record's values.
 """
@@ -22,6 +23,7 @@ __all__ = [
     "HierarchyError",
     "InvalidInputError",
     "ReidentError",
+    "TargetBusyError",
     "ThresholdBreached",
 ]
 
@@ -64,3 +66,11 @@ class ThresholdBreached(ReidentError):
         super().__init__(message)
         self.breaches = breaches
         self.report = report
+
+
+class TargetBusyError(ReidentError):
+    """Another run held the release target's lock (one writer per target) for longer than
+    the publish would wait. Infrastructure, not the data: a retry once that run is done
+    succeeds, so ``deterministic`` is false (the operators let Airflow's retries apply)."""
+
+    deterministic = False
