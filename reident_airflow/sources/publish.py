@@ -258,12 +258,14 @@ class PublishLock:
         self._params = params or {}
 
     def verify(self) -> None:
-        """Raise :class:`TargetBusyError` when the lock was lost (its connection gone): the
-        swap must not run then. A lost connection raises the database's error, as a retry
-        helps too."""
+        """Raise :class:`TargetBusyError` (retryable) when the lock was lost, its connection
+        gone: another run may hold it now, so the swap must not run."""
         if self._conn is None or self._check is None:
             return
-        still = self._conn.execute(sa.text(self._check), self._params).scalar()
+        try:
+            still = self._conn.execute(sa.text(self._check), self._params).scalar()
+        except sa.exc.DBAPIError:  # the lock's connection is gone, and its lock with it
+            still = False
         if not still:
             raise TargetBusyError(
                 f"the lock on {self.what} was lost before the swap: nothing was published; retry"

@@ -17,7 +17,9 @@ What must hold:
   release in full; no staging table is left;
 - with a short ``lock_timeout`` the second run fails with
   :class:`~reident_airflow.engine.errors.TargetBusyError` ("another run is publishing ...",
-  retryable), and the first run's release is published whole.
+  retryable), and the first run's release is published whole;
+- a lock lost mid-write (the server killed its connection) stops the swap: the previous
+  release stays, the error is retryable.
 
 Target names up to the database's limit work (PostgreSQL 63 bytes, MariaDB 64 characters);
 a longer one is refused in one line naming the limit (issue 25, item 10).
@@ -354,4 +356,55 @@ def test_a_target_named_like_a_staging_table_is_refused(tmp_path: Path) -> None:
         with pytest.raises(InvalidInputError, match="ends like a staging table"):
             write_table_atomic(engine, _release("a"), "release__reident_0a1b2c3d")
     finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
+def test_a_lost_lock_stops_the_swap(kind: str) -> None:
+    """The lock's own connection is killed by the server mid-write (its lock is gone, another
+    run could take it): the swap does not run, the previous release stays whole and the
+    error is retryable."""
+    from reident_airflow.sources import publish
+
+    engine = sa.create_engine(require_server(kind))
+    target = f"ow_{uuid.uuid4().hex[:8]}"
+    killed: list[int] = []
+
+    def kill_lock_holder(stage: str, rows: int) -> None:
+        if stage != "chunk" or killed:
+            return
+        with engine.connect() as conn:
+            if kind == "postgresql":
+                key = publish._postgresql_key(target, None)(conn)["key"]
+                pid = conn.execute(
+                    sa.text(
+                        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                        "AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = :key"
+                    ),
+                    {"key": key},
+                ).scalar_one()
+                conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            else:
+                name = publish._mysql_key(target, None)(conn)["name"]
+                pid = conn.execute(sa.text("SELECT IS_USED_LOCK(:name)"), {"name": name}).scalar()
+                conn.exec_driver_sql(f"KILL CONNECTION {int(pid)}")
+        killed.append(int(pid))
+
+    try:
+        write_table_atomic(engine, _release("a"), target)
+        with pytest.raises(TargetBusyError, match="was lost before the swap") as info:
+            write_table_atomic(
+                engine, _release("b"), target, chunk_rows=CHUNK, checkpoint=kill_lock_holder
+            )
+        assert len(killed) == 1
+        assert info.value.deterministic is False
+        assert _table_state(engine, target) == (ROWS, ID_SUM, ROWS, ["a"])
+        assert _staging_left(engine, target) == set()
+        assert write_table_atomic(engine, _release("b"), target, lock_timeout=5) == ROWS
+        assert _table_state(engine, target)[3] == ["b"]
+    finally:
+        with engine.begin() as conn:
+            for n in sa.inspect(conn).get_table_names():
+                if n.startswith(target):
+                    sa.Table(n, sa.MetaData()).drop(conn)
         engine.dispose()
