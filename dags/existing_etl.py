@@ -33,6 +33,7 @@ with DAG(
     schedule="@daily",
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
+    max_active_runs=1,  # one run publishes the target at a time
     tags=["reident", "etl"],
     default_args={"retries": 2, "retry_delay": datetime.timedelta(seconds=5)},
     params={"min_k": 5, "quasi_identifiers": "sex,age,race"},

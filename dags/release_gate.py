@@ -153,6 +153,7 @@ with DAG(
     schedule=None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
+    max_active_runs=1,  # one run publishes the target at a time
     tags=["reident", "release"],
     default_args={"retries": 2, "retry_delay": datetime.timedelta(seconds=5)},
     user_defined_macros={"release_hierarchies": release_hierarchies},

@@ -8,6 +8,13 @@
   is delivered to them). A temporary file left by a process killed outright (``kill -9``) is
   recognised by its name and removed by the next write of the same target, once its process
   is gone.
+- :func:`target_lock`: one writer per file target. A run that publishes ``<target>`` holds an
+  exclusive ``flock`` on ``<target>.reident-lock`` (an empty file beside it, removed when the
+  run is done: :func:`file_lock` says why that is safe) for the whole write and rename; a
+  second run waits for it, up to a timeout
+  (:func:`wait_for_lock`: :class:`~reident_airflow.engine.errors.TargetBusyError` after it).
+  The kernel releases the lock when its process ends, ``kill -9`` included. Without ``fcntl``
+  (Windows) there is no lock: the rename alone still keeps every reader to one whole file.
 - :func:`check_outputs`: every path a run writes against every path it reads and against the
   others, and every output directory writable, before anything is computed or written.
 
@@ -17,30 +24,51 @@ Standard library only: the command line loads it before pandas or pyarrow.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import secrets
 import signal
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from reident_airflow.engine.errors import InvalidInputError, resource_error
+from reident_airflow.engine.errors import InvalidInputError, TargetBusyError, resource_error
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "LOCK_SUFFIX",
     "TEMP_MARK",
     "InterruptGuard",
     "atomic_file",
+    "check_lock_timeout",
     "check_outputs",
+    "file_lock",
     "interrupt_guard",
+    "lock_file_path",
     "new_file_mode",
     "process_alive",
     "remove_stale_temporaries",
     "same_path",
+    "target_lock",
     "temp_name",
+    "wait_for_lock",
 ]
+
+_log = logging.getLogger(__name__)
+
+#: Seconds a publish waits for another run publishing the same target before it gives up.
+DEFAULT_LOCK_TIMEOUT = 600.0
+#: Suffix of the lock file beside a file target (:func:`target_lock`).
+LOCK_SUFFIX = ".reident-lock"
 
 #: Marks a temporary file of a reident write: ``.<name>.reident-<pid>-<hex>.tmp``.
 TEMP_MARK = "reident"
@@ -232,6 +260,120 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
                 raise exhausted from None
             raise
     _fsync_directory(directory)
+
+
+# --------------------------------------------------------------------- one writer per target
+def check_lock_timeout(timeout: float) -> float:
+    """``timeout`` (seconds a publish waits for the target's lock) as a float, checked."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise InvalidInputError(f"lock_timeout must be a number of seconds >= 0, got {timeout!r}")
+    return float(timeout)
+
+
+def wait_for_lock(
+    attempt: Callable[[], bool],
+    what: str,
+    timeout: float,
+    guard: InterruptGuard | None = None,
+) -> None:
+    """Call ``attempt`` (one try to take the lock of the target ``what``, never blocking)
+    until it succeeds, for at most ``timeout`` seconds; then raise
+    :class:`~reident_airflow.engine.errors.TargetBusyError`. Each attempt is a critical
+    section of ``guard``; a signal during the pauses between them ends the wait at once."""
+    timeout = check_lock_timeout(timeout)
+    deadline = time.monotonic() + timeout
+    pause = 0.05
+    waiting = False
+    while True:
+        with guard.critical() if guard is not None else contextlib.nullcontext():
+            if attempt():
+                if waiting:
+                    _log.info("the other run is done: publishing %s", what)
+                return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TargetBusyError(
+                f"another run is publishing {what}; gave up after waiting {timeout:g} s: "
+                "retry once it is done, and let one run publish a target at a time "
+                "(max_active_runs=1, or a longer lock_timeout)"
+            )
+        if not waiting:
+            _log.info("another run is publishing %s: waiting up to %g s for it", what, timeout)
+            waiting = True
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 1.0)
+
+
+def lock_file_path(target: Path) -> Path:
+    """The lock file of a file target: ``<target>.reident-lock`` beside it."""
+    return target.with_name(target.name + LOCK_SUFFIX)
+
+
+@contextlib.contextmanager
+def file_lock(
+    lock_path: Path, what: str, timeout: float, guard: InterruptGuard | None = None
+) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path`` for the block, waiting up to ``timeout``
+    seconds for another holder (:func:`wait_for_lock`). ``flock`` locks belong to an open
+    file, so two threads of one process exclude each other too.
+
+    The file is created for the block and removed at its end, while still locked. A waiter
+    that then gets the lock of the removed file sees that ``lock_path`` is no longer (or no
+    longer that) file, and starts again on the path's current file: two holders never meet.
+    """
+    if fcntl is None:  # pragma: no cover - Windows: no lock (module docstring)
+        yield
+        return
+    fds: list[int] = []
+
+    def attempt() -> bool:
+        if not fds:
+            fds.append(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666))
+        try:
+            fcntl.flock(fds[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        mine = os.fstat(fds[0])
+        try:
+            current = os.stat(lock_path)
+        except FileNotFoundError:
+            current = None
+        if current is None or (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino):
+            os.close(fds.pop())  # the previous holder removed it: lock the path's file anew
+            return attempt()
+        return True
+
+    held = False
+    try:
+        wait_for_lock(attempt, what, timeout, guard)
+        held = True
+        yield
+    finally:
+        if held:
+            with contextlib.suppress(OSError):
+                os.unlink(lock_path)  # still locked: nobody can hold the file being removed
+        if fds:
+            os.close(fds[0])  # closing the file releases its lock
+
+
+@contextlib.contextmanager
+def target_lock(
+    path: str | os.PathLike[str],
+    timeout: float = DEFAULT_LOCK_TIMEOUT,
+    guard: InterruptGuard | None = None,
+) -> Iterator[None]:
+    """One writer at a time for the file (or folder) target ``path``: an exclusive lock on
+    ``<path>.reident-lock`` for the block (module docstring). A ``path`` that is neither a
+    regular file nor a folder (``/dev/null``, a pipe) is written to directly: no lock."""
+    target = Path(path)
+    if target.exists() and not target.is_file() and not target.is_dir():
+        yield
+        return
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InvalidInputError(f"{target}: directory {directory} does not exist")
+    with file_lock(lock_file_path(target), str(target), timeout, guard):
+        yield
 
 
 # ------------------------------------------------------------------------- preflight checks

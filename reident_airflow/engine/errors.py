@@ -9,6 +9,7 @@
      +-- AnonymizationInfeasibleError          k cannot be reached within the suppression limit
      +-- ThresholdBreached                     a release gate's limit was exceeded
      +-- ResourceExhaustedError                memory, disk space or the file-size limit ran out
+     +-- TargetBusyError                       another run is publishing the same target
 
 Messages carry aggregates only (counts, column names, limits): never a record's values.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "InvalidInputError",
     "ReidentError",
     "ResourceExhaustedError",
+    "TargetBusyError",
     "ThresholdBreached",
     "resource_error",
 ]
@@ -115,3 +117,11 @@ def resource_error(
     else:
         fix = "free space there, or write to a folder with room (TMPDIR for temporary files)"
     return ResourceExhaustedError(f"{reason} while {doing}{place}: {fix}")
+
+
+class TargetBusyError(ReidentError):
+    """Another run held the release target's lock (one writer per target) for longer than
+    the publish would wait. Infrastructure, not the data: a retry once that run is done
+    succeeds, so ``deterministic`` is false (the operators let Airflow's retries apply)."""
+
+    deterministic = False

@@ -7,6 +7,7 @@ from typing import Any, NoReturn
 
 import pandas as pd
 
+from reident_airflow._atomic import DEFAULT_LOCK_TIMEOUT
 from reident_airflow._compat import Context
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
 from reident_airflow.engine.numbers import is_unset
@@ -43,10 +44,20 @@ class DataflyOperator(StagedTableOperator):
 
     Target (written atomically: readers see the previous release or the new one, never a part;
     a failed run leaves the previous release as it was): ``target_table`` (with
-    ``target_schema``) on ``target_conn_id`` (default ``conn_id``), written to
-    ``<target_table>__reident_new`` and swapped in (see :mod:`reident_airflow.sources.writers`);
-    or ``target_path``, a local ``*.csv`` (``target_sep``, default ``sep``) or ``*.parquet``
-    file, written to a temporary file and renamed. The target may not be the source.
+    ``target_schema``) on ``target_conn_id`` (default ``conn_id``), written to a staging table
+    of the run's own, ``<target_table>__reident_<8 hex>``, and swapped in (see
+    :mod:`reident_airflow.sources.publish`); or ``target_path``, a local ``*.csv``
+    (``target_sep``, default ``sep``) or ``*.parquet`` file, written to a temporary file and
+    renamed. The target may not be the source.
+
+    One writer per target: the run holds the target's lock while it writes and swaps
+    (PostgreSQL advisory lock, MariaDB/MySQL ``GET_LOCK``, a lock file beside a SQLite database
+    or a file target), so a backfill beside a scheduled run never mixes the rows of both.
+    ``lock_timeout`` (seconds, default 600): how long a run waits for another publishing the
+    same target; it then publishes its own release in full, or past the timeout fails with
+    :class:`~reident_airflow.engine.errors.TargetBusyError` ("another run is publishing ..."),
+    which Airflow retries (an infrastructure error, not the data's). DAGs that publish should
+    still set ``max_active_runs=1``.
 
     With a ``conn_id`` of the apache-spark provider (``spark`` or ``spark_connect``), the
     ``table`` or Parquet ``path`` is read by that connection's session, the search runs on
@@ -95,6 +106,7 @@ class DataflyOperator(StagedTableOperator):
         "target_path",
         "target_sep",
         "chunk_rows",
+        "lock_timeout",
         *BASE_FIELDS,
     )
     ui_color = "#e4ffe8"
@@ -111,6 +123,7 @@ class DataflyOperator(StagedTableOperator):
     target_path: str | None
     target_sep: str | None
     chunk_rows: int | str | None
+    lock_timeout: float | str | None
 
     def __init__(
         self,
@@ -126,6 +139,7 @@ class DataflyOperator(StagedTableOperator):
         target_path: str | None = None,
         target_sep: str | None = None,
         chunk_rows: int | str | None = None,
+        lock_timeout: float | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -144,6 +158,11 @@ class DataflyOperator(StagedTableOperator):
         chunk_rows = parse_number(self.chunk_rows, "chunk_rows", integer=True)
         if chunk_rows is not None and chunk_rows < 1:
             raise ReidentConfigurationError(f"chunk_rows must be 1 or more, got {chunk_rows}")
+        lock_timeout = parse_number(self.lock_timeout, "lock_timeout")
+        if lock_timeout is not None and not lock_timeout >= 0:
+            raise ReidentConfigurationError(
+                f"lock_timeout must be 0 or more seconds, got {self.lock_timeout!r}"
+            )
         target_sep = self.target_sep or self.sep
         for name, value in (
             ("sep", self.sep),
@@ -173,6 +192,7 @@ class DataflyOperator(StagedTableOperator):
             "target_conn": target_conn,
             "target_sep": target_sep,
             "chunk_rows": chunk_rows,
+            "lock_timeout": DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
         }
 
     def _suppression_limit(self) -> int | float | None:
@@ -252,7 +272,9 @@ class DataflyOperator(StagedTableOperator):
         from reident_airflow.sources import writers
 
         chunk_rows = params["chunk_rows"]
-        options: dict[str, Any] = {"chunk_rows": chunk_rows} if chunk_rows else {}
+        options: dict[str, Any] = {"lock_timeout": params["lock_timeout"]}
+        if chunk_rows:
+            options["chunk_rows"] = chunk_rows
         if self.target_path:
             options["sep"] = params["target_sep"]
             written = writers.write_file_atomic(table, self.target_path, **options)
@@ -325,7 +347,7 @@ class DataflyOperator(StagedTableOperator):
             if spark is None:
                 output = self._write(params, result.table, types)
             else:
-                output = write_spark_release(self, result)
+                output = write_spark_release(self, result, params["lock_timeout"])
         report: dict[str, Any] = result.to_dict()
         report["passed"] = True
         report["output"] = output

@@ -99,16 +99,23 @@ def datafly_on_spark(
     return result, None
 
 
-def write_spark_release(op: DataflyOperator, result: Any) -> dict[str, Any]:
+def write_spark_release(
+    op: DataflyOperator, result: Any, lock_timeout: float | None = None
+) -> dict[str, Any]:
     """Have Spark compute and write the release where ``op`` says; where it went and how
-    many records (the ``output`` of the report)."""
+    many records (the ``output`` of the report). ``lock_timeout``: how long a local
+    ``target_path`` waits for another run writing it (see
+    :func:`~reident_airflow.sources.spark_release_datafly.write_frame_path`)."""
     from reident_airflow.sources.spark_release_datafly import (
         write_release_path,
         write_release_table,
     )
 
     if op.target_path:
-        write_release_path(result, str(op.target_path))
+        if lock_timeout is None:
+            write_release_path(result, str(op.target_path))
+        else:
+            write_release_path(result, str(op.target_path), lock_timeout=lock_timeout)
         return {"path": str(op.target_path), "records": result.released_records}
     name = f"{op.target_schema}.{op.target_table}" if op.target_schema else str(op.target_table)
     write_release_table(result, name)

@@ -20,12 +20,24 @@ columns, each QI holding its label at the chosen level (text), the rows of class
 removed; :func:`write_release_table` and :func:`write_release_path` write it once under a new
 name and swap it in.
 
+One writer per target, on Spark: the new table or folder has a name unique to the run
+(``<name>_reident_new_<12 hex>``), so two runs never write into one, and each swap puts one
+run's whole release in place: rows of two runs never mix. A local path (no scheme, or
+``file://``) is also locked as a file target is (``<path>.reident-lock`` beside it, an
+``flock`` the driver holds for the write and the renames): a second run waits for the first,
+at most ``lock_timeout`` seconds. A catalog table and an ``hdfs://`` path have no lock: two
+runs that swap at the same instant can leave the release of either (the later rename wins),
+or fail one of them on a name the other just took, with its release left in place, whole.
+Which run wins is then left to the schedule: give the DAG ``max_active_runs=1``.
+
 Spark is imported only when a function here runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from reident_airflow._atomic import DEFAULT_LOCK_TIMEOUT, target_lock
 from reident_airflow.engine.datafly import DataflySummary, datafly_inputs, datafly_summary
 from reident_airflow.engine.datafly_search import (
     Histogram,
@@ -196,7 +209,8 @@ def write_release_table(result: SparkDataflyResult, table: str) -> None:
     catalog renames (the old table aside, the new one into place), so between them, for the
     time of one metastore call, the name is absent: a catalog without transactions offers no
     single-step replace (Delta's would). ``table`` is a name as Spark SQL takes it
-    (``db.name``); its parts are quoted."""
+    (``db.name``); its parts are quoted. No lock: see the module docstring for what two runs
+    writing one table at once can and cannot do."""
     session = result.table.sparkSession
     parts = table.split(".")
     suffix = uuid.uuid4().hex[:12]
@@ -216,17 +230,49 @@ def _quoted(parts: Sequence[str]) -> str:
 
 
 def write_release_path(
-    result: SparkDataflyResult, path: str, *, file_format: str = "parquet"
+    result: SparkDataflyResult,
+    path: str,
+    *,
+    file_format: str = "parquet",
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Write the release to ``path`` atomically (:func:`write_frame_path`)."""
-    write_frame_path(result.table, path, file_format=file_format)
+    write_frame_path(result.table, path, file_format=file_format, lock_timeout=lock_timeout)
 
 
-def write_frame_path(frame: DataFrame, path: str, *, file_format: str = "parquet") -> None:
+def _local_path(path: str) -> str | None:
+    """The driver's file of ``path`` when it is local (no scheme, or ``file:``), else None."""
+    if "://" not in path and not path.startswith("file:"):
+        return path
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    if path.startswith("file:"):
+        return path[len("file:") :]
+    return None
+
+
+def write_frame_path(
+    frame: DataFrame,
+    path: str,
+    *,
+    file_format: str = "parquet",
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> None:
     """Write ``frame`` once to a sibling of ``path``, then swap it in: the old folder is
     renamed aside, the new one renamed to ``path``, the old one deleted. A failed write leaves
     ``path`` as it was. Renames go through Hadoop's file system (any scheme Spark reads) on a
-    classic session; a Spark Connect session has no access to it, and is refused."""
+    classic session; a Spark Connect session has no access to it, and is refused. A local
+    ``path`` is held locked for the write and the renames (``<path>.reident-lock``; another
+    run waits at most ``lock_timeout`` seconds, module docstring)."""
+    local = _local_path(path)
+    if local:  # Spark would make the folders; the lock file goes beside the target
+        os.makedirs(os.path.dirname(os.path.abspath(local)), exist_ok=True)
+    lock = target_lock(local, lock_timeout) if local else contextlib.nullcontext()
+    with lock:
+        _write_frame_path(frame, path, file_format)
+
+
+def _write_frame_path(frame: DataFrame, path: str, file_format: str) -> None:
     session = frame.sparkSession
     jvm = getattr(session, "_jvm", None)
     if jvm is None:

@@ -6,11 +6,17 @@ previous one as it was.
 
 - :func:`write_file_atomic`: DataFrame -> CSV or Parquet (by extension). The rows go, in
   chunks, to the temporary file :func:`~reident_airflow._atomic.atomic_file` renames over the
-  target once it is complete and on disk.
-- :func:`write_table_atomic`: DataFrame -> SQL table. The rows go, in chunks (one transaction
-  each), to the ``<target>__reident_new`` staging table, which is then swapped in as
+  target once it is complete and on disk, while the run holds ``<target>.reident-lock``
+  (:func:`~reident_airflow._atomic.target_lock`).
+- :func:`write_table_atomic`: DataFrame -> SQL table. The run takes the target's lock, then the
+  rows go, in chunks (one transaction each), to a staging table of its own,
+  ``<target>__reident_<8 hex>``, which is then swapped in as
   :mod:`~reident_airflow.sources.publish` describes for each database. A database error is a
   :class:`TableWriteError` naming the step, the table, the counts and the database's code.
+
+Both publish one target one run at a time: a second run waits for the first (at most
+``lock_timeout`` seconds, then :class:`~reident_airflow.engine.errors.TargetBusyError`, which a
+retry may clear) and then writes its own rows in full; rows of two runs never mix.
 
 The readers (:func:`read_file_frame`, :func:`read_sql_frame`, :func:`portable_types`) live in
 :mod:`~reident_airflow.sources.tables` and are importable from here. Identifiers are quoted by
@@ -33,25 +39,33 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from reident_airflow._atomic import InterruptGuard, interrupt_guard, same_path
+from reident_airflow._atomic import (
+    DEFAULT_LOCK_TIMEOUT,
+    InterruptGuard,
+    check_lock_timeout,
+    interrupt_guard,
+    same_path,
+    target_lock,
+)
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.db_errors import TableWriteError, database_error_code, guarded
 from reident_airflow.sources.file_source import PARQUET_SUFFIXES
 from reident_airflow.sources.publish import (
-    NEW_SUFFIX,
-    OLD_SUFFIX,
+    STAGING_MARK,
     Checkpoint,
     atomic_file,
+    check_target_name,
     create_staging,
     drop_quietly,
+    publishing,
     staging_table,
     swap_in,
 )
 from reident_airflow.sources.tables import portable_types, read_file_frame, read_sql_frame
 
 __all__ = [
-    "NEW_SUFFIX",
-    "OLD_SUFFIX",
+    "DEFAULT_LOCK_TIMEOUT",
+    "STAGING_MARK",
     "Checkpoint",
     "TableWriteError",
     "database_error_code",
@@ -139,13 +153,17 @@ def write_file_atomic(
     sep: str = ",",
     chunk_rows: int = FILE_CHUNK_ROWS,
     checkpoint: Checkpoint | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> int:
     """Write ``frame`` (without its index) to ``path`` atomically; returns the rows written.
 
     The format follows the extension (``.csv``/``.tsv``/``.txt`` with ``sep``, or
     ``.parquet``/``.pq``). CSV values are quoted only when some value needs it (it holds the
     separator, a quote or a line break); missing values are written as empty fields. The
-    previous file, if any, stays in place until the new one is complete and on disk.
+    previous file, if any, stays in place until the new one is complete and on disk. The
+    write holds ``<path>.reident-lock`` (beside it, for the write): another run writing ``path``
+    waits for it, at most ``lock_timeout`` seconds
+    (:class:`~reident_airflow.engine.errors.TargetBusyError` then).
     """
     target = Path(path)
     kind = file_format(target)
@@ -158,8 +176,9 @@ def write_file_atomic(
         raise InvalidInputError(f"the CSV separator must be a single character, got {sep!r}")
     if chunk_rows < 1:
         raise InvalidInputError("chunk_rows must be at least 1")
+    lock_timeout = check_lock_timeout(lock_timeout)
     table = _arrow_table(frame)
-    with atomic_file(target) as fh:
+    with target_lock(target, lock_timeout), atomic_file(target) as fh:
         if kind == "csv":
             written = _write_csv(fh, _plain(table), sep, chunk_rows, checkpoint)
         else:
@@ -243,33 +262,37 @@ def write_table_atomic(
     column_types: Mapping[str, sa.types.TypeEngine[Any]] | None = None,
     chunk_rows: int = SQL_CHUNK_ROWS,
     checkpoint: Checkpoint | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> int:
     """Publish ``frame`` (without its index) as table ``target``; returns the rows written.
 
     Columns get ``column_types[name]`` when given, else a type from the dtype (integers
     ``BIGINT``, floats double precision, booleans, timestamps, anything else ``TEXT``). See the
-    module docstring for how the swap stays atomic on each database.
+    module docstring of :mod:`~reident_airflow.sources.publish` for how the swap stays atomic
+    on each database and how the target's lock keeps other runs out: one publishing ``target``
+    already is waited for at most ``lock_timeout`` seconds
+    (:class:`~reident_airflow.engine.errors.TargetBusyError` then).
     """
-    if not target or not isinstance(target, str):
-        raise InvalidInputError("no target table name given")
+    check_target_name(engine, target)
     if chunk_rows < 1:
         raise InvalidInputError("chunk_rows must be at least 1")
+    lock_timeout = check_lock_timeout(lock_timeout)
     names = [str(c) for c in frame.columns]
     if len(set(names)) != len(names):
         raise InvalidInputError("the table has duplicate column names; they must be unique")
     types = dict(column_types or {})
-    staging = staging_table(
-        target,
-        [
-            sa.Column(name, types.get(name) or _sql_type(frame.iloc[:, i]))
-            for i, name in enumerate(names)
-        ],
-        schema,
-    )
+    columns = [
+        sa.Column(name, types.get(name) or _sql_type(frame.iloc[:, i]))
+        for i, name in enumerate(names)
+    ]
     n = len(frame)
     # SIGTERM/SIGINT during the write raise here (between two statements, never inside one),
     # so the staging table is dropped first
-    with interrupt_guard() as guard:
+    with (
+        interrupt_guard() as guard,
+        publishing(engine, target, schema, timeout=lock_timeout, guard=guard) as (lock, name),
+    ):
+        staging = staging_table(target, columns, schema, name=name)
         try:
             with guard.critical():
                 guarded(
@@ -282,7 +305,7 @@ def write_table_atomic(
             written = _insert_chunks(engine, staging, frame, target, chunk_rows, checkpoint, guard)
             with guard.critical():
                 guarded(
-                    lambda: swap_in(engine, staging, target, schema, checkpoint),
+                    lambda: swap_in(engine, staging, target, schema, checkpoint, lock),
                     "swapping the tables",
                     target,
                     written,

@@ -5,7 +5,7 @@
 - Killed mid-copy (the process kills itself with SIGKILL after the rows are copied, or inside
   the swap, or receives SIGTERM; or another process SIGKILLs it while the ``INSERT ... SELECT``
   runs): the target is the previous version or the new one, never a part of either, and the
-  next copy leaves no ``__reident_new``/``__reident_old`` table behind.
+  next copy leaves no staging (``<target>__reident_<8 hex>``) table behind.
 - A failure to connect shows the driver's own message (here: TLS required by the client, not
   offered by the server), still as SQLAlchemy's ``OperationalError``, without ``[SQL: ...]``.
 """
@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from reident_airflow.sources import sql as sql_source
 from reident_airflow.sources.db_errors import DriverConnectionError, connection_error
-from reident_airflow.sources.publish import NEW_SUFFIX, OLD_SUFFIX, copy_table_atomic
+from reident_airflow.sources.publish import copy_table_atomic, is_staging_of
 from tests.conftest import require_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,9 +63,15 @@ def names(database: tuple[str, sa.Engine]) -> Iterator[tuple[str, str]]:
     tag = uuid.uuid4().hex[:8]
     source, target = f"src_{tag}", f"pub_{tag}"
     yield source, target
+    _drop_all(engine, source, target)
+
+
+def _drop_all(engine: sa.Engine, source: str, target: str) -> None:
+    """The test's tables: the source, the target and every staging table of the target."""
     with engine.begin() as conn:
-        for n in (source, target, target + NEW_SUFFIX, target + OLD_SUFFIX):
-            sa.Table(n, sa.MetaData()).drop(conn, checkfirst=True)
+        for n in sa.inspect(conn).get_table_names():
+            if n == source or n.startswith(target):
+                sa.Table(n, sa.MetaData()).drop(conn)
 
 
 def _table(name: str) -> sa.Table:
@@ -96,7 +102,7 @@ def _state(engine: sa.Engine, target: str) -> tuple[int, str | None, str | None]
 
 def _leftovers(engine: sa.Engine, target: str) -> set[str]:
     tables = set(sa.inspect(engine).get_table_names())
-    return tables & {target + NEW_SUFFIX, target + OLD_SUFFIX}
+    return {t for t in tables if is_staging_of(engine, t, target)}
 
 
 def _run_copy(url: str, source: str, target: str, when: str, signum: int) -> None:
@@ -173,9 +179,7 @@ def test_copy_killed_from_outside_is_never_partial(kind: str) -> None:
             assert _state(engine, target) == (rows, "new", "new")
             assert not _leftovers(engine, target)
     finally:
-        with engine.begin() as conn:
-            for n in (source, target, target + NEW_SUFFIX, target + OLD_SUFFIX):
-                sa.Table(n, sa.MetaData()).drop(conn, checkfirst=True)
+        _drop_all(engine, source, target)
         engine.dispose()
 
 
@@ -183,7 +187,7 @@ def _wait_for_staging(engine: sa.Engine, target: str, proc: subprocess.Popen[byt
     """Until the copy has created its staging table (or has ended)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        if sa.inspect(engine).has_table(target + NEW_SUFFIX):
+        if _leftovers(engine, target):
             return
         time.sleep(0.01)
 
@@ -241,24 +245,26 @@ def test_connection_error_cuts_statement_and_parameters() -> None:
 
 
 @pytest.mark.parametrize("database", ["postgresql", "mariadb"], indirect=True)
-def test_a_staging_table_committed_by_a_dying_run_meanwhile_is_replaced(
+def test_a_staging_table_committed_by_a_dying_run_meanwhile_is_harmless(
     database: tuple[str, sa.Engine], names: tuple[str, str]
 ) -> None:
-    """A run killed just after it sent COMMIT for its staging table: the table appears between
-    this run's drop and its create. Here another connection creates it at that instant; the
-    publish drops it and carries on (it used to fail as a duplicate table)."""
+    """A run killed just after it sent COMMIT for its staging table: its lock went with its
+    connection, and the table appears while the next run writes. Here another connection
+    creates one at the instant this run creates its own. The names differ (each run's is its
+    own), so the publish carries on; the next publish, holding the lock, drops the leftover."""
     _, engine = database
     source, target = names
     _fill(engine, source, 5, "new")
     _fill(engine, target, OLD_ROWS, "old")
     rival = sa.create_engine(engine.url)
     created: list[str] = []
+    leftover = f"{target}__reident_0badcafe"
 
     def appear(table: sa.Table, connection: sa.Connection, **_: object) -> None:
-        if table.name == target + NEW_SUFFIX and not created:
+        if is_staging_of(engine, table.name, target) and not created:
             created.append(table.name)
             with rival.begin() as other:
-                _table(table.name).create(other)
+                _table(leftover).create(other)
 
     sa.event.listen(sa.Table, "before_create", appear)
     try:
@@ -266,6 +272,8 @@ def test_a_staging_table_committed_by_a_dying_run_meanwhile_is_replaced(
     finally:
         sa.event.remove(sa.Table, "before_create", appear)
         rival.dispose()
-    assert created == [target + NEW_SUFFIX]
+    assert len(created) == 1 and created[0] != leftover
     assert _state(engine, target) == (5, "new", "new")
+    assert _leftovers(engine, target) == {leftover}
+    copy_table_atomic(engine, source, target)
     assert _leftovers(engine, target) == set()

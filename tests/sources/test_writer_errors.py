@@ -23,9 +23,8 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
+from reident_airflow.sources.publish import is_staging_of
 from reident_airflow.sources.writers import (
-    NEW_SUFFIX,
-    OLD_SUFFIX,
     TableWriteError,
     read_sql_frame,
     write_table_atomic,
@@ -59,8 +58,14 @@ def target(server: sa.Engine) -> Iterator[str]:
     name = f"rel_{uuid.uuid4().hex[:8]}"
     yield name
     with server.begin() as conn:
-        for n in (name, name + NEW_SUFFIX, name + OLD_SUFFIX):
-            sa.Table(n, sa.MetaData()).drop(conn, checkfirst=True)
+        for n in sa.inspect(conn).get_table_names():
+            if n.startswith(name):  # the table and any staging table of it
+                sa.Table(n, sa.MetaData()).drop(conn)
+
+
+def _staging(engine: sa.Engine, target: str) -> set[str]:
+    """The staging tables of ``target`` in the database."""
+    return {t for t in sa.inspect(engine).get_table_names() if is_staging_of(engine, t, target)}
 
 
 def _texts(exc: BaseException) -> str:
@@ -120,8 +125,7 @@ def test_failing_insert_names_no_value(server: sa.Engine, target: str, case: str
     assert error.code is not None and error.code in str(error)
     frame, _ = read_sql_frame(server, table=target)
     assert frame["name"].tolist() == ["old"]
-    tables = set(sa.inspect(server).get_table_names())
-    assert target + NEW_SUFFIX not in tables
+    assert _staging(server, target) == set()
 
 
 def test_the_error_pickles(server: sa.Engine, target: str) -> None:
@@ -161,8 +165,9 @@ def any_engine(
     name = f"rel_{uuid.uuid4().hex[:8]}"
     yield url, engine, name
     with engine.begin() as conn:
-        for n in (name, name + NEW_SUFFIX, name + OLD_SUFFIX):
-            sa.Table(n, sa.MetaData()).drop(conn, checkfirst=True)
+        for n in sa.inspect(conn).get_table_names():
+            if n.startswith(name):  # the table and any staging table of it
+                sa.Table(n, sa.MetaData()).drop(conn)
     engine.dispose()
 
 
@@ -181,10 +186,7 @@ def test_table_write_interrupted(any_engine: tuple[str, sa.Engine, str], signum:
     assert "not interrupted" not in proc.stdout and "written" not in proc.stdout
     frame, _ = read_sql_frame(engine, table=target)
     assert frame["age"].tolist() == ["old"] * 3
-    tables = set(sa.inspect(engine).get_table_names())
     if signum == 9:  # kill -9 cannot be caught: the staging table stays until the next write
-        assert target + NEW_SUFFIX in tables
+        assert len(_staging(engine, target)) == 1
         write_table_atomic(engine, pd.DataFrame({"age": ["next"], "n": [0]}), target)
-        tables = set(sa.inspect(engine).get_table_names())
-    assert target + NEW_SUFFIX not in tables
-    assert target + OLD_SUFFIX not in tables
+    assert _staging(engine, target) == set()

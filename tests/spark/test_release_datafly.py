@@ -2,7 +2,8 @@
 
 Adult with ARX's hierarchies, on cases of tests/engine/test_datafly.py: the same levels, steps,
 suppressed records and JSON, and the same release rows as a multiset. The release is then
-written as a table and swapped in over an existing one.
+written as a table and swapped in over an existing one; a local release path is locked while
+it is written.
 """
 
 from __future__ import annotations
@@ -115,6 +116,25 @@ def test_release_path_is_written_then_swapped_in(
     write_release_path(second, str(target))
     assert classic_spark.read.parquet(str(target)).count() == 1000 - second.suppressed_records
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]  # nothing left beside it
+
+
+def test_release_path_waits_for_another_run_writing_it(
+    classic_spark: Any, adult_spark: Any, hierarchies: dict[str, Hierarchy], tmp_path: Path
+) -> None:
+    """Issue 25, item 6: a local release path is one writer's at a time. Another run holds
+    its lock (``<path>.reident-lock``): this one gives up after ``lock_timeout`` with a
+    retryable TargetBusyError and writes nothing; once the lock is free, it publishes."""
+    from reident_airflow._atomic import target_lock
+    from reident_airflow.engine.errors import TargetBusyError
+
+    target = tmp_path / "release"
+    result = datafly_spark(adult_spark.limit(1000), ["sex", "race"], hierarchies, 5)
+    with target_lock(target), pytest.raises(TargetBusyError, match="another run is publishing"):
+        write_release_path(result, str(target), lock_timeout=0.2)
+    assert not target.exists()
+    write_release_path(result, str(target), lock_timeout=0)
+    assert classic_spark.read.parquet(str(target)).count() == 1000 - result.suppressed_records
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]
 
 
 def test_hostile_values_and_names_equal_the_pandas_datafly(classic_spark: Any) -> None:
