@@ -7,7 +7,7 @@ the repository root::
     .venv/bin/python bench/bench_grouping.py --shapes A1M,D  # a subset; E (50M rows) only
                                                              # when named
 
-What it does (the shapes, the ratios and the targets: ``bench/README.md``, "Issue 15"):
+What it does (the shapes, the ratios and the targets: ``bench/README.md``, "bench_grouping.py"):
 
 1. generates the data files it needs if absent (seeded numpy generators, written batch by
    batch with pyarrow into ``bench/data/grouping_<shape>_<rows>_v<g>.<ext>``, so that the
