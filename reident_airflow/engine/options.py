@@ -16,7 +16,8 @@ Every adapter only converts its inputs into it:
   columns, ``"false"`` a flag that is off.
 
 :func:`~reident_airflow.engine.assessment.assess` then takes the options beside what the
-sources counted (class table, weight sums, sensitive value counts). The module imports no
+sources counted (class table, weight sums, sensitive value counts), and reports each limit the
+measures cross as a :class:`Breach`. The module imports no
 Airflow, Great Expectations, pandas nor SQLAlchemy; its defaults are those of
 :mod:`reident_airflow.engine.defaults`.
 """
@@ -37,10 +38,10 @@ from reident_airflow.engine.diversity import validate_recursive_c
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.numbers import as_number, as_whole_number, is_unset
 from reident_airflow.engine.presets import find_preset
+from reident_airflow.engine.records import FieldRecord
 from reident_airflow.engine.sample import validate_threshold
 
 if TYPE_CHECKING:
-    from reident_airflow.engine.assessment import Breach
     from reident_airflow.engine.diversity import LDiversity
     from reident_airflow.engine.individual_risk import IndividualRisk
     from reident_airflow.engine.sample import SampleRisk
@@ -49,6 +50,7 @@ __all__ = [
     "PARAMETER_NAMES",
     "PYTHON_NAMES",
     "AssessmentOptions",
+    "Breach",
     "OptionError",
     "Thresholds",
     "parse_flag",
@@ -102,6 +104,28 @@ class OptionError(InvalidInputError):
 
 
 # ------------------------------------------------------------------------------- the gate
+@dataclass(frozen=True)
+class Breach(FieldRecord):
+    """One gate threshold that the table breaches (JSON: ``metric``, ``observed``, ``limit``)."""
+
+    metric: str
+    observed: float
+    limit: float
+
+    @property
+    def is_minimum(self) -> bool:
+        """Whether the limit is a lower bound (``k``, l-diversity) rather than an upper one."""
+        return self.metric == "k" or self.metric.startswith("l_diversity.")
+
+    def describe(self) -> str:
+        bound = "at least" if self.is_minimum else "at most"
+        return f"{self.metric} = {_fmt(self.observed)} (limit: {bound} {_fmt(self.limit)})"
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """The release gate: each limit is optional; ``None`` means "not checked".
@@ -158,8 +182,6 @@ class Thresholds:
         diversity: tuple[LDiversity, ...] = (),
     ) -> tuple[Breach, ...]:
         """The limits the measures breach, in the order of the fields."""
-        from reident_airflow.engine.assessment import Breach
-
         out: list[Breach] = []
         pairs = (
             ("prosecutor.highest_risk", prosecutor.highest_risk, self.max_highest_risk),
