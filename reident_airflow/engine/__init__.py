@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
         "ClassAggregates ClassWeights PairCounts ValueCounts aggregate_grouped build_aggregates "
         "check_extra_columns check_weight_counts"
     ),
-    "assessment": "Assessment Breach JournalistRisk assess",
+    "assessment": "Assessment JournalistRisk assess",
     "attributes": "AttributeRisk attribute_risks",
     "classes": "ClassSizes ClassTable class_table_from_grouped",
     "datafly": "DataflyResult DataflySummary",
@@ -49,7 +49,7 @@ _EXPORTS: dict[str, str] = {
     ),
     "hierarchies": "Hierarchy date_hierarchy interval_hierarchy load_hierarchy masking_hierarchy",
     "individual_risk": "IndividualRisk",
-    "options": "AssessmentOptions OptionError Thresholds",
+    "options": "AssessmentOptions Breach OptionError Thresholds",
     "presets": "PRESETS Preset find_preset",
     "population": (
         "DankarEstimate PopulationEstimate PopulationUniqueness pitman "
@@ -77,7 +77,6 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.aggregates import check_extra_columns as check_extra_columns
     from reident_airflow.engine.aggregates import check_weight_counts as check_weight_counts
     from reident_airflow.engine.assessment import Assessment as Assessment
-    from reident_airflow.engine.assessment import Breach as Breach
     from reident_airflow.engine.assessment import JournalistRisk as JournalistRisk
     from reident_airflow.engine.assessment import assess as assess
     from reident_airflow.engine.attributes import AttributeRisk as AttributeRisk
@@ -127,6 +126,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.hierarchies import masking_hierarchy as masking_hierarchy
     from reident_airflow.engine.individual_risk import IndividualRisk as IndividualRisk
     from reident_airflow.engine.options import AssessmentOptions as AssessmentOptions
+    from reident_airflow.engine.options import Breach as Breach
     from reident_airflow.engine.options import OptionError as OptionError
     from reident_airflow.engine.options import Thresholds as Thresholds
     from reident_airflow.engine.population import DankarEstimate as DankarEstimate

@@ -18,8 +18,7 @@ from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.diversity import l_diversity
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.options import AssessmentOptions, Thresholds
-from reident_airflow.engine.records import FieldRecord
+from reident_airflow.engine.options import AssessmentOptions, Breach, Thresholds
 from reident_airflow.engine.sample import RiskBand, SampleRisk, risk_distribution, sample_risk
 
 if TYPE_CHECKING:
@@ -46,28 +45,6 @@ __all__ = [
 ]
 
 SCHEMA = "reident.assessment/v1"
-
-
-@dataclass(frozen=True)
-class Breach(FieldRecord):
-    """One gate threshold that the table breaches (JSON: ``metric``, ``observed``, ``limit``)."""
-
-    metric: str
-    observed: float
-    limit: float
-
-    @property
-    def is_minimum(self) -> bool:
-        """Whether the limit is a lower bound (``k``, l-diversity) rather than an upper one."""
-        return self.metric == "k" or self.metric.startswith("l_diversity.")
-
-    def describe(self) -> str:
-        bound = "at least" if self.is_minimum else "at most"
-        return f"{self.metric} = {_fmt(self.observed)} (limit: {bound} {_fmt(self.limit)})"
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ Every adapter only converts its inputs into it:
   columns, ``"false"`` a flag that is off.
 
 :func:`~reident_airflow.engine.assessment.assess` then takes the options beside what the
-sources counted (class table, weight sums, sensitive value counts). The module imports no
-Airflow, Great Expectations, pandas nor SQLAlchemy; its defaults are those of
+sources counted (class table, weight sums, sensitive value counts), and reports each limit the
+measures cross as a :class:`Breach`. What each limit reads and which way it points is
+:data:`~reident_airflow.engine.catalogue.THRESHOLDS`. The module imports no Airflow, Great
+Expectations, pandas nor SQLAlchemy; its defaults are those of
 :mod:`reident_airflow.engine.defaults`.
 """
 
@@ -28,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from reident_airflow.engine.catalogue import THRESHOLDS, threshold_of
 from reident_airflow.engine.defaults import (
     DEFAULT_RECORD_THRESHOLD,
     DEFAULT_RECURSIVE_C,
@@ -37,10 +40,10 @@ from reident_airflow.engine.diversity import validate_recursive_c
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.numbers import as_number, as_whole_number, is_unset
 from reident_airflow.engine.presets import find_preset
+from reident_airflow.engine.records import FieldRecord
 from reident_airflow.engine.sample import validate_threshold
 
 if TYPE_CHECKING:
-    from reident_airflow.engine.assessment import Breach
     from reident_airflow.engine.diversity import LDiversity
     from reident_airflow.engine.individual_risk import IndividualRisk
     from reident_airflow.engine.sample import SampleRisk
@@ -49,6 +52,7 @@ __all__ = [
     "PARAMETER_NAMES",
     "PYTHON_NAMES",
     "AssessmentOptions",
+    "Breach",
     "OptionError",
     "Thresholds",
     "parse_flag",
@@ -74,6 +78,13 @@ PARAMETER_NAMES: Mapping[str, str] = {
 }
 
 _POPULATION_FIELDS = ("population_size", "sampling_fraction", "region")
+
+#: The limits that are shares in ``(0, 1]``, and those that are whole numbers >= 1
+#: (``max_records_at_risk``, a share that may be 0, is checked on its own).
+_SHARE_FIELDS = tuple(
+    t.name for t in THRESHOLDS.values() if t.share and t.name != "max_records_at_risk"
+)
+_WHOLE_FIELDS = tuple(t.name for t in THRESHOLDS.values() if t.whole)
 
 
 class _Names(dict[str, str]):
@@ -103,6 +114,29 @@ class OptionError(InvalidInputError):
 
 # ------------------------------------------------------------------------------- the gate
 @dataclass(frozen=True)
+class Breach(FieldRecord):
+    """One gate threshold that the table breaches (JSON: ``metric``, ``observed``, ``limit``)."""
+
+    metric: str
+    observed: float
+    limit: float
+
+    @property
+    def is_minimum(self) -> bool:
+        """Whether the limit is a lower bound (``k``, l-diversity) rather than an upper one."""
+        threshold = threshold_of(self.metric)
+        return threshold is not None and threshold.minimum
+
+    def describe(self) -> str:
+        bound = "at least" if self.is_minimum else "at most"
+        return f"{self.metric} = {_fmt(self.observed)} (limit: {bound} {_fmt(self.limit)})"
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """The release gate: each limit is optional; ``None`` means "not checked".
 
@@ -123,7 +157,7 @@ class Thresholds:
     min_l: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_highest_risk", "max_average_risk", "max_global_risk"):
+        for name in _SHARE_FIELDS:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, validate_threshold(value, name))
@@ -138,7 +172,7 @@ class Thresholds:
             if not (0.0 <= v <= 1.0):
                 raise InvalidInputError(f"max_records_at_risk must be in [0, 1], got {v!r}")
             object.__setattr__(self, "max_records_at_risk", v)
-        for name in ("min_k", "min_l"):
+        for name in _WHOLE_FIELDS:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, _whole(value, name))
@@ -157,30 +191,26 @@ class Thresholds:
         individual: IndividualRisk | None = None,
         diversity: tuple[LDiversity, ...] = (),
     ) -> tuple[Breach, ...]:
-        """The limits the measures breach, in the order of the fields."""
-        from reident_airflow.engine.assessment import Breach
-
+        """The limits the measures breach, in the order of the fields (``min_l``: one breach
+        per sensitive column below it, in the order of ``diversity``)."""
+        measured: dict[str, float] = {
+            "prosecutor.highest_risk": prosecutor.highest_risk,
+            "prosecutor.average_risk": prosecutor.average_risk,
+            "prosecutor.records_at_risk": prosecutor.records_at_risk,
+            "k": k,
+        }
+        if individual is not None:
+            measured["individual_risk.global_risk_share"] = individual.global_risk_share
+        for column in diversity:
+            measured[f"l_diversity.{column.column}.distinct"] = column.distinct
         out: list[Breach] = []
-        pairs = (
-            ("prosecutor.highest_risk", prosecutor.highest_risk, self.max_highest_risk),
-            ("prosecutor.average_risk", prosecutor.average_risk, self.max_average_risk),
-            ("prosecutor.records_at_risk", prosecutor.records_at_risk, self.max_records_at_risk),
-        )
-        for metric, observed, limit in pairs:
-            if limit is not None and observed > limit:
-                out.append(Breach(metric, observed, limit))
-        if self.min_k is not None and k < self.min_k:
-            out.append(Breach("k", float(k), float(self.min_k)))
-        if self.max_global_risk is not None and individual is not None:
-            share = individual.global_risk_share
-            if share > self.max_global_risk:
-                metric = "individual_risk.global_risk_share"
-                out.append(Breach(metric, share, self.max_global_risk))
-        if self.min_l is not None:
-            for column in diversity:
-                if column.distinct < self.min_l:
-                    metric = f"l_diversity.{column.column}.distinct"
-                    out.append(Breach(metric, float(column.distinct), float(self.min_l)))
+        for threshold in THRESHOLDS.values():
+            limit = getattr(self, threshold.name)
+            if limit is None:
+                continue
+            for metric, observed in measured.items():
+                if threshold_of(metric) is threshold and threshold.crossed(observed, limit):
+                    out.append(Breach(metric, float(observed), float(limit)))
         return tuple(out)
 
 
@@ -382,7 +412,7 @@ def _check_levels(fail: Thresholds, warn: Thresholds) -> None:
         soft, hard = getattr(warn, name), getattr(fail, name)
         if soft is None or hard is None:
             continue
-        if soft < hard if name.startswith("min_") else soft > hard:
+        if THRESHOLDS[name].crossed(soft, hard):
             raise OptionError(_laxer(name, soft, hard))
 
 
@@ -453,12 +483,7 @@ def _name(value: Any, key: str) -> str:
 _GATE_FIELDS = tuple(f.name for f in fields(Thresholds))
 
 _GATE_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
-    "max_highest_risk": as_number,
-    "max_average_risk": as_number,
-    "max_records_at_risk": as_number,
-    "min_k": as_whole_number,
-    "max_global_risk": as_number,
-    "min_l": as_whole_number,
+    t.name: as_whole_number if t.whole else as_number for t in THRESHOLDS.values()
 }
 
 _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {

@@ -11,7 +11,10 @@ themselves live here, once, whichever expectations share a parameter. They run t
 - when the expectation is evaluated, on the resolved values, where a failure becomes a failed
   validation result carrying the message (:class:`InvalidInputError`).
 
-Messages name the parameter and the value at fault, never a record's value.
+Messages name the parameter and the value at fault, never a record's value. The risk
+measures an expectation can gate (:data:`MEASURES`: their paths in the assessment JSON, their
+labels and the thresholds that gate them) are the engine's catalogue
+(:mod:`reident_airflow.engine.catalogue`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from reident_airflow.engine import (
@@ -30,6 +32,7 @@ from reident_airflow.engine import (
     validate_recursive_c,
     validate_threshold,
 )
+from reident_airflow.engine.catalogue import MEASURES, Measure
 
 __all__ = [
     "L_DIVERSITY_MEASURES",
@@ -81,65 +84,6 @@ FieldCheck = Callable[[Any, Mapping[str, Any]], Any]
 #: A rule over several fields, run once every field is valid; raises when it is broken.
 CrossCheck = Callable[[dict[str, Any]], None]
 
-
-@dataclass(frozen=True)
-class Measure:
-    """A risk measure: where it sits in the assessment JSON and how it reads in Data Docs.
-
-    ``gate`` names the :class:`~reident_airflow.engine.assessment.Thresholds` field (and
-    command-line flag) that gates the same number, if there is one.
-    """
-
-    path: tuple[str, ...]
-    label: str
-    gate: str | None = None
-    needs_population: bool = False
-
-
-def _population_measure(model: str) -> Measure:
-    return Measure(
-        ("uniqueness", "population", model, "fraction"),
-        f"estimated share of population uniques ({model} model)",
-        needs_population=True,
-    )
-
-
-#: The measures ``ExpectTableReidentificationRiskToBeBelow`` can gate, by name. A name is the
-#: dotted path of the number in the ``reident.assessment/v1`` JSON (``docs/contract.md`` §2).
-MEASURES: Mapping[str, Measure] = {
-    "prosecutor.highest_risk": Measure(
-        ("prosecutor", "highest_risk"),
-        "highest prosecutor re-identification risk",
-        gate="max_highest_risk",
-    ),
-    "prosecutor.average_risk": Measure(
-        ("prosecutor", "average_risk"),
-        "average prosecutor re-identification risk",
-        gate="max_average_risk",
-    ),
-    "prosecutor.records_at_risk": Measure(
-        ("prosecutor", "records_at_risk"),
-        "share of records at risk (prosecutor)",
-        gate="max_records_at_risk",
-    ),
-    "journalist.highest_risk": Measure(
-        ("journalist", "highest_risk"), "highest journalist re-identification risk"
-    ),
-    "journalist.average_risk": Measure(
-        ("journalist", "average_risk"), "average journalist re-identification risk"
-    ),
-    "journalist.records_at_risk": Measure(
-        ("journalist", "records_at_risk"), "share of records at risk (journalist)"
-    ),
-    "marketer.risk": Measure(("marketer", "risk"), "marketer re-identification risk"),
-    "uniqueness.sample_uniques": Measure(
-        ("uniqueness", "sample_uniques"), "share of records unique in the table"
-    ),
-    "uniqueness.population.dankar.fraction": _population_measure("dankar"),
-    "uniqueness.population.pitman.fraction": _population_measure("pitman"),
-    "uniqueness.population.zayatz.fraction": _population_measure("zayatz"),
-    "uniqueness.population.snb.fraction": _population_measure("snb"),
-}
 
 #: The l-diversity measures ``ExpectTableToBeLDiverse`` can require, and how they read.
 L_DIVERSITY_MEASURES: Mapping[str, str] = {

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reident_airflow.engine.catalogue import THRESHOLDS
+
 __all__ = [
     "LineageAssertion",
     "dataset_of",
@@ -35,15 +37,6 @@ __all__ = [
     "report_assertions",
     "tables_in_sql",
 ]
-
-#: Threshold name -> (measure in the assessment JSON, ``"<="`` or ``">="``).
-_MEASURES: dict[str, tuple[tuple[str, ...], str]] = {
-    "max_highest_risk": (("prosecutor", "highest_risk"), "<="),
-    "max_average_risk": (("prosecutor", "average_risk"), "<="),
-    "max_records_at_risk": (("prosecutor", "records_at_risk"), "<="),
-    "min_k": (("k",), ">="),
-    "max_global_risk": (("individual_risk", "global_risk_share"), "<="),
-}
 
 _DEFAULT_PORTS = {"postgres": 5432, "mysql": 3306}
 _SCHEMES = {"postgres": "postgres", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql"}
@@ -111,22 +104,20 @@ def _level_assertions(
     thresholds = report.get(key) or {}
     for name, limit in thresholds.items():
         bound_limit = _number(limit)
-        if bound_limit is None:
+        threshold = THRESHOLDS.get(name)
+        if bound_limit is None or threshold is None:
             continue
-        if name == "min_l":
+        bound = ">=" if threshold.minimum else "<="
+        if threshold.name == "min_l":  # one assertion per sensitive column
+            measure = f"{threshold.metric}.distinct"
             for column, entry in (report.get("l_diversity") or {}).items():
                 distinct = _number(entry.get("distinct")) if isinstance(entry, Mapping) else None
-                out.append(
-                    _check("l_diversity.distinct", distinct, ">=", bound_limit, column, severity)
-                )
+                out.append(_check(measure, distinct, bound, bound_limit, column, severity))
             continue
-        if name not in _MEASURES:
-            continue
-        path, bound = _MEASURES[name]
         value: Any = report
-        for part in path:
+        for part in threshold.path:
             value = value.get(part) if isinstance(value, Mapping) else None
-        out.append(_check(".".join(path), _number(value), bound, bound_limit, None, severity))
+        out.append(_check(threshold.metric, _number(value), bound, bound_limit, None, severity))
     return out
 
 

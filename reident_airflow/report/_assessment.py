@@ -3,7 +3,7 @@
 The measures with charts and tables of their own (risk distribution, class sizes, ranking,
 population, optional measures) are in :mod:`._measures`. Everything is read from an
 :class:`~reident_airflow.report.view.AssessmentView`; what a threshold gates and in which
-direction comes from :data:`~reident_airflow.report.view.THRESHOLDS`.
+direction comes from :data:`~reident_airflow.engine.catalogue.THRESHOLDS`.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from reident_airflow.engine.catalogue import THRESHOLDS, Threshold, threshold_of
 from reident_airflow.report._format import NA, count, number, share_text
 from reident_airflow.report._html import text
 from reident_airflow.report._page import (
@@ -24,13 +25,7 @@ from reident_airflow.report._page import (
     GateRow,
     plural,
 )
-from reident_airflow.report.view import (
-    THRESHOLDS,
-    AssessmentView,
-    BreachView,
-    ThresholdSpec,
-    threshold_of,
-)
+from reident_airflow.report.view import AssessmentView, BreachView
 
 __all__ = ["gate_rows", "verdict"]
 
@@ -47,13 +42,13 @@ class _Level:
     suffix: str
 
 
-def _relation(spec: ThresholdSpec | None) -> str:
+def _relation(spec: Threshold | None) -> str:
     if spec is None:
         return ""
     return "≥" if spec.minimum else "≤"
 
 
-def _formatter(spec: ThresholdSpec | None) -> Callable[[Any], str]:
+def _formatter(spec: Threshold | None) -> Callable[[Any], str]:
     if spec is None:
         return number
     return share_text if spec.share else count
@@ -67,7 +62,7 @@ def _status(metric: str, level: _Level, observed: Any, passed: bool | None) -> s
     return UNKNOWN
 
 
-def _label(spec: ThresholdSpec, view: AssessmentView, metric: str) -> str:
+def _label(spec: Threshold, view: AssessmentView, metric: str) -> str:
     """A gate row's check: the threshold's label, with the record-risk threshold or the
     sensitive column it applies to."""
     if spec.name == "min_l":
@@ -79,7 +74,7 @@ def _label(spec: ThresholdSpec, view: AssessmentView, metric: str) -> str:
 
 
 def _row(
-    check: str, metric: str, observed: str, spec: ThresholdSpec | None, limit: Any
+    check: str, metric: str, observed: str, spec: Threshold | None, limit: Any
 ) -> tuple[str, str, str, str, str]:
     """The cells of a row but its status: ``(check, metric, observed, relation, limit)``."""
     return check, metric, observed, _relation(spec), _formatter(spec)(limit)
@@ -125,7 +120,7 @@ def _level_rows(view: AssessmentView, level: _Level) -> list[GateRow]:
     return rows
 
 
-def _metrics(view: AssessmentView, spec: ThresholdSpec) -> list[str]:
+def _metrics(view: AssessmentView, spec: Threshold) -> list[str]:
     """The metrics a threshold gates: one per sensitive column for ``min_l``."""
     if spec.name != "min_l":
         return [spec.metric]

@@ -20,7 +20,9 @@ dataclasses of tuples: a view cannot be changed after it is built, and a consume
 change the dict it came from through it.
 
 What the contract says about a metric that every reader needs -- which threshold gates it,
-whether its limit is a minimum or a maximum -- is :data:`THRESHOLDS` and :func:`threshold_of`.
+whether its limit is a minimum or a maximum -- is the engine's catalogue
+(:data:`~reident_airflow.engine.catalogue.THRESHOLDS`,
+:func:`~reident_airflow.engine.catalogue.threshold_of`).
 """
 
 from __future__ import annotations
@@ -53,12 +55,11 @@ from reident_airflow.report._release_view import (
     DataflyView,
     DirectMatchView,
 )
-from reident_airflow.report._thresholds import THRESHOLDS, BreachView, ThresholdSpec, threshold_of
+from reident_airflow.report._thresholds import BreachView
 
 __all__ = [
     "MODEL_NAMES",
     "POPULATION_MODELS",
-    "THRESHOLDS",
     "AdviceView",
     "AssessmentView",
     "AttributeSet",
@@ -81,8 +82,6 @@ __all__ = [
     "RiskBand",
     "RiskMeasures",
     "SudaView",
-    "ThresholdSpec",
-    "threshold_of",
 ]
 
 
@@ -452,7 +451,8 @@ class AssessmentView(Checked):
         return next((d for d in self.l_diversity or () if d.column == column), None)
 
     def observed(self, metric: str) -> Number | None:
-        """The observed value of a gated ``metric`` (a :class:`ThresholdSpec` metric name, or
+        """The observed value of a gated ``metric`` (the metric of a
+        :class:`~reident_airflow.engine.catalogue.Threshold`, or
         ``l_diversity.<column>.distinct``); ``None`` when the result does not hold it."""
         if metric == "k":
             return self.k

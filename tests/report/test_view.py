@@ -9,15 +9,14 @@ from typing import Any
 import pytest
 
 from reident_airflow.engine.assessment import Breach, Thresholds
+from reident_airflow.engine.catalogue import THRESHOLDS, threshold_of
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.report.view import (
-    THRESHOLDS,
     AssessmentView,
     BreachView,
     DataflyView,
     DirectMatchView,
     RiskMeasures,
-    threshold_of,
 )
 from reident_airflow.summary import assessment_summary
 

@@ -1,0 +1,141 @@
+"""The catalogue of the gate's thresholds and the risk measures: one declaration each.
+
+Every reader of an assessment that names, gates or labels one of its numbers reads it here:
+:class:`~reident_airflow.engine.options.Thresholds` checks and converts its limits by it, the
+report lists the gate by it, the OpenLineage assertions and the Great Expectations
+expectations find the number in the ``reident.assessment/v1`` JSON (``docs/contract.md`` §2)
+by it.
+
+- :data:`THRESHOLDS`: each limit of the gate, in the order of the fields of ``Thresholds``:
+  the metric it reads (the dotted path of the number in the JSON, the name a breach
+  carries), whether the number must be at least the limit (``min_``) or at most, whether it
+  is a whole number (a count) or a share of records, and what the report calls the check.
+- :data:`MEASURES`: the risk measures every assessment reports (shares of records; the
+  population ones when a population is described), by their dotted path, each with how it
+  reads in a sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["MEASURES", "THRESHOLDS", "Measure", "Threshold", "threshold_of"]
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """One limit of the release gate (a field of ``Thresholds``, a command-line flag).
+
+    ``metric`` is the dotted path of the number it reads in the assessment JSON and the
+    metric its breaches carry; ``min_l`` reads one number per sensitive column
+    (``l_diversity.<column>.distinct``), so its ``metric`` is only their prefix.
+    ``minimum``: the number must be at least the limit (``k``, l-diversity) rather than at
+    most (the risks); ``whole``: the limit is a whole number (a count) rather than a share of
+    records. ``label`` is what the report calls the check.
+    """
+
+    name: str
+    metric: str
+    label: str
+    minimum: bool = False
+    whole: bool = False
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The keys that lead to the number in the assessment JSON."""
+        return tuple(self.metric.split("."))
+
+    @property
+    def share(self) -> bool:
+        """Whether the limit is a share of records (the risks) rather than a count."""
+        return not self.whole
+
+    def crossed(self, observed: float, limit: float) -> bool:
+        """Whether ``observed`` is on the wrong side of ``limit``."""
+        return observed < limit if self.minimum else observed > limit
+
+
+_GLOBAL_RISK = "Expected re-identifications (sampling weights), share of records"
+
+#: The gate's thresholds, in the order of the fields of ``Thresholds`` (and of the report).
+THRESHOLDS: Mapping[str, Threshold] = {
+    t.name: t
+    for t in (
+        Threshold(
+            "max_highest_risk",
+            "prosecutor.highest_risk",
+            "Highest re-identification risk (prosecutor)",
+        ),
+        Threshold(
+            "max_average_risk",
+            "prosecutor.average_risk",
+            "Average re-identification risk (prosecutor)",
+        ),
+        Threshold("max_records_at_risk", "prosecutor.records_at_risk", "Records at risk"),
+        Threshold("min_k", "k", "Smallest class size k", minimum=True, whole=True),
+        Threshold("max_global_risk", "individual_risk.global_risk_share", _GLOBAL_RISK),
+        Threshold("min_l", "l_diversity", "Distinct l-diversity", minimum=True, whole=True),
+    )
+}
+
+
+def threshold_of(metric: str) -> Threshold | None:
+    """The threshold that gates ``metric`` (a breach's metric name), or ``None``."""
+    if metric.startswith("l_diversity.") and metric.endswith(".distinct"):
+        return THRESHOLDS["min_l"]
+    return next((t for t in THRESHOLDS.values() if t.metric == metric), None)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A risk measure: where it sits in the assessment JSON and how it reads in a sentence.
+
+    ``name`` is its dotted path; ``needs_population``: it is estimated only when the
+    population the table was drawn from is described (a size, a sampling fraction or a
+    region).
+    """
+
+    name: str
+    label: str
+    needs_population: bool = False
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The keys that lead to the number in the assessment JSON."""
+        return tuple(self.name.split("."))
+
+    @property
+    def gate(self) -> str | None:
+        """The threshold (a field of ``Thresholds``, a command-line flag) that gates the same
+        number, if there is one."""
+        threshold = threshold_of(self.name)
+        return None if threshold is None else threshold.name
+
+
+def _population_measure(model: str) -> Measure:
+    return Measure(
+        f"uniqueness.population.{model}.fraction",
+        f"estimated share of population uniques ({model} model)",
+        needs_population=True,
+    )
+
+
+#: The risk measures of an assessment, by name (their dotted path in the JSON).
+MEASURES: Mapping[str, Measure] = {
+    m.name: m
+    for m in (
+        Measure("prosecutor.highest_risk", "highest prosecutor re-identification risk"),
+        Measure("prosecutor.average_risk", "average prosecutor re-identification risk"),
+        Measure("prosecutor.records_at_risk", "share of records at risk (prosecutor)"),
+        Measure("journalist.highest_risk", "highest journalist re-identification risk"),
+        Measure("journalist.average_risk", "average journalist re-identification risk"),
+        Measure("journalist.records_at_risk", "share of records at risk (journalist)"),
+        Measure("marketer.risk", "marketer re-identification risk"),
+        Measure("uniqueness.sample_uniques", "share of records unique in the table"),
+        _population_measure("dankar"),
+        _population_measure("pitman"),
+        _population_measure("zayatz"),
+        _population_measure("snb"),
+    )
+}
