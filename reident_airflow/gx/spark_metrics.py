@@ -8,11 +8,11 @@ aggregates reach the driver (one row per distinct class size, per ranked QI subs
 distinct profile of sensitive value counts), never a row per class nor a value.
 
 So the class-table metric, which the expectations read for the QI ranking, is on Spark the
-ranked subsets' histograms (:class:`~reident_airflow.sources.spark.SparkAggregates`), not a
-class table: the expectations assess either with the engine's same arithmetic
-(:func:`~reident_airflow.sources.spark_measures.assessment_of`), so the observed values are
-those of pandas and SQL, bit for bit. PySpark is imported only by the Spark backend, when a
-Spark batch is counted.
+ranked subsets' histograms (the engine's
+:class:`~reident_airflow.engine.distributions.Distributions`), not a class table: the
+expectations hand either to :func:`~reident_airflow.engine.assessment.assess`, whose
+arithmetic on distributions gives the observed values of pandas and SQL, bit for bit.
+PySpark is imported only by the Spark backend, when a Spark batch is counted.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from typing import Any
 
 from great_expectations.core.metric_domain_types import MetricDomainTypes
 
-from reident_airflow.engine import ClassSizes, InvalidInputError
+from reident_airflow.engine import ClassSizes, Distributions, InvalidInputError
 from reident_airflow.engine.direct_match import DirectMatchResult
 from reident_airflow.gx.parameters import metric_quasi_identifiers, metric_sensitive_columns
-from reident_airflow.sources.spark import SparkAggregates, aggregates_from_spark
+from reident_airflow.sources.spark import aggregates_from_spark
 from reident_airflow.sources.spark_release import direct_match_spark
 
 _FILE_SUFFIXES = (".csv", ".tsv", ".txt")
@@ -53,7 +53,7 @@ def histogram_spark(frame: Any, kwargs: Mapping[str, Any]) -> ClassSizes:
 
 def _ranked(
     frame: Any, kwargs: Mapping[str, Any], *, rank: bool, sensitive: Sequence[str] = ()
-) -> SparkAggregates:
+) -> Distributions:
     """Spark's aggregates on the QIs: the ranked subsets' histograms if ``rank``
     (``max_subset_size`` sizes the ranking, as ``reident assess`` does)."""
     size = kwargs.get("max_subset_size")
@@ -66,13 +66,13 @@ def _ranked(
     )
 
 
-def class_table_spark(frame: Any, kwargs: Mapping[str, Any]) -> SparkAggregates:
+def class_table_spark(frame: Any, kwargs: Mapping[str, Any]) -> Distributions:
     """``reident.class_table`` on Spark (read for the QI ranking): the histogram and the
     ranked QI subsets' histograms."""
     return _ranked(frame, kwargs, rank=True)
 
 
-def sensitive_counts_spark(frame: Any, kwargs: Mapping[str, Any]) -> SparkAggregates:
+def sensitive_counts_spark(frame: Any, kwargs: Mapping[str, Any]) -> Distributions:
     """``reident.sensitive_value_counts`` on Spark: the histogram, the ranked subsets'
     histograms unless ``rank_attributes`` is false and, per sensitive column, the distinct
     profiles of per-class value counts."""

@@ -1,21 +1,26 @@
-"""The measures of aggregates counted by Spark: the engine's arithmetic on the driver.
+"""Measures over distributions: what a source counts when it cannot hand over a class table.
 
-Spark hands over distributions, not class tables (:mod:`~reident_airflow.sources.spark_grouping`):
-the class-size histogram of the QIs and of each ranked subset of them, how many classes share
-each ``(size, weight sum)`` pair, and how many share each profile of sensitive value counts.
-Every measure of docs/metrics.md that these determine is computed here by the engine's own
-functions, so that its value is the one the engine computes from the full class table:
+A source that groups records where they are without sending a row per class to the caller
+(Spark: :mod:`~reident_airflow.sources.spark`) hands over distributions
+(:class:`Distributions`): the class-size histogram of the QIs and of each ranked subset of
+them, how many classes share each ``(size, weight sum)`` pair, and how many share each profile
+of sensitive value counts. :func:`~reident_airflow.engine.assessment.assess` takes them as it
+takes a class table; every measure of docs/metrics.md that they determine is computed here by
+the engine's own functions, so that its value is the one computed from the full class table:
 
-- the verdict (§2-§4): :func:`~reident_airflow.engine.assessment.assess` on the histogram;
-- the QI ranking (§5): distinction ``classes / n`` and separation ``1 - sum C(F, 2) / C(n,
-  2)`` of each subset, in exact integers, ranked as the engine ranks them;
-- the individual risk (§6): :func:`~reident_airflow.engine.individual_risk.benedetti_franconi`
-  on each distinct ``(f, F)`` pair, its totals summed with each pair's multiplicity by the
-  order-free sum of :mod:`reident_airflow.engine._exact` (the same integer total, rounded
-  once, as over one term per class);
-- l-diversity (§7): :func:`~reident_airflow.engine.diversity.l_diversity` on each distinct
-  profile (the minima are those over the classes), the homogeneous records counted with
-  each profile's multiplicity.
+- the verdict (§2-§4): the sample's measures on the histogram;
+- the QI ranking (§5, :func:`ranking_of`): distinction ``classes / n`` and separation
+  ``1 - sum C(F, 2) / C(n, 2)`` of each subset, in exact integers, ranked as the engine ranks
+  them;
+- the individual risk (§6, :func:`individual_risk_of`):
+  :func:`~reident_airflow.engine.individual_risk.benedetti_franconi` on each distinct
+  ``(f, F)`` pair, its totals summed with each pair's multiplicity by the order-free sum of
+  :mod:`reident_airflow.engine._exact` (the same integer total, rounded once, as over one
+  term per class);
+- l-diversity (§7, :func:`l_diversity_of`):
+  :func:`~reident_airflow.engine.diversity.l_diversity` on each distinct profile (the minima
+  are those over the classes), the homogeneous records counted with each profile's
+  multiplicity.
 
 What needs one row per class -- SUDA2 (its minimal sample uniques are combinations of QI
 values) and a population register (matched class by class) -- is refused
@@ -26,19 +31,18 @@ profile, not per class.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
 
+from reident_airflow.engine._arrays import FloatArray, IntArray
+from reident_airflow.engine._exact import order_free_sum
 from reident_airflow.engine.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from reident_airflow.engine.assessment import Assessment
     from reident_airflow.engine.attributes import AttributeRisk
     from reident_airflow.engine.classes import ClassSizes
     from reident_airflow.engine.diversity import LDiversity
@@ -46,24 +50,16 @@ if TYPE_CHECKING:
     from reident_airflow.engine.options import AssessmentOptions
 
 __all__ = [
+    "Distributions",
     "SubsetHistograms",
     "ValueProfiles",
     "WeightPairs",
-    "assessment_of",
     "individual_risk_of",
     "l_diversity_of",
     "ranked_subsets",
     "ranking_of",
     "refuse_per_class",
-    "repeated_order_free_sum",
 ]
-
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
-
-# as engine._exact: the scale and the fraction of every term, in bits
-_SCALE_BITS = 42
-_FRACTION_BITS = 42
 
 
 @dataclass(frozen=True)
@@ -96,9 +92,28 @@ class ValueProfiles:
     classes: IntArray
 
 
+@dataclass(frozen=True)
+class Distributions:
+    """What a source counted for one assessment without a class table: the class-size
+    histogram, the ranked subsets' histograms, the weight pairs and the sensitive profiles
+    (each ``None``/empty when not asked for), and how many rows the source collected to hand
+    them over (Spark: rows reaching the driver)."""
+
+    histogram: ClassSizes
+    subsets: SubsetHistograms | None = None
+    weights: WeightPairs | None = None
+    profiles: Mapping[str, ValueProfiles] = field(default_factory=dict)
+    collected_rows: int = 0
+
+    @property
+    def quasi_identifiers(self) -> tuple[str, ...]:
+        """The QIs of the histogram."""
+        return self.histogram.quasi_identifiers
+
+
 def refuse_per_class(options: AssessmentOptions) -> None:
-    """Refuse the options whose measures need one row per class (none can come from Spark's
-    aggregates)."""
+    """Refuse the options whose measures need one row per class (none can come from
+    distributions)."""
     if options.suda:
         raise InvalidInputError(
             "suda: SUDA2 needs one row per class (its minimal sample uniques are "
@@ -153,39 +168,6 @@ def ranking_of(
     )
 
 
-def repeated_order_free_sum(values: FloatArray, repeats: IntArray) -> float:
-    """``order_free_sum(np.repeat(values, repeats))`` without repeating: every term is cut
-    into the same integer as there, and each integer is added ``repeats`` times."""
-    x = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-    r = np.asarray(repeats, dtype=np.int64).reshape(-1)
-    x, r = x[r > 0], r[r > 0]
-    if x.shape[0] == 0:
-        return 0.0
-    high, low = float(x.max()), float(x.min())
-    if not (math.isfinite(high) and math.isfinite(low)):
-        with np.errstate(invalid="ignore", over="ignore"):
-            return float(np.sum(x))  # inf or nan, as numpy's sum of the repeated terms
-    largest = max(high, -low)
-    if largest == 0.0:
-        return 0.0
-    _, top = math.frexp(largest)
-    shift = _SCALE_BITS - top
-    scaled = np.ldexp(x, shift)
-    whole = np.trunc(scaled)
-    fraction = np.rint((scaled - whole) * float(1 << _FRACTION_BITS))
-    terms = (whole.astype(np.int64).astype(object) << _FRACTION_BITS) + fraction.astype(
-        np.int64
-    ).astype(object)
-    total = int((terms * r.astype(object)).sum())
-    exponent = -(shift + _FRACTION_BITS)
-    try:
-        if exponent >= 0:
-            return math.ldexp(float(total), exponent)
-        return total / (1 << -exponent)
-    except OverflowError:
-        return math.inf if total > 0 else -math.inf
-
-
 def individual_risk_of(pairs: WeightPairs, record_threshold: float) -> IndividualRisk:
     """The individual risk of docs/metrics.md §6 from the distinct ``(f, F)`` pairs."""
     from reident_airflow.engine.individual_risk import (
@@ -201,8 +183,8 @@ def individual_risk_of(pairs: WeightPairs, record_threshold: float) -> Individua
         f * mult,
         risk,
         record_threshold=validate_threshold(record_threshold),
-        global_risk=repeated_order_free_sum(f * risk, mult),
-        estimated_population=repeated_order_free_sum(pairs.sums, mult),
+        global_risk=order_free_sum(f * risk, repeats=mult),
+        estimated_population=order_free_sum(pairs.sums, repeats=mult),
     )
 
 
@@ -219,63 +201,3 @@ def l_diversity_of(profiles: ValueProfiles, c: float) -> LDiversity:
     n = int(records.sum())
     homogeneous = int(np.sum(records, where=per_profile.per_class_distinct == 1))
     return replace(per_profile, records=n, homogeneous_records=homogeneous / n)
-
-
-def assessment_of(
-    table: ClassSizes,
-    options: AssessmentOptions,
-    *,
-    subsets: SubsetHistograms | None = None,
-    weights: WeightPairs | None = None,
-    profiles: Mapping[str, ValueProfiles] | None = None,
-) -> Assessment:
-    """The assessment of Spark's aggregates under ``options``: the verdict by
-    :func:`~reident_airflow.engine.assessment.assess` on the histogram, then the ranking,
-    individual risk and l-diversity from their distributions, and the gate on them all."""
-    from reident_airflow.engine.assessment import JournalistRisk, assess, check_gates
-
-    refuse_per_class(options)
-    # the verdict on the histogram alone: the limits of the measures computed below are
-    # checked once those measures are there, at both levels
-    verdict_options = replace(
-        options,
-        thresholds=replace(options.thresholds, max_global_risk=None, min_l=None),
-        warn_thresholds=replace(options.warn_thresholds, max_global_risk=None, min_l=None),
-        weight=None,
-        sensitive=(),
-        rank_attributes=False,
-        max_subset_size=None,
-    )
-    base = assess(table, verdict_options)
-    ranking: tuple[Any, ...] = ()
-    if options.rank_attributes:
-        ranking = ranking_of(table.quasi_identifiers, table, subsets or SubsetHistograms({}))
-    individual = None
-    if options.weight is not None:
-        assert weights is not None  # the caller counted the weights the options name
-        individual = individual_risk_of(weights, options.record_threshold)
-    diversity = None
-    if options.sensitive:
-        assert profiles is not None
-        diversity = tuple(
-            l_diversity_of(profiles[s], options.recursive_c) for s in options.sensitive
-        )
-    journalist = JournalistRisk(
-        measures=base.prosecutor,
-        basis="sample" if individual is None else "sampling_weights",
-        individual=individual,
-    )
-    breaches, warnings = check_gates(
-        options, base.prosecutor, base.k, individual=individual, diversity=diversity or ()
-    )
-    return replace(
-        base,
-        attributes=ranking,
-        journalist=journalist,
-        thresholds=options.thresholds,
-        breaches=breaches,
-        warn_thresholds=options.warn_thresholds,
-        warnings=warnings,
-        individual_risk=individual,
-        l_diversity=diversity,
-    )
