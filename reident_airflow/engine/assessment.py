@@ -25,7 +25,6 @@ from reident_airflow.engine.distributions import (
     individual_risk_of,
     l_diversity_of,
     ranking_of,
-    refuse_per_class,
 )
 from reident_airflow.engine.diversity import l_diversity
 from reident_airflow.engine.errors import InvalidInputError
@@ -56,6 +55,7 @@ __all__ = [
     "assess",
     "check_gates",
     "options_for",
+    "refuse_per_class",
 ]
 
 SCHEMA = "reident.assessment/v1"
@@ -394,6 +394,22 @@ def _of_distributions(
         individual_risk=individual,
         l_diversity=diversity,
     )
+
+
+def refuse_per_class(options: AssessmentOptions) -> None:
+    """Refuse the options whose measures need one row per class (none can come from
+    :class:`~reident_airflow.engine.distributions.Distributions`)."""
+    if options.suda:
+        raise InvalidInputError(
+            "suda: SUDA2 needs one row per class (its minimal sample uniques are "
+            "combinations of QI values); it is not computed on Spark: run it on a sample, "
+            "or without suda"
+        )
+    if options.population_table:
+        raise InvalidInputError(
+            "population_table: a register is matched class by class; it is not read on "
+            "Spark: describe the population with population_size, sampling_fraction or region"
+        )
 
 
 def _check_distributions(

@@ -24,9 +24,9 @@ the engine's own functions, so that its value is the one computed from the full 
 
 What needs one row per class -- SUDA2 (its minimal sample uniques are combinations of QI
 values) and a population register (matched class by class) -- is refused
-(:func:`refuse_per_class`). In the results, ``IndividualRisk.risk`` holds one risk per
-distinct ``(f, F)`` pair and ``LDiversity``'s per-class arrays one entry per distinct
-profile, not per class.
+(:func:`~reident_airflow.engine.assessment.refuse_per_class`). In the results,
+``IndividualRisk.risk`` holds one risk per distinct ``(f, F)`` pair and ``LDiversity``'s
+per-class arrays one entry per distinct profile, not per class.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from reident_airflow.engine.classes import ClassSizes
     from reident_airflow.engine.diversity import LDiversity
     from reident_airflow.engine.individual_risk import IndividualRisk
-    from reident_airflow.engine.options import AssessmentOptions
 
 __all__ = [
     "Distributions",
@@ -58,7 +57,6 @@ __all__ = [
     "l_diversity_of",
     "ranked_subsets",
     "ranking_of",
-    "refuse_per_class",
 ]
 
 
@@ -109,22 +107,6 @@ class Distributions:
     def quasi_identifiers(self) -> tuple[str, ...]:
         """The QIs of the histogram."""
         return self.histogram.quasi_identifiers
-
-
-def refuse_per_class(options: AssessmentOptions) -> None:
-    """Refuse the options whose measures need one row per class (none can come from
-    distributions)."""
-    if options.suda:
-        raise InvalidInputError(
-            "suda: SUDA2 needs one row per class (its minimal sample uniques are "
-            "combinations of QI values); it is not computed on Spark: run it on a sample, "
-            "or without suda"
-        )
-    if options.population_table:
-        raise InvalidInputError(
-            "population_table: a register is matched class by class; it is not read on "
-            "Spark: describe the population with population_size, sampling_fraction or region"
-        )
 
 
 def ranked_subsets(m: int, max_subset_size: int | None) -> list[tuple[int, ...]]:

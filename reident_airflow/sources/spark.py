@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from reident_airflow.engine.assessment import Assessment, assess
+from reident_airflow.engine.assessment import Assessment, assess, refuse_per_class
 from reident_airflow.engine.classes import ClassSizes
 from reident_airflow.engine.distributions import (
     Distributions,
@@ -35,7 +35,6 @@ from reident_airflow.engine.distributions import (
     ValueProfiles,
     WeightPairs,
     ranked_subsets,
-    refuse_per_class,
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions
