@@ -173,3 +173,28 @@ def test_assessing_distributions_checks_both_levels_on_the_measures_it_adds() ->
         ("individual_risk.global_risk_share", want.global_risk_share),
     ]
     assert got.warn_thresholds == options.warn_thresholds
+
+
+def test_distributions_hold_the_columns_the_options_name() -> None:
+    """The options of distributions are those of what was counted (``options_for``); options
+    naming a weight or a sensitive column that was not counted, a register, SUDA2 or
+    aggregates beside the distributions are refused."""
+    from reident_airflow.engine.assessment import assess, options_for
+    from reident_airflow.engine.errors import InvalidInputError
+    from reident_airflow.engine.options import AssessmentOptions
+
+    counted = Distributions(
+        ClassSizes(("a",), np.array([1, 2], dtype=np.int64), np.array([2, 1], dtype=np.int64))
+    )
+    options = options_for(counted, rank_attributes=False)
+    assert (options.quasi_identifiers, options.weight, options.sensitive) == (("a",), None, ())
+    want = assess(counted.histogram, attributes=False).to_dict()
+    assert assess(counted, options).to_dict() == want
+    with pytest.raises(InvalidInputError, match="no weight pairs were counted"):
+        assess(counted, AssessmentOptions(("a",), weight="w"))
+    with pytest.raises(InvalidInputError, match="no value profiles were counted"):
+        assess(counted, AssessmentOptions(("a",), sensitive=("s",)))
+    with pytest.raises(InvalidInputError, match="suda"):
+        assess(counted, AssessmentOptions(("a",), suda=True))
+    with pytest.raises(TypeError, match="takes no weights or sensitive beside it"):
+        assess(counted, options, sensitive={})
