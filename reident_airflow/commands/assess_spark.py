@@ -278,9 +278,9 @@ def run_spark(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from reident_airflow.commands.assess import assessment_options
     from reident_airflow.commands.assess_outcome import finish_assessment, result_lines
     from reident_airflow.commands.common import Progress, given_hierarchies
+    from reident_airflow.engine.assessment import refuse_per_class
     from reident_airflow.sources.spark import assess_spark_frame
     from reident_airflow.sources.spark_grouping import spark_errors
-    from reident_airflow.sources.spark_measures import refuse_per_class
 
     options = assessment_options(args)
     try:

@@ -1,4 +1,4 @@
-"""The risk engine: measures over class-size histograms and class aggregates.
+"""The risk engine: measures over class-size histograms, class aggregates and distributions.
 
 Pure Python over numpy and scipy: no Airflow, Great Expectations, SQLAlchemy or file I/O. A
 source (:mod:`reident_airflow.sources`) counts the rows where they are; the engine turns the
@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
         "ClassAggregates ClassWeights PairCounts ValueCounts aggregate_grouped build_aggregates "
         "check_extra_columns check_weight_counts"
     ),
-    "assessment": "Assessment JournalistRisk assess",
+    "assessment": "Assessment JournalistRisk assess options_for",
     "attributes": "AttributeRisk attribute_risks",
     "classes": "ClassSizes ClassTable class_table_from_grouped",
     "datafly": "DataflyResult DataflySummary",
@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
         "ColumnProtection DirectMatchResult column_protection direct_match_from_counts "
         "direct_match_protection validate_target"
     ),
+    "distributions": "Distributions SubsetHistograms ValueProfiles WeightPairs",
     "diversity": "LDiversity l_diversity validate_recursive_c",
     "encoding": "SUPPRESSION_MARKER encode_arrow_column encoded_columns validate_quasi_identifiers",
     "errors": (
@@ -79,6 +80,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.assessment import Assessment as Assessment
     from reident_airflow.engine.assessment import JournalistRisk as JournalistRisk
     from reident_airflow.engine.assessment import assess as assess
+    from reident_airflow.engine.assessment import options_for as options_for
     from reident_airflow.engine.attributes import AttributeRisk as AttributeRisk
     from reident_airflow.engine.attributes import attribute_risks as attribute_risks
     from reident_airflow.engine.classes import ClassSizes as ClassSizes
@@ -102,6 +104,10 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
         direct_match_protection as direct_match_protection,
     )
     from reident_airflow.engine.direct_match import validate_target as validate_target
+    from reident_airflow.engine.distributions import Distributions as Distributions
+    from reident_airflow.engine.distributions import SubsetHistograms as SubsetHistograms
+    from reident_airflow.engine.distributions import ValueProfiles as ValueProfiles
+    from reident_airflow.engine.distributions import WeightPairs as WeightPairs
     from reident_airflow.engine.diversity import LDiversity as LDiversity
     from reident_airflow.engine.diversity import l_diversity as l_diversity
     from reident_airflow.engine.diversity import validate_recursive_c as validate_recursive_c

@@ -30,13 +30,21 @@ _SCALE_BITS = 42  # every scaled term is below 2**42 in magnitude
 _CHUNK = 1 << 15
 
 
-def order_free_sum(values: NDArray[Any]) -> float:
+def order_free_sum(values: NDArray[Any], repeats: NDArray[Any] | None = None) -> float:
     """The sum of ``values`` (floats), identical for every order of the terms.
 
     Within ``n * 2**-84 * max|x|`` of the exact sum, rounded once. With a non-finite term the
     result is numpy's sum (``inf`` or ``nan``).
+
+    ``repeats`` (non-negative integers, one per value) counts each value that many times:
+    the result is ``order_free_sum(np.repeat(values, repeats))``, without repeating (each
+    term is cut into the same integer, which is added ``repeats`` times).
     """
     x = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    r = None
+    if repeats is not None:
+        r = np.asarray(repeats, dtype=np.int64).reshape(-1)
+        x, r = x[r > 0], r[r > 0]
     n = x.shape[0]
     if n == 0:
         return 0.0
@@ -49,6 +57,8 @@ def order_free_sum(values: NDArray[Any]) -> float:
         return 0.0
     _, top = math.frexp(largest)  # largest < 2**top
     shift = _SCALE_BITS - top  # |x| * 2**shift < 2**42: exact (a power of two), no overflow
+    if r is not None:
+        return _to_float(_repeated_total(x, r, shift), -(shift + _FRACTION_BITS))
     total = 0
     for start in range(0, n, _CHUNK):
         scaled = np.ldexp(x[start : start + _CHUNK], shift)
@@ -60,6 +70,18 @@ def order_free_sum(values: NDArray[Any]) -> float:
         fractions = int(scaled.astype(np.int64).sum())
         total += (wholes << _FRACTION_BITS) + fractions
     return _to_float(total, -(shift + _FRACTION_BITS))
+
+
+def _repeated_total(x: NDArray[np.float64], repeats: NDArray[np.int64], shift: int) -> int:
+    """The integer total of the terms of ``x`` scaled by ``2**shift``, each counted
+    ``repeats`` times: in Python integers (a term times its repeats may exceed int64)."""
+    scaled = np.ldexp(x, shift)
+    whole = np.trunc(scaled)
+    fraction = np.rint((scaled - whole) * float(1 << _FRACTION_BITS))
+    terms = (whole.astype(np.int64).astype(object) << _FRACTION_BITS) + fraction.astype(
+        np.int64
+    ).astype(object)
+    return int((terms * repeats.astype(object)).sum())
 
 
 def _to_float(total: int, exponent: int) -> float:

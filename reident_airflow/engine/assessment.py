@@ -1,21 +1,31 @@
 """One assessment of a table: every measure of docs/metrics.md §2-§7 and the release gate.
 
-:func:`assess` takes a :class:`~reident_airflow.engine.classes.ClassTable` (however it was
-counted: DataFrame, file, database) and returns an :class:`Assessment` whose ``to_dict()`` is
-the ``reident.assessment/v1`` JSON of docs/contract.md. Nothing here touches rows: sampling weights
-(§6) and sensitive columns (§7) arrive as per-class aggregates
-(:mod:`reident_airflow.engine.aggregates`).
+:func:`assess` takes what a source counted (however it was counted: DataFrame, file,
+database, Spark) and returns an :class:`Assessment` whose ``to_dict()`` is the
+``reident.assessment/v1`` JSON of docs/contract.md: a
+:class:`~reident_airflow.engine.classes.ClassTable` (or only its
+:class:`~reident_airflow.engine.classes.ClassSizes`), with its per-class aggregates
+(:mod:`reident_airflow.engine.aggregates`: sampling weights for §6, sensitive value counts for
+§7), or :class:`~reident_airflow.engine.distributions.Distributions` when the source hands over
+no class table. Nothing here touches rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from reident_airflow.engine._arrays import IntArray
 from reident_airflow.engine._parallel import submitter
 from reident_airflow.engine.classes import ClassSizes, ClassTable
+from reident_airflow.engine.distributions import (
+    Distributions,
+    SubsetHistograms,
+    individual_risk_of,
+    l_diversity_of,
+    ranking_of,
+)
 from reident_airflow.engine.diversity import l_diversity
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions, Breach, Thresholds
@@ -24,8 +34,9 @@ from reident_airflow.engine.sample import RiskBand, SampleRisk, risk_distributio
 if TYPE_CHECKING:
     # the measures beyond the sample's are imported when asked for: the verdict from a
     # class-size histogram loads neither pandas nor scipy
-    from reident_airflow.engine.aggregates import ClassWeights, ValueCounts
+    from reident_airflow.engine.aggregates import ClassAggregates, ClassWeights, ValueCounts
     from reident_airflow.engine.attributes import AttributeRisk
+    from reident_airflow.engine.distributions import WeightPairs
     from reident_airflow.engine.diversity import LDiversity
     from reident_airflow.engine.individual_risk import IndividualRisk
     from reident_airflow.engine.population import PopulationUniqueness
@@ -42,6 +53,8 @@ __all__ = [
     "Thresholds",
     "assess",
     "check_gates",
+    "options_for",
+    "refuse_per_class",
 ]
 
 SCHEMA = "reident.assessment/v1"
@@ -156,7 +169,7 @@ class MeasureKeywords(TypedDict, total=False):
 
 
 def assess(
-    table: ClassTable | ClassSizes,
+    table: ClassTable | ClassSizes | ClassAggregates | Distributions,
     options: AssessmentOptions | None = None,
     *,
     population_table: ClassTable | None = None,
@@ -164,7 +177,8 @@ def assess(
     sensitive: Mapping[str, ValueCounts] | None = None,
     **keywords: Unpack[MeasureKeywords],
 ) -> Assessment:
-    """Assess a class table: sample risks, attacker models, population models, QI ranking.
+    """Assess what a source counted: sample risks, attacker models, population models, QI
+    ranking.
 
     ``options`` (:class:`~reident_airflow.engine.options.AssessmentOptions`) say what to
     compute and gate; beside them come what the sources counted for the columns they name.
@@ -180,11 +194,26 @@ def assess(
     docs/metrics.md §6, also the journalist's basis without a register
     (``basis: "sampling_weights"``); ``sensitive`` (value counts per class of each sensitive
     column) adds l-diversity (§7).
+
+    ``table`` may also hold its aggregates: a
+    :class:`~reident_airflow.engine.aggregates.ClassAggregates` (its class table, weight sums
+    and value counts), or :class:`~reident_airflow.engine.distributions.Distributions` (what a
+    source counted without a class table: the measures are computed from the distributions,
+    SUDA2 and a register are refused). ``weights`` and ``sensitive`` are then not given.
     """
     if options is None:
         options = _options_of_keywords(table, weights, sensitive, keywords)
     elif keywords:
         raise TypeError(f"assess() takes options or keywords, not both (got {sorted(keywords)})")
+    if not isinstance(table, ClassTable | ClassSizes):
+        if weights is not None or sensitive is not None:
+            raise TypeError(
+                f"assess() of {type(table).__name__} takes no weights or sensitive beside it: "
+                "they are counted in it"
+            )
+        if isinstance(table, Distributions):
+            return _of_distributions(table, options, register=population_table)
+        table, weights, sensitive = _parts(table)
     _check_inputs(table, options, register=population_table, weights=weights, sensitive=sensitive)
     sizes, counts = table.histogram()
     prosecutor = sample_risk(sizes, counts, options.record_threshold)
@@ -203,8 +232,37 @@ def assess(
     return _assessment(table, sizes, counts, prosecutor, register, measured, options)
 
 
+def options_for(
+    counted: ClassTable | ClassSizes | ClassAggregates | Distributions, **fields: Any
+) -> AssessmentOptions:
+    """The :class:`~reident_airflow.engine.options.AssessmentOptions` of an assessment of
+    ``counted``: its QIs, the weight and sensitive columns it holds, and ``fields`` (the
+    other options)."""
+    if isinstance(counted, ClassTable | ClassSizes):
+        return AssessmentOptions(quasi_identifiers=counted.quasi_identifiers, **fields)
+    weights: WeightPairs | ClassWeights | None
+    names: Mapping[str, object]
+    if isinstance(counted, Distributions):
+        qis, weights, names = counted.quasi_identifiers, counted.weights, counted.profiles
+    else:
+        qis, weights, names = counted.table.quasi_identifiers, counted.weights, counted.sensitive
+    return AssessmentOptions(
+        quasi_identifiers=qis,
+        weight=None if weights is None else weights.column,
+        sensitive=tuple(names),
+        **fields,
+    )
+
+
+def _parts(
+    aggregates: ClassAggregates,
+) -> tuple[ClassTable, ClassWeights | None, Mapping[str, ValueCounts] | None]:
+    """The class table, weight sums and value counts (``None`` without any) of ``aggregates``."""
+    return aggregates.table, aggregates.weights, aggregates.sensitive or None
+
+
 def _options_of_keywords(
-    table: ClassTable | ClassSizes,
+    table: ClassTable | ClassSizes | ClassAggregates | Distributions,
     weights: ClassWeights | None,
     sensitive: Mapping[str, ValueCounts] | None,
     keywords: MeasureKeywords,
@@ -215,6 +273,8 @@ def _options_of_keywords(
         given["rank_attributes"] = given.pop("attributes")
     if given.get("thresholds") is None:
         given.pop("thresholds", None)
+    if not isinstance(table, ClassTable | ClassSizes):
+        return options_for(table, **given)
     return AssessmentOptions(
         quasi_identifiers=table.quasi_identifiers,
         weight=None if weights is None else weights.column,
@@ -255,6 +315,100 @@ def _check_inputs(
             weights=weights is not None,
             sensitive=bool(sensitive),
             suda=options.suda,
+        )
+
+
+def _of_distributions(
+    counted: Distributions, options: AssessmentOptions, *, register: ClassTable | None
+) -> Assessment:
+    """The assessment of distributions under ``options``: the verdict on the histogram, then
+    the ranking, individual risk and l-diversity from their distributions
+    (:mod:`~reident_airflow.engine.distributions`), and the gate on them all."""
+    refuse_per_class(options)
+    _check_distributions(counted, options, register=register)
+    # the verdict on the histogram alone: the limits of the measures computed below are
+    # checked once those measures are there, at both levels
+    verdict_options = replace(
+        options,
+        thresholds=replace(options.thresholds, max_global_risk=None, min_l=None),
+        warn_thresholds=replace(options.warn_thresholds, max_global_risk=None, min_l=None),
+        weight=None,
+        sensitive=(),
+        rank_attributes=False,
+        max_subset_size=None,
+    )
+    table = counted.histogram
+    base = assess(table, verdict_options)
+    ranking: tuple[AttributeRisk, ...] = ()
+    if options.rank_attributes:
+        ranking = ranking_of(
+            table.quasi_identifiers, table, counted.subsets or SubsetHistograms({})
+        )
+    individual = None
+    if counted.weights is not None:
+        individual = individual_risk_of(counted.weights, options.record_threshold)
+    diversity = None
+    if options.sensitive:
+        diversity = tuple(
+            l_diversity_of(counted.profiles[s], options.recursive_c) for s in options.sensitive
+        )
+    journalist = JournalistRisk(
+        measures=base.prosecutor,
+        basis="sample" if individual is None else "sampling_weights",
+        individual=individual,
+    )
+    breaches, warnings = check_gates(
+        options, base.prosecutor, base.k, individual=individual, diversity=diversity or ()
+    )
+    return replace(
+        base,
+        attributes=ranking,
+        journalist=journalist,
+        thresholds=options.thresholds,
+        breaches=breaches,
+        warn_thresholds=options.warn_thresholds,
+        warnings=warnings,
+        individual_risk=individual,
+        l_diversity=diversity,
+    )
+
+
+def refuse_per_class(options: AssessmentOptions) -> None:
+    """Refuse the options whose measures need one row per class (none can come from
+    :class:`~reident_airflow.engine.distributions.Distributions`)."""
+    if options.suda:
+        raise InvalidInputError(
+            "suda: SUDA2 needs one row per class (its minimal sample uniques are "
+            "combinations of QI values); it is not computed on Spark: run it on a sample, "
+            "or without suda"
+        )
+    if options.population_table:
+        raise InvalidInputError(
+            "population_table: a register is matched class by class; it is not read on "
+            "Spark: describe the population with population_size, sampling_fraction or region"
+        )
+
+
+def _check_distributions(
+    counted: Distributions, options: AssessmentOptions, *, register: ClassTable | None
+) -> None:
+    """The distributions hold those of the columns the options name; no register."""
+    if register is not None:
+        _refuse_beyond_the_histogram(
+            attributes=False, register=True, weights=False, sensitive=False, suda=False
+        )
+    if (options.weight is None) != (counted.weights is None):
+        raise InvalidInputError(
+            f"the options name weight column {options.weight!r} but no weight pairs were counted"
+            if counted.weights is None
+            else f"weight pairs of {counted.weights.column!r} were counted but the options name "
+            "no weight column"
+        )
+    missing = [s for s in options.sensitive if s not in counted.profiles]
+    if missing:
+        raise InvalidInputError(
+            f"the options name sensitive columns {missing} but no value profiles were counted "
+            "for them"
         )
 
 

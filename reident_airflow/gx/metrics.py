@@ -1,7 +1,7 @@
 """Great Expectations metrics: count where the data is, compute nothing else.
 
 Four table metrics, each with one implementation per execution engine (pandas, SQLAlchemy and
-Spark: :mod:`reident_airflow.gx.spark_metrics`). A DataFrame batch is
+Spark). A DataFrame batch is
 read by the embedded engine (DuckDB, :mod:`reident_airflow.sources.files`) under the reading
 contract of ``docs/reading.md``, exactly as ``reident assess`` reads a file; a SQLAlchemy batch
 is grouped by its database. A metric's value is the engine's own object, handed to the
@@ -22,12 +22,19 @@ holds no value of any record.
     :class:`~reident_airflow.engine.classes.ClassTable` (``sizes``, ``codes``,
     ``cardinalities``: numpy arrays), for the QI ranking. pandas: DuckDB groups the DataFrame;
     SQLAlchemy: one ``GROUP BY`` in the database, one row per class fetched, never a record.
+    Spark: no row per class reaches the driver; what it counts instead is the engine's
+    :class:`~reident_airflow.engine.distributions.Distributions` (the histogram and the ranked
+    QI subsets' histograms, ``max_subset_size`` sizing the ranking as ``reident assess``
+    does), which the engine assesses with the same arithmetic.
 
 ``reident.sensitive_value_counts`` (value keys ``quasi_identifiers``, ``sensitive_columns``)
     The class table as above, plus, for each sensitive column, how many records of each class
     hold each of its values: a :class:`~reident_airflow.engine.aggregates.ClassAggregates`
     (one ``GROUP BY qis, column`` per column in the database). Only the counts are returned,
-    never a value: l-diversity (``docs/metrics.md`` §7) needs nothing more.
+    never a value: l-diversity (``docs/metrics.md`` §7) needs nothing more. Spark: the
+    :class:`~reident_airflow.engine.distributions.Distributions` of the QIs (ranked unless
+    ``rank_attributes`` is false) with, per sensitive column, the distinct profiles of
+    per-class value counts.
 
 ``reident.direct_match_counts`` (value keys ``original_table``, ``original_schema``, ``key``,
 ``columns``, ``sep``)
@@ -39,15 +46,20 @@ holds no value of any record.
     in SQL; Spark joins it to a Parquet/CSV path or a catalog table, counting in Spark.
 
 GE calls a metric through one method per execution engine, with a fixed signature; here each
-such method is made by :func:`_on_pandas` or :func:`_on_sql` around a function that only
-counts, so the plumbing (the batch, the column types, the error report) is written once.
+such method is made by :func:`_on_pandas`, :func:`_on_sql` or :func:`_on_spark` around a
+function that only counts, so the plumbing (the batch, the column types, the error report) is
+written once. A Spark batch (``context.data_sources.add_spark(...)``, a classic session or a
+Spark Connect one) is counted by the Spark backend (:mod:`reident_airflow.sources.spark`):
+grouped in Spark's executors, only aggregates reach the driver, never a row per class nor a
+value; PySpark is imported only when a Spark batch is counted.
 
 A problem the data reveals (an unknown column, an empty table, a DataFrame column holding values
 of different kinds) is returned as a :class:`MetricError` carrying the engine's message (names
 and counts only): the expectation turns it into a failed result, and GE does not retry.
 
 The expectations (:mod:`reident_airflow.gx.expectations`) turn these counts into risk with the
-engine (:func:`~reident_airflow.engine.assessment.assess`,
+engine (:func:`~reident_airflow.engine.assessment.assess`, which takes what any engine
+counted,
 :func:`~reident_airflow.engine.direct_match.direct_match_from_counts`), so every execution
 engine gives the same numbers, bit for bit, as ``reident assess`` does.
 """
@@ -76,6 +88,8 @@ from reident_airflow.engine import (
     ClassAggregates,
     ClassSizes,
     ClassTable,
+    DirectMatchResult,
+    Distributions,
     EmptyDatasetError,
     InvalidInputError,
     aggregate_grouped,
@@ -86,13 +100,6 @@ from reident_airflow.engine import (
 )
 from reident_airflow.gx.parameters import metric_quasi_identifiers as _qis
 from reident_airflow.gx.parameters import metric_sensitive_columns as _sensitive
-from reident_airflow.gx.spark_metrics import (
-    class_table_spark,
-    direct_match_from_spark,
-    histogram_spark,
-    sensitive_counts_spark,
-    spark_frame,
-)
 from reident_airflow.sources.direct_match_sql import direct_match_counts_sql
 from reident_airflow.sources.files import (
     aggregates_from_frame,
@@ -102,6 +109,8 @@ from reident_airflow.sources.files import (
     read_columns,
     resolve_columns,
 )
+from reident_airflow.sources.spark import aggregates_from_spark
+from reident_airflow.sources.spark_release import direct_match_spark
 from reident_airflow.sources.sql import (
     COUNT_LABEL,
     grouped_counts,
@@ -130,6 +139,7 @@ DIRECT_MATCH_METRIC = "reident.direct_match_counts"
 SENSITIVE_COUNTS_METRIC = "reident.sensitive_value_counts"
 
 _COLUMN_TYPES = "table.column_types"
+_FILE_SUFFIXES = (".csv", ".tsv", ".txt")  # an original Spark reads as CSV
 
 
 # ------------------------------------------------------------------------------ metric values
@@ -254,9 +264,16 @@ def _on_sql(count: Callable[[SqlBatch, Mapping[str, Any]], Any]) -> Any:
     return _implementation(SqlAlchemyExecutionEngine, SqlBatch.of, count)
 
 
+def _spark_frame(execution_engine: Any, domain: dict[str, Any], metrics: Mapping[str, Any]) -> Any:
+    """The batch of a ``SparkDFExecutionEngine`` as a Spark DataFrame (GX's row condition, if
+    any, applied by GX)."""
+    frame, _, _ = execution_engine.get_compute_domain(domain, domain_type=MetricDomainTypes.TABLE)
+    return frame
+
+
 def _on_spark(count: Callable[[Any, Mapping[str, Any]], Any]) -> Any:
-    """The Spark implementation of a metric (:mod:`reident_airflow.gx.spark_metrics`)."""
-    return _implementation(SparkDFExecutionEngine, spark_frame, count)
+    """The Spark implementation of a metric: ``count(batch Spark DataFrame, value keys)``."""
+    return _implementation(SparkDFExecutionEngine, _spark_frame, count)
 
 
 class _ReidentTableMetric(TableMetricProvider):
@@ -343,6 +360,26 @@ def _class_table_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassTable:
     return codes_only(class_table_from_grouped(grouped, qis, COUNT_LABEL))
 
 
+def _ranked_spark(
+    frame: Any, kwargs: Mapping[str, Any], *, rank: bool, sensitive: Sequence[str] = ()
+) -> Distributions:
+    """What Spark counts on the QIs: the ranked subsets' histograms if ``rank``
+    (``max_subset_size`` sizes the ranking, as ``reident assess`` does)."""
+    size = kwargs.get("max_subset_size")
+    return aggregates_from_spark(
+        frame,
+        _qis(kwargs),
+        sensitive=sensitive,
+        rank_attributes=rank,
+        max_subset_size=None if size is None or not rank else int(size),
+    )
+
+
+def _class_table_spark(frame: Any, kwargs: Mapping[str, Any]) -> Distributions:
+    """Read for the QI ranking: the histogram and the ranked QI subsets' histograms."""
+    return _ranked_spark(frame, kwargs, rank=True)
+
+
 class ClassTableMetric(_ReidentTableMetric):
     """``reident.class_table``: the batch's equivalence classes on ``quasi_identifiers``."""
 
@@ -351,7 +388,7 @@ class ClassTableMetric(_ReidentTableMetric):
 
     _pandas = _on_pandas(_class_table_pandas)
     _sqlalchemy = _on_sql(_class_table_sql)
-    _spark = _on_spark(class_table_spark)
+    _spark = _on_spark(_class_table_spark)
 
 
 # ---------------------------------------------------------------------- class size histogram
@@ -368,6 +405,11 @@ def _histogram_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassSizes:
         return grouped_histogram(conn, source, qis, what="the batch")
 
 
+def _histogram_spark(frame: Any, kwargs: Mapping[str, Any]) -> ClassSizes:
+    """One row per distinct class size collected."""
+    return aggregates_from_spark(frame, _qis(kwargs)).histogram
+
+
 class ClassSizeHistogramMetric(_ReidentTableMetric):
     """``reident.class_size_histogram``: how many classes of each size, on ``quasi_identifiers``.
 
@@ -380,7 +422,7 @@ class ClassSizeHistogramMetric(_ReidentTableMetric):
 
     _pandas = _on_pandas(_histogram_pandas)
     _sqlalchemy = _on_sql(_histogram_sql)
-    _spark = _on_spark(histogram_spark)
+    _spark = _on_spark(_histogram_spark)
 
 
 # ------------------------------------------------------------------------ direct match metric
@@ -438,8 +480,35 @@ def _direct_match_pandas(avatar: pd.DataFrame, kwargs: Mapping[str, Any]) -> dic
     return _result_payload(result, [str(c) for c in original.columns], key)
 
 
+def _original_frame(frame: Any, kwargs: Mapping[str, Any]) -> Any:
+    """The original table, read by the batch's Spark session: a Parquet file, a CSV file
+    (header, values as text, empty = missing, ``sep``) or a table of the catalog
+    (``original_schema.original_table``)."""
+    name = _original_table(kwargs)
+    spark = frame.sparkSession
+    if name.lower().endswith(".parquet"):
+        return spark.read.parquet(name)
+    if name.lower().endswith(_FILE_SUFFIXES):
+        sep = str(kwargs.get("sep") or ",")
+        return spark.read.csv(name, header=True, sep=sep, inferSchema=False)
+    schema = kwargs.get("original_schema")
+    return spark.table(f"{schema}.{name}" if schema else name)
+
+
 def _direct_match_spark(avatar: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    return _result_payload(*direct_match_from_spark(avatar, kwargs), kwargs.get("key"))
+    """The batch joined to its original on ``key`` by Spark
+    (:func:`~reident_airflow.sources.spark_release.direct_match_spark`, counts only); the
+    original's column order ranks the columns."""
+    original = _original_frame(avatar, kwargs)
+    key = kwargs.get("key")
+    result: DirectMatchResult = direct_match_spark(
+        original,
+        avatar,
+        key=None if key is None else str(key),
+        target=0.0,
+        columns=kwargs.get("columns"),
+    )
+    return _result_payload(result, [str(c) for c in original.columns], key)
 
 
 def _direct_match_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -483,13 +552,21 @@ def _sensitive_counts_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassAg
     return _aggregates_codes_only(aggregates)
 
 
+def _sensitive_counts_spark(frame: Any, kwargs: Mapping[str, Any]) -> Distributions:
+    """The histogram, the ranked subsets' histograms unless ``rank_attributes`` is false and,
+    per sensitive column, the distinct profiles of per-class value counts."""
+    rank = kwargs.get("rank_attributes") is not False
+    return _ranked_spark(frame, kwargs, rank=rank, sensitive=_sensitive(kwargs))
+
+
 class SensitiveValueCountsMetric(_ReidentTableMetric):
     """``reident.sensitive_value_counts``: classes and per-class counts of sensitive values."""
 
     metric_name = SENSITIVE_COUNTS_METRIC
-    # the ranking's keys: Spark's only (gx.spark_metrics), the class table ranks elsewhere
+    # the ranking's keys: read on Spark only (it counts the subsets' histograms), elsewhere
+    # the engine ranks the class table
     value_keys = ("quasi_identifiers", "sensitive_columns", "rank_attributes", "max_subset_size")
 
     _pandas = _on_pandas(_sensitive_counts_pandas)
     _sqlalchemy = _on_sql(_sensitive_counts_sql)
-    _spark = _on_spark(sensitive_counts_spark)
+    _spark = _on_spark(_sensitive_counts_spark)

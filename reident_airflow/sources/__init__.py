@@ -11,9 +11,8 @@ of ``docs/reading.md``:
   :mod:`~reident_airflow.sources.sql_fetch`, :mod:`~reident_airflow.sources.db_errors`), and
   direct-match counts in the database: :mod:`~reident_airflow.sources.direct_match_sql`;
 - Spark DataFrames, grouped by Spark (classic sessions and Spark Connect):
-  :mod:`~reident_airflow.sources.spark` (with :mod:`~reident_airflow.sources.spark_grouping`,
-  :mod:`~reident_airflow.sources.spark_measures`; direct match and Datafly in
-  :mod:`~reident_airflow.sources.spark_release`);
+  :mod:`~reident_airflow.sources.spark` (with :mod:`~reident_airflow.sources.spark_grouping`;
+  direct match and Datafly in :mod:`~reident_airflow.sources.spark_release`);
 - whole tables for Datafly and direct match: :mod:`~reident_airflow.sources.tables`;
 - releases published atomically: :mod:`~reident_airflow.sources.writers` over
   :mod:`~reident_airflow.sources.publish`.

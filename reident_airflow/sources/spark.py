@@ -7,9 +7,10 @@ Airflow's ``@task.pyspark`` -- and returns the
 line computes from the same records in a file. The records are grouped in Spark's executors
 (:mod:`~reident_airflow.sources.spark_grouping`); only aggregates reach the driver: one row
 per distinct class size (per ranked QI subset), per distinct ``(class size, weight sum)`` pair
-and per distinct profile of sensitive value counts (:class:`SparkAggregates.collected_rows`
-says how many). The measures are the engine's arithmetic on them
-(:mod:`~reident_airflow.sources.spark_measures`).
+and per distinct profile of sensitive value counts, handed to the engine as its
+:class:`~reident_airflow.engine.distributions.Distributions` (``collected_rows`` says how
+many). The measures are the engine's arithmetic on them
+(:func:`~reident_airflow.engine.assessment.assess`).
 
 Each measure asked for runs one Spark job over the DataFrame (the verdict and the ranking
 one, the weights one, each sensitive column one): cache the DataFrame when it is costly to
@@ -21,14 +22,20 @@ PySpark is imported only by the functions that use it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from reident_airflow.engine.assessment import Assessment
+from reident_airflow.engine.assessment import Assessment, assess, refuse_per_class
 from reident_airflow.engine.classes import ClassSizes
+from reident_airflow.engine.distributions import (
+    Distributions,
+    SubsetHistograms,
+    ValueProfiles,
+    WeightPairs,
+    ranked_subsets,
+)
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions
 from reident_airflow.sources.spark_grouping import (
@@ -40,36 +47,14 @@ from reident_airflow.sources.spark_grouping import (
     spark_errors,
     weight_rows,
 )
-from reident_airflow.sources.spark_measures import (
-    SubsetHistograms,
-    ValueProfiles,
-    WeightPairs,
-    assessment_of,
-    ranked_subsets,
-    refuse_per_class,
-)
 
 __all__ = [
-    "SparkAggregates",
     "aggregates_from_spark",
     "assess_spark_frame",
     "histogram_from_spark",
     "is_spark_frame",
     "open_spark_frame",
 ]
-
-
-@dataclass(frozen=True)
-class SparkAggregates:
-    """What Spark counted for one assessment: the class-size histogram, the ranked subsets'
-    histograms, the weight pairs and the sensitive profiles (each ``None``/empty when not
-    asked for), and how many rows were collected on the driver in all."""
-
-    histogram: ClassSizes
-    subsets: SubsetHistograms | None = None
-    weights: WeightPairs | None = None
-    profiles: Mapping[str, ValueProfiles] = field(default_factory=dict)
-    collected_rows: int = 0
 
 
 def _sizes(
@@ -197,7 +182,7 @@ def aggregates_from_spark(
     sensitive: Sequence[str] = (),
     rank_attributes: bool = False,
     max_subset_size: int | None = None,
-) -> SparkAggregates:
+) -> Distributions:
     """Count in Spark what an assessment of ``frame`` on ``qis`` needs (see the module).
 
     A failing Spark job raises an error naming its kind, never Spark's message (which may
@@ -222,7 +207,7 @@ def _aggregates(
     sensitive: Sequence[str],
     rank_attributes: bool,
     max_subset_size: int | None,
-) -> SparkAggregates:
+) -> Distributions:
     from reident_airflow.engine.aggregates import check_extra_columns
 
     source = open_spark_frame(frame)
@@ -257,7 +242,7 @@ def _aggregates(
         collected += n_rows
     for other in tables[1:]:
         _same(tables[0], other, source)
-    return SparkAggregates(tables[0], subsets, pairs, profiles, collected)
+    return Distributions(tables[0], subsets, pairs, profiles, collected)
 
 
 def histogram_from_spark(frame: Any, qis: Sequence[str]) -> ClassSizes:
@@ -286,10 +271,4 @@ def assess_spark_frame(frame: Any, options: AssessmentOptions | Sequence[str]) -
         rank_attributes=options.rank_attributes,
         max_subset_size=options.max_subset_size,
     )
-    return assessment_of(
-        counted.histogram,
-        options,
-        subsets=counted.subsets,
-        weights=counted.weights,
-        profiles=counted.profiles,
-    )
+    return assess(counted, options)

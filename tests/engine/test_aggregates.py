@@ -260,3 +260,26 @@ def test_class_aggregates_check_what_they_hold_when_built() -> None:
         ClassAggregates(table, ClassWeights("w", np.array([3.0, 0.5, 4.0])))
     with pytest.raises(dataclasses.FrozenInstanceError):
         agg.weights = None  # type: ignore[misc]
+
+
+def test_assess_takes_class_aggregates_whole() -> None:
+    """``assess(aggregates, options)`` is ``assess`` of its table with its weight sums and
+    value counts beside it; ``options_for`` names its QIs, weight and sensitive columns; and
+    aggregates given twice (inside and beside) are refused."""
+    from reident_airflow.engine.assessment import assess, options_for
+
+    frame = _frame(2000, [7, 5], seed=3)
+    agg = aggregates_from_frame(frame, ["q0", "q1"], weight="w", sensitive=["s", "t"])
+    options = options_for(agg, rank_attributes=False)
+    assert (options.quasi_identifiers, options.weight, options.sensitive) == (
+        ("q0", "q1"),
+        "w",
+        ("s", "t"),
+    )
+    want = assess(agg.table, options, weights=agg.weights, sensitive=agg.sensitive)
+    assert assess(agg, options).to_dict() == want.to_dict()
+    assert assess(agg, attributes=False).to_dict() == want.to_dict()
+    plain = aggregates_from_frame(frame, ["q0", "q1"])
+    assert assess(plain, options_for(plain)).to_dict() == assess(plain.table).to_dict()
+    with pytest.raises(TypeError, match="takes no weights or sensitive beside it"):
+        assess(agg, options, weights=agg.weights)

@@ -1,7 +1,7 @@
 """The reident expectations on GX's Spark data source equal pandas and SQL on the same data.
 
 A batch of ``context.data_sources.add_spark(...)`` runs on GX's ``SparkDFExecutionEngine``;
-the metrics are counted by Spark (:mod:`reident_airflow.gx.spark_metrics`). On Adult (the
+the metrics are counted by Spark (:mod:`reident_airflow.gx.metrics`). On Adult (the
 CLI's reference document, as in ``test_engines.py``) and on a small hostile table, each
 expectation's ``observed_value`` and ``details.assessment`` equal those of the pandas batch and
 of the SQLite table holding the same records.

@@ -229,7 +229,7 @@ def sql_truth(backend: str, t: Table, *, histogram: bool) -> Counts:
 def spark_counts(read: Reader, session: Any, t: Table) -> Counts:
     """The counts of Spark's aggregates: histogram, and l and the per-class (size, distinct
     values) pairs from the sensitive column's value-count profiles."""
-    from reident_airflow.sources.spark_measures import l_diversity_of
+    from reident_airflow.engine.distributions import l_diversity_of
 
     counted = read(session.createDataFrame(arrow_table(t)), t.qi_names, sensitive=["s"])
     sizes = counted.histogram

@@ -46,12 +46,13 @@ from great_expectations.render.renderer_configuration import RendererConfigurati
 
 from reident_airflow.engine import (
     Assessment,
-    AssessmentOptions,
+    ClassAggregates,
     ClassSizes,
     ClassTable,
+    Distributions,
     InvalidInputError,
-    ValueCounts,
     assess,
+    options_for,
 )
 from reident_airflow.gx.metrics import CLASS_TABLE_METRIC, HISTOGRAM_METRIC, MetricError
 from reident_airflow.gx.parameters import (
@@ -62,8 +63,6 @@ from reident_airflow.gx.parameters import (
     check_rank_attributes,
     check_ranking,
 )
-from reident_airflow.sources.spark import SparkAggregates
-from reident_airflow.sources.spark_measures import assessment_of
 
 if TYPE_CHECKING:
     from great_expectations.core.expectation_validation_result import (
@@ -444,34 +443,23 @@ class QuasiIdentifierExpectation(ReidentExpectation):
 
     def _assess(
         self,
-        counted: ClassTable | ClassSizes | SparkAggregates,
-        *,
-        sensitive: Mapping[str, ValueCounts] | None = None,
+        counted: ClassTable | ClassSizes | ClassAggregates | Distributions,
         **options: Any,
     ) -> Assessment:
-        """:func:`~reident_airflow.engine.assess` of ``counted`` under the expectation's
-        :class:`~reident_airflow.engine.AssessmentOptions`: its QI ranking and ``options``,
-        the measure's own fields (``thresholds``, ``record_threshold``, the population...),
-        checked where the options are built; ``sensitive`` holds the counted sensitive
-        columns. Spark's aggregates (:mod:`reident_airflow.gx.spark_metrics`) are assessed
-        with the same arithmetic by :func:`~reident_airflow.sources.spark_measures.
-        assessment_of`."""
+        """:func:`~reident_airflow.engine.assess` of what the metric counted (whatever the
+        execution engine) under the expectation's
+        :class:`~reident_airflow.engine.AssessmentOptions`: the counted QIs and sensitive
+        columns, its QI ranking and ``options``, the measure's own fields (``thresholds``,
+        ``record_threshold``, the population...), checked where the options are built."""
         if options.get("thresholds") is None:
             options.pop("thresholds", None)
-        table = counted.histogram if isinstance(counted, SparkAggregates) else counted
-        names = counted.profiles if isinstance(counted, SparkAggregates) else sensitive
-        built = AssessmentOptions(
-            table.quasi_identifiers,
+        built = options_for(
+            counted,
             rank_attributes=self.rank_attributes,
             max_subset_size=self.max_subset_size,
-            sensitive=tuple(names or ()),
             **options,
         )
-        if isinstance(counted, SparkAggregates):
-            return assessment_of(
-                counted.histogram, built, subsets=counted.subsets, profiles=counted.profiles
-            )
-        return assess(table, built, sensitive=sensitive)
+        return assess(counted, built)
 
 
 class ClassSizeExpectation(QuasiIdentifierExpectation):

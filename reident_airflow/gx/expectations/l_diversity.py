@@ -10,6 +10,7 @@ from great_expectations.compatibility import pydantic
 from reident_airflow.engine import (
     DEFAULT_RECURSIVE_C,
     ClassAggregates,
+    Distributions,
     Thresholds,
 )
 from reident_airflow.gx import parameters as p
@@ -20,7 +21,6 @@ from reident_airflow.gx.expectations.base import (
     verdict,
 )
 from reident_airflow.gx.metrics import SENSITIVE_COUNTS_METRIC
-from reident_airflow.sources.spark import SparkAggregates
 
 __all__ = ["ExpectTableToBeLDiverse"]
 
@@ -85,15 +85,10 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
         sharing = f"Every group of records sharing quasi-identifiers {qis}"
         return f"{sharing} {what} in each of {sensitive}."
 
-    def _evaluate(self, counted: ClassAggregates | SparkAggregates) -> dict[str, Any]:
+    def _evaluate(self, counted: ClassAggregates | Distributions) -> dict[str, Any]:
         limit = p.check_l(self.l, self.measure)
         gate = Thresholds(min_l=int(limit)) if self.measure == "distinct" else None
-        if isinstance(counted, SparkAggregates):  # Spark's profiles (gx.spark_metrics)
-            assessment = self._assess(counted, recursive_c=self.c, thresholds=gate)
-        else:
-            assessment = self._assess(
-                counted.table, sensitive=counted.sensitive, recursive_c=self.c, thresholds=gate
-            )
+        assessment = self._assess(counted, recursive_c=self.c, thresholds=gate)
         document = assessment.to_dict()
         values = {
             column: document["l_diversity"][column][self.measure]

@@ -11,6 +11,7 @@ from reident_airflow.engine import (
     DEFAULT_RECORD_THRESHOLD,
     ClassSizes,
     ClassTable,
+    Distributions,
 )
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
@@ -132,7 +133,7 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
                 template += f", assuming {words}"
         return template + preset_words(kwargs, params) + "."
 
-    def _evaluate(self, counted: ClassTable | ClassSizes) -> dict[str, Any]:
+    def _evaluate(self, counted: ClassTable | ClassSizes | Distributions) -> dict[str, Any]:
         measure = str(self.measure)  # resolved by apply_risk_preset
         limit = p.check_limit(measure, self.max_value)
         p.check_population(self.__dict__)

@@ -1,8 +1,8 @@
-"""The measures of Spark's distributions equal the engine's on the class table they summarise.
+"""The measures of distributions equal the engine's on the class table they summarise.
 
 No Spark here: a random class table is built, its distributions (subset histograms, distinct
 ``(f, F)`` pairs, distinct value-count profiles) are derived from it in plain Python, and the
-measures of :mod:`reident_airflow.sources.spark_measures` must equal, bit for bit, the
+measures of :mod:`reident_airflow.engine.distributions` must equal, bit for bit, the
 engine's own functions on the full class table.
 """
 
@@ -18,10 +18,8 @@ from reident_airflow.engine._exact import order_free_sum
 from reident_airflow.engine.aggregates import ClassWeights, ValueCounts
 from reident_airflow.engine.attributes import attribute_risks
 from reident_airflow.engine.classes import ClassSizes, class_table_of, group_codes
-from reident_airflow.engine.diversity import l_diversity
-from reident_airflow.engine.encoding import encode_arrow
-from reident_airflow.engine.individual_risk import individual_risk
-from reident_airflow.sources.spark_measures import (
+from reident_airflow.engine.distributions import (
+    Distributions,
     SubsetHistograms,
     ValueProfiles,
     WeightPairs,
@@ -29,8 +27,10 @@ from reident_airflow.sources.spark_measures import (
     l_diversity_of,
     ranked_subsets,
     ranking_of,
-    repeated_order_free_sum,
 )
+from reident_airflow.engine.diversity import l_diversity
+from reident_airflow.engine.encoding import encode_arrow
+from reident_airflow.engine.individual_risk import individual_risk
 
 
 def _rows(seed: int, n: int = 3000, m: int = 4) -> np.ndarray:
@@ -73,8 +73,8 @@ def test_repeated_order_free_sum_is_order_free_sum_of_the_repeats(seed: int) -> 
     rng = np.random.default_rng(seed)
     values = rng.standard_normal(300) * 10.0 ** rng.integers(-8, 8, 300)
     repeats = rng.integers(0, 50, 300)
-    assert repeated_order_free_sum(values, repeats) == order_free_sum(np.repeat(values, repeats))
-    assert repeated_order_free_sum(values[:0], repeats[:0]) == 0.0
+    assert order_free_sum(values, repeats=repeats) == order_free_sum(np.repeat(values, repeats))
+    assert order_free_sum(values[:0], repeats=repeats[:0]) == 0.0
 
 
 def _classes(seed: int, smallest: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -141,11 +141,11 @@ def test_l_diversity_of_the_profiles_is_the_engines(seed: int, diverse: bool) ->
     assert (want.entropy > 1.0) == diverse
 
 
-def test_assessment_of_checks_both_levels_on_the_measures_it_adds() -> None:
+def test_assessing_distributions_checks_both_levels_on_the_measures_it_adds() -> None:
     """Warning levels of the weights' global risk are checked once the individual risk is
     measured: the verdict on the histogram alone must neither drop nor refuse them."""
+    from reident_airflow.engine.assessment import assess
     from reident_airflow.engine.options import AssessmentOptions, Thresholds
-    from reident_airflow.sources.spark_measures import assessment_of
 
     sizes, record_class, weights = _classes(0)
     sums = np.bincount(record_class, weights=weights).astype(np.float64)
@@ -166,10 +166,35 @@ def test_assessment_of_checks_both_levels_on_the_measures_it_adds() -> None:
         thresholds=Thresholds(max_global_risk=1.0, min_k=1),
         warn_thresholds=Thresholds(max_global_risk=1e-9, min_k=100),
     )
-    got = assessment_of(ClassSizes(("a",), distinct, counts), options, weights=weight_pairs)
+    got = assess(Distributions(ClassSizes(("a",), distinct, counts), weights=weight_pairs), options)
     assert got.passed
     assert [(w.metric, w.observed) for w in got.warnings] == [
         ("k", 1.0),
         ("individual_risk.global_risk_share", want.global_risk_share),
     ]
     assert got.warn_thresholds == options.warn_thresholds
+
+
+def test_distributions_hold_the_columns_the_options_name() -> None:
+    """The options of distributions are those of what was counted (``options_for``); options
+    naming a weight or a sensitive column that was not counted, a register, SUDA2 or
+    aggregates beside the distributions are refused."""
+    from reident_airflow.engine.assessment import assess, options_for
+    from reident_airflow.engine.errors import InvalidInputError
+    from reident_airflow.engine.options import AssessmentOptions
+
+    counted = Distributions(
+        ClassSizes(("a",), np.array([1, 2], dtype=np.int64), np.array([2, 1], dtype=np.int64))
+    )
+    options = options_for(counted, rank_attributes=False)
+    assert (options.quasi_identifiers, options.weight, options.sensitive) == (("a",), None, ())
+    want = assess(counted.histogram, attributes=False).to_dict()
+    assert assess(counted, options).to_dict() == want
+    with pytest.raises(InvalidInputError, match="no weight pairs were counted"):
+        assess(counted, AssessmentOptions(("a",), weight="w"))
+    with pytest.raises(InvalidInputError, match="no value profiles were counted"):
+        assess(counted, AssessmentOptions(("a",), sensitive=("s",)))
+    with pytest.raises(InvalidInputError, match="suda"):
+        assess(counted, AssessmentOptions(("a",), suda=True))
+    with pytest.raises(TypeError, match="takes no weights or sensitive beside it"):
+        assess(counted, options, sensitive={})
