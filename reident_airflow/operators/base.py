@@ -5,8 +5,6 @@ breach (fail / skip / warn)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +20,12 @@ from reident_airflow._compat import (
 from reident_airflow.engine.errors import ReidentError, resource_error
 from reident_airflow.operators.breach_action import act_on_breach
 from reident_airflow.operators.connections import sqlalchemy_engine
-from reident_airflow.operators.params import ON_BREACH_CHOICES, check_choice
+from reident_airflow.operators.params import (
+    ON_BREACH_CHOICES,
+    check_choice,
+    local_file,
+    parse_mapping,
+)
 from reident_airflow.operators.report_link import (
     CONFIG_SECTION,
     ReidentReportLink,
@@ -46,7 +49,6 @@ __all__ = [
     "StagedTableOperator",
     "act_on_breach",
     "check_paths",
-    "local_file",
     "push_report",
 ]
 
@@ -192,7 +194,6 @@ class ReidentOperator(BaseOperator):
         value: Any = self.sign_off
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
-        from reident_airflow.operators.hierarchy_specs import parse_mapping
         from reident_airflow.report.signoff import SignOff
 
         mapping = parse_mapping(value, "sign_off")
@@ -467,23 +468,6 @@ class StagedTableOperator(ReidentOperator):
     def source_name(self, query: str = "query") -> str:
         """The staged table as messages and reports name it: the table, ``query`` or the path."""
         return str(self.table or (query if self.sql else self.path))
-
-
-@contextmanager
-def local_file(path: str) -> Iterator[Path]:
-    """A local path for ``path``; object-storage URLs are streamed to a temporary file."""
-    if "://" not in path:
-        yield Path(path)
-        return
-    from reident_airflow._compat import ObjectStoragePath
-
-    remote = ObjectStoragePath(path)
-    suffix = "".join(Path(remote.name).suffixes)
-    with tempfile.TemporaryDirectory(prefix="reident-") as tmp:
-        target = Path(tmp) / f"staged{suffix}"
-        with remote.open("rb") as src, target.open("wb") as dst:  # type: ignore[no-untyped-call]
-            shutil.copyfileobj(src, dst, length=1 << 20)
-        yield target
 
 
 def push_report(context: Context, report: dict[str, Any]) -> None:

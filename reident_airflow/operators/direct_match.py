@@ -11,6 +11,7 @@ from reident_airflow._compat import Context
 from reident_airflow.engine.direct_match import DEFAULT_TARGET, DirectMatchResult
 from reident_airflow.operators.base import BASE_FIELDS, ReidentOperator, check_paths
 from reident_airflow.operators.params import parse_columns, parse_number
+from reident_airflow.operators.spark_table import read_spark_table, spark_session
 from reident_airflow.outcomes import ReidentConfigurationError
 
 __all__ = ["DirectMatchProtectionOperator"]
@@ -37,8 +38,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
       rows are aligned by position.
     * a ``conn_id`` of the apache-spark provider (``spark`` or ``spark_connect``): the tables
       of its session's catalog or Parquet paths, joined on ``key`` (required) and counted by
-      Spark; only counts reach the driver
-      (:mod:`reident_airflow.operators.direct_match_spark`).
+      Spark (:func:`~reident_airflow.sources.spark_release.direct_match_spark`); only counts
+      reach the driver. Both sides are read by the same session, so ``avatar_conn_id`` is
+      the source's connection or unset.
 
     :param key: column of both tables identifying each record, unique in each; not scored.
     :param target: lowest acceptable protection, in percent. Default 50
@@ -158,9 +160,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
             raise ReidentConfigurationError("key must be a column name")
         key = key or None
         if spark is not None:
-            from reident_airflow.operators.direct_match_spark import check_spark_sides
-
-            check_spark_sides(self, key)
+            self._check_spark_sides(key)
         if key is None and (self.original_table or self.avatar_table):
             from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
 
@@ -194,9 +194,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
 
     def _compute(self, params: dict[str, Any], spark: Any = None) -> DirectMatchResult:
         if spark is not None:
-            from reident_airflow.operators.direct_match_spark import direct_match_on_spark
-
-            return direct_match_on_spark(self, params, spark)
+            return self._direct_match_on_spark(params, spark)
         avatar_schema = self.avatar_schema or self.schema or None
         if (
             self.original_table
@@ -221,6 +219,36 @@ class DirectMatchProtectionOperator(ReidentOperator):
             self.avatar_table, self.avatar_path, self._avatar_conn(), avatar_schema
         )
         return direct_match_protection(original, avatar, **params)
+
+    # -- on a Spark connection (issue 18) --------------------------------------------------
+    def _check_spark_sides(self, key: str | None) -> None:
+        """What a Spark connection can compare, checked before any reading: both sides read
+        by its session, aligned on a key."""
+        if self.avatar_conn_id and self.avatar_conn_id != self.conn_id:
+            raise ReidentConfigurationError(
+                f"the original is read by the Spark connection {self.conn_id!r}: the avatar is "
+                f"read by the same session, so avatar_conn_id must be it (or unset), not "
+                f"{self.avatar_conn_id!r}"
+            )
+        if key is None:
+            raise ReidentConfigurationError(
+                "on a Spark connection the records are aligned by a key column: give key=..."
+            )
+
+    def _direct_match_on_spark(self, params: dict[str, Any], conn: Any) -> DirectMatchResult:
+        """Column Direct Match Protection of the two sides (catalog tables or Parquet paths),
+        joined on the key and counted by the session of ``conn``: only counts reach the
+        driver."""
+        from reident_airflow.sources.spark_release import direct_match_spark
+
+        with spark_session(str(self.conn_id), conn) as session:
+            original = read_spark_table(
+                session, self.original_table, self.schema, self.original_path
+            )
+            avatar = read_spark_table(
+                session, self.avatar_table, self.avatar_schema or self.schema, self.avatar_path
+            )
+            return direct_match_spark(original, avatar, **params)
 
     def execute(self, context: Context) -> dict[str, Any]:
         from reident_airflow.operators.spark_table import spark_connection
