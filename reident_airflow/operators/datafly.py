@@ -11,12 +11,7 @@ from reident_airflow._atomic import DEFAULT_LOCK_TIMEOUT
 from reident_airflow._compat import Context
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
 from reident_airflow.engine.numbers import is_unset
-from reident_airflow.operators.base import (
-    BASE_FIELDS,
-    STAGED_FIELDS,
-    StagedTableOperator,
-    check_paths,
-)
+from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
     hierarchy_files,
@@ -102,7 +97,6 @@ class DataflyOperator(StagedTableOperator):
     """
 
     template_fields: Sequence[str] = (
-        *STAGED_FIELDS,
         "quasi_identifiers",
         "k",
         "suppression_limit",
@@ -115,7 +109,7 @@ class DataflyOperator(StagedTableOperator):
         "target_sep",
         "chunk_rows",
         "lock_timeout",
-        *BASE_FIELDS,
+        *StagedTableOperator.template_fields,
     )
     ui_color = "#e4ffe8"
     check = "datafly"
@@ -151,7 +145,18 @@ class DataflyOperator(StagedTableOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.keep_arguments(locals())
+        self.quasi_identifiers = quasi_identifiers
+        self.k = k
+        self.hierarchies = hierarchies
+        self.suppression_limit = suppression_limit
+        self.hierarchy_sep = hierarchy_sep
+        self.target_conn_id = target_conn_id
+        self.target_table = target_table
+        self.target_schema = target_schema
+        self.target_path = target_path
+        self.target_sep = target_sep
+        self.chunk_rows = chunk_rows
+        self.lock_timeout = lock_timeout
 
     def _validated(self, spark: Any = None) -> dict[str, Any]:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""

@@ -9,7 +9,7 @@ import pandas as pd
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.direct_match import DEFAULT_TARGET, DirectMatchResult
-from reident_airflow.operators.base import BASE_FIELDS, ReidentOperator, check_paths
+from reident_airflow.operators.base import ReidentOperator, check_paths
 from reident_airflow.operators.params import parse_columns, parse_number
 from reident_airflow.operators.spark_table import read_spark_table, spark_session
 from reident_airflow.outcomes import ReidentConfigurationError
@@ -82,7 +82,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
         "key",
         "target",
         "columns",
-        *BASE_FIELDS,
+        *ReidentOperator.template_fields,
     )
     ui_color = "#e4f0ff"
     check = "direct_match"
@@ -118,7 +118,18 @@ class DirectMatchProtectionOperator(ReidentOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.keep_arguments(locals())
+        self.key = key
+        self.target = target
+        self.columns = columns
+        self.conn_id = conn_id
+        self.schema = schema
+        self.original_table = original_table
+        self.original_path = original_path
+        self.sep = sep
+        self.avatar_conn_id = avatar_conn_id
+        self.avatar_schema = avatar_schema
+        self.avatar_table = avatar_table
+        self.avatar_path = avatar_path
 
     # -- work ------------------------------------------------------------------------------
     def _avatar_conn(self) -> str | None:

@@ -15,12 +15,7 @@ from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Assessment, assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.options import AssessmentOptions, Thresholds
-from reident_airflow.operators.base import (
-    BASE_FIELDS,
-    STAGED_FIELDS,
-    StagedTableOperator,
-    check_paths,
-)
+from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import hierarchy_files
 from reident_airflow.operators.params import local_file, parse_flag, parse_mapping
 from reident_airflow.operators.spark_table import check_spark_staged
@@ -157,14 +152,13 @@ class ReidentificationRiskOperator(StagedTableOperator):
     )
 
     template_fields: Sequence[str] = (
-        *STAGED_FIELDS,
         *OPTION_FIELDS,
-        *BASE_FIELDS,
         "memory_limit",
         "hierarchies",
         "hierarchy_sep",
         "advice",
         "fingerprint",
+        *StagedTableOperator.template_fields,
     )
     #: The one option read by name here (the others go through :meth:`_options`).
     population_table: str | None
@@ -216,7 +210,36 @@ class ReidentificationRiskOperator(StagedTableOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
-        self.keep_arguments(locals())
+        self.quasi_identifiers = quasi_identifiers
+        self.record_threshold = record_threshold
+        self.population_size = population_size
+        self.sampling_fraction = sampling_fraction
+        self.region = region
+        self.population_table = population_table
+        self.preset = preset
+        self.max_highest_risk = max_highest_risk
+        self.max_average_risk = max_average_risk
+        self.max_records_at_risk = max_records_at_risk
+        self.min_k = min_k
+        self.warn_max_highest_risk = warn_max_highest_risk
+        self.warn_max_average_risk = warn_max_average_risk
+        self.warn_max_records_at_risk = warn_max_records_at_risk
+        self.warn_min_k = warn_min_k
+        self.weight = weight
+        self.sensitive = sensitive
+        self.recursive_c = recursive_c
+        self.suda = suda
+        self.max_global_risk = max_global_risk
+        self.min_l = min_l
+        self.warn_max_global_risk = warn_max_global_risk
+        self.warn_min_l = warn_min_l
+        self.max_subset_size = max_subset_size
+        self.rank_attributes = rank_attributes
+        self.memory_limit = memory_limit
+        self.hierarchies = hierarchies
+        self.hierarchy_sep = hierarchy_sep
+        self.advice = advice
+        self.fingerprint = fingerprint
 
     # -- work ------------------------------------------------------------------------------
     def _options(self, *, spark: bool = False) -> AssessmentOptions:

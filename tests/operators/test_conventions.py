@@ -71,7 +71,7 @@ def test_every_parameter_is_templated(cls: type[ReidentOperator]) -> None:
     "cls", [*OPERATORS, StagedTableOperator, ReidentOperator], ids=lambda c: c.__name__
 )
 def test_kept_parameters_are_declared_as_given(cls: type[ReidentOperator]) -> None:
-    """``keep_arguments`` stores a parameter as given: the attribute the class declares for it
+    """``__init__`` stores a parameter as given: the attribute the class declares for it
     has the parameter's type, and each parameter stored is one the class or a base declares."""
     declared = {
         k: v
