@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pandas as pd
@@ -21,11 +22,37 @@ from reident_airflow.operators.params import parse_columns, parse_mapping, parse
 from reident_airflow.operators.spark_table import read_spark_frame
 from reident_airflow.outcomes import ReidentConfigurationError
 
-__all__ = ["ATOMIC_RENAME_SCHEMES", "HIERARCHY_BUILDERS", "DataflyOperator", "resolve_hierarchies"]
+__all__ = [
+    "ATOMIC_RENAME_SCHEMES",
+    "HIERARCHY_BUILDERS",
+    "DataflyOperator",
+    "DataflyOptions",
+    "resolve_hierarchies",
+]
 
 #: The schemes of a Spark release's ``target_path`` whose file system renames a folder in one
 #: step.
 ATOMIC_RENAME_SCHEMES = frozenset({"", "file", "hdfs"})
+
+
+@dataclass(frozen=True)
+class DataflyOptions:
+    """The rendered parameters of a :class:`DataflyOperator` run, checked once
+    (:meth:`DataflyOperator._validated`) and read by its steps."""
+
+    #: The QI columns, in the order that breaks ties.
+    quasi_identifiers: tuple[str, ...]
+    k: int
+    #: Most records removed: a count, a fraction of the records, or ``None`` for k records.
+    suppression_limit: int | float | None
+    #: ``{qi: spec}`` as given (see :func:`resolve_hierarchies`).
+    hierarchies: Mapping[str, Any]
+    #: The connection the release is written through (``None`` for a file).
+    target_conn: str | None
+    target_sep: str
+    chunk_rows: int | None
+    #: Seconds a run waits for another publishing the same target.
+    lock_timeout: float
 
 
 class DataflyOperator(StagedTableOperator):
@@ -158,7 +185,7 @@ class DataflyOperator(StagedTableOperator):
         self.chunk_rows = chunk_rows
         self.lock_timeout = lock_timeout
 
-    def _validated(self, spark: Any = None) -> dict[str, Any]:
+    def _validated(self, spark: Any = None) -> DataflyOptions:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
         self.check_report_base_url()
         qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
@@ -197,16 +224,16 @@ class DataflyOperator(StagedTableOperator):
             [("target_path", target_path), ("report_path", self.report_path)],
             [("the source file", self.path), *hierarchy_files(hierarchies)],
         )
-        return {
-            "qis": qis,
-            "k": int(k),
-            "limit": self._suppression_limit(),
-            "hierarchies": hierarchies,
-            "target_conn": target_conn,
-            "target_sep": target_sep,
-            "chunk_rows": chunk_rows,
-            "lock_timeout": DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
-        }
+        return DataflyOptions(
+            quasi_identifiers=tuple(qis),
+            k=int(k),
+            suppression_limit=self._suppression_limit(),
+            hierarchies=hierarchies,
+            target_conn=target_conn,
+            target_sep=target_sep,
+            chunk_rows=None if chunk_rows is None else int(chunk_rows),
+            lock_timeout=DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
+        )
 
     def _suppression_limit(self) -> int | float | None:
         """``suppression_limit`` as a count or a fraction (``None``: k records)."""
@@ -278,42 +305,43 @@ class DataflyOperator(StagedTableOperator):
         return read
 
     def _write(
-        self, params: dict[str, Any], table: pd.DataFrame, types: dict[str, Any]
+        self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any]
     ) -> dict[str, Any]:
         from reident_airflow.sources import writers
 
-        chunk_rows = params["chunk_rows"]
-        options: dict[str, Any] = {"lock_timeout": params["lock_timeout"]}
+        chunk_rows = options.chunk_rows
+        writing: dict[str, Any] = {"lock_timeout": options.lock_timeout}
         if chunk_rows:
-            options["chunk_rows"] = chunk_rows
+            writing["chunk_rows"] = chunk_rows
         if self.target_path:
-            options["sep"] = params["target_sep"]
-            written = writers.write_file_atomic(table, self.target_path, **options)
+            writing["sep"] = options.target_sep
+            written = writers.write_file_atomic(table, self.target_path, **writing)
             return {"path": self.target_path, "records": written}
-        if types and params["target_conn"] == self.conn_id:  # the source's own types
-            options["column_types"] = {c: t for c, t in types.items() if c not in params["qis"]}
-        with self.connected(params["target_conn"]) as engine:
+        if types and options.target_conn == self.conn_id:  # the source's own types
+            qis = options.quasi_identifiers
+            writing["column_types"] = {c: t for c, t in types.items() if c not in qis}
+        with self.connected(options.target_conn) as engine:
             written = writers.write_table_atomic(
-                engine, table, str(self.target_table), schema=self.target_schema or None, **options
+                engine, table, str(self.target_table), schema=self.target_schema or None, **writing
             )
         return {
-            "conn_id": params["target_conn"],
+            "conn_id": options.target_conn,
             "schema": self.target_schema or None,
             "table": self.target_table,
             "records": written,
         }
 
-    def _datafly(self, params: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, Any]:
+    def _datafly(self, options: DataflyOptions) -> tuple[Any, dict[str, Any] | None, Any]:
         """Datafly on the staged file or database table: the result (``None`` when k cannot
         be reached), the best attempt's report when it cannot, the source's column types."""
         from reident_airflow.engine.datafly import datafly, infeasible_report
 
-        qis, k = params["qis"], params["k"]
+        qis, k = list(options.quasi_identifiers), options.k
         frame, types = self._read(qis)
-        hierarchies = resolve_hierarchies(params["hierarchies"], frame, qis, sep=self.hierarchy_sep)
+        hierarchies = resolve_hierarchies(options.hierarchies, frame, qis, sep=self.hierarchy_sep)
         self.log.info("Datafly on %s records, quasi-identifiers %s, k=%s", len(frame), qis, k)
         try:
-            result = datafly(frame, qis, hierarchies, k, params["limit"], self.log.info)
+            result = datafly(frame, qis, hierarchies, k, options.suppression_limit, self.log.info)
         except AnonymizationInfeasibleError as exc:
             return None, infeasible_report(exc, len(frame), k), types
         return result, None, types
@@ -355,7 +383,7 @@ class DataflyOperator(StagedTableOperator):
             )
 
     def _datafly_on_spark(
-        self, params: dict[str, Any], session: Any
+        self, options: DataflyOptions, session: Any
     ) -> tuple[Any, dict[str, Any] | None]:
         """Run Datafly on the staged table, read by the Spark ``session`` of the operator's
         connection (:func:`~reident_airflow.operators.spark_table.spark_session`), on class
@@ -366,18 +394,19 @@ class DataflyOperator(StagedTableOperator):
         from reident_airflow.engine.datafly import infeasible_report
         from reident_airflow.sources.spark_release_datafly import datafly_spark
 
-        qis, k = params["qis"], params["k"]
+        qis, k = list(options.quasi_identifiers), options.k
         frame = read_spark_frame(self, session)
 
         def distinct(column: str) -> list[Any]:
             return [row[0] for row in frame.select(column).distinct().collect()]
 
         hierarchies = resolve_hierarchies(
-            params["hierarchies"], frame, qis, sep=self.hierarchy_sep, distinct=distinct
+            options.hierarchies, frame, qis, sep=self.hierarchy_sep, distinct=distinct
         )
         self.log.info("Datafly on Spark, quasi-identifiers %s, k=%s", qis, k)
         try:
-            result = datafly_spark(frame, qis, hierarchies, k, params["limit"], self.log.info)
+            limit = options.suppression_limit
+            result = datafly_spark(frame, qis, hierarchies, k, limit, self.log.info)
         except AnonymizationInfeasibleError as exc:
             return None, infeasible_report(exc, int(frame.count()), k)
         return result, None
@@ -414,20 +443,20 @@ class DataflyOperator(StagedTableOperator):
         from reident_airflow.operators.spark_table import spark_connection, spark_session
 
         conn = spark_connection(self.conn_id)
-        params = self._validated(conn)
+        options = self._validated(conn)
         if conn is None:
-            return self._run(context, params, None)
+            return self._run(context, options, None)
         with spark_session(str(self.conn_id), conn) as session:  # open until the release is written
-            return self._run(context, params, session)
+            return self._run(context, options, session)
 
-    def _run(self, context: Context, params: dict[str, Any], spark: Any) -> dict[str, Any]:
+    def _run(self, context: Context, options: DataflyOptions, spark: Any) -> dict[str, Any]:
         """Anonymize, then publish; ``spark``: the Spark session that reads the source."""
-        qis, k = params["qis"], params["k"]
+        qis, k = list(options.quasi_identifiers), options.k
         with self.input_errors():
             if spark is None:
-                result, infeasible, types = self._datafly(params)
+                result, infeasible, types = self._datafly(options)
             else:
-                result, infeasible = self._datafly_on_spark(params, spark)
+                result, infeasible = self._datafly_on_spark(options, spark)
         if infeasible is None:
             from reident_airflow.engine.datafly import empty_release_error, infeasible_report
 
@@ -446,9 +475,9 @@ class DataflyOperator(StagedTableOperator):
         )
         with self.input_errors():  # a lost connection keeps Airflow's retries
             if spark is None:
-                output = self._write(params, result.table, types)
+                output = self._write(options, result.table, types)
             else:
-                output = self._write_spark_release(result, params["lock_timeout"])
+                output = self._write_spark_release(result, options.lock_timeout)
         report: dict[str, Any] = result.to_dict()
         report["passed"] = True
         report["output"] = output

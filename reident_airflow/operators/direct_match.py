@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -14,7 +15,21 @@ from reident_airflow.operators.params import parse_columns, parse_number
 from reident_airflow.operators.spark_table import read_spark_table, spark_session
 from reident_airflow.outcomes import ReidentConfigurationError
 
-__all__ = ["DirectMatchProtectionOperator"]
+__all__ = ["DirectMatchOptions", "DirectMatchProtectionOperator"]
+
+
+@dataclass(frozen=True)
+class DirectMatchOptions:
+    """The rendered ``key``, ``target`` and ``columns`` of a
+    :class:`DirectMatchProtectionOperator` run, checked once
+    (:meth:`DirectMatchProtectionOperator._validated`), as the counting functions take them."""
+
+    #: The column aligning the two tables (``None``: rows aligned by position, files only).
+    key: str | None
+    #: The lowest acceptable protection, in percent.
+    target: float
+    #: The columns scored (``None``: every column of both tables but the key).
+    columns: tuple[str, ...] | None
 
 
 class DirectMatchProtectionOperator(ReidentOperator):
@@ -147,7 +162,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
             else (None, None, self.avatar_path),
         ]
 
-    def _validated(self, spark: Any = None) -> dict[str, Any]:
+    def _validated(self, spark: Any = None) -> DirectMatchOptions:
         """The parameters, checked (``spark``: the Spark connection of ``conn_id``, if any):
         ``key``, ``target`` and ``columns``, as the counting functions take them."""
         self.check_on_breach()
@@ -187,7 +202,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
             [("report_path", self.report_path)],
             [("the original file", self.original_path), ("the avatar file", self.avatar_path)],
         )
-        return {"key": key, "target": target, "columns": columns}
+        return DirectMatchOptions(
+            key=key, target=target, columns=None if columns is None else tuple(columns)
+        )
 
     def _frame(
         self, table: str | None, path: str | None, conn_id: str | None, schema: Any
@@ -203,9 +220,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
         )
         return frame
 
-    def _compute(self, params: dict[str, Any], spark: Any = None) -> DirectMatchResult:
+    def _compute(self, options: DirectMatchOptions, spark: Any = None) -> DirectMatchResult:
         if spark is not None:
-            return self._direct_match_on_spark(params, spark)
+            return self._direct_match_on_spark(options, spark)
         avatar_schema = self.avatar_schema or self.schema or None
         if (
             self.original_table
@@ -219,7 +236,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
                     engine,
                     self.original_table,
                     self.avatar_table,
-                    **params,
+                    key=options.key,
+                    target=options.target,
+                    columns=options.columns,
                     schema=self.schema or None,
                     avatar_schema=avatar_schema,
                 )
@@ -229,7 +248,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
         avatar = self._frame(
             self.avatar_table, self.avatar_path, self._avatar_conn(), avatar_schema
         )
-        return direct_match_protection(original, avatar, **params)
+        return direct_match_protection(
+            original, avatar, key=options.key, target=options.target, columns=options.columns
+        )
 
     # -- on a Spark connection (issue 18) --------------------------------------------------
     def _check_spark_sides(self, key: str | None) -> None:
@@ -246,7 +267,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
                 "on a Spark connection the records are aligned by a key column: give key=..."
             )
 
-    def _direct_match_on_spark(self, params: dict[str, Any], conn: Any) -> DirectMatchResult:
+    def _direct_match_on_spark(self, options: DirectMatchOptions, conn: Any) -> DirectMatchResult:
         """Column Direct Match Protection of the two sides (catalog tables or Parquet paths),
         joined on the key and counted by the session of ``conn``: only counts reach the
         driver."""
@@ -259,15 +280,17 @@ class DirectMatchProtectionOperator(ReidentOperator):
             avatar = read_spark_table(
                 session, self.avatar_table, self.avatar_schema or self.schema, self.avatar_path
             )
-            return direct_match_spark(original, avatar, **params)
+            return direct_match_spark(
+                original, avatar, key=options.key, target=options.target, columns=options.columns
+            )
 
     def execute(self, context: Context) -> dict[str, Any]:
         from reident_airflow.operators.spark_table import spark_connection
 
         spark = spark_connection(self.conn_id)
-        params = self._validated(spark)
+        options = self._validated(spark)
         with self.input_errors():
-            result = self._compute(params, spark)
+            result = self._compute(options, spark)
         from reident_airflow.engine.direct_match import direct_match_report
         from reident_airflow.summary import direct_match_summary
 
