@@ -5,9 +5,7 @@ breach (fail / skip / warn)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -22,7 +20,12 @@ from reident_airflow._compat import (
 from reident_airflow.engine.errors import ReidentError, resource_error
 from reident_airflow.operators.breach_action import act_on_breach
 from reident_airflow.operators.connections import sqlalchemy_engine
-from reident_airflow.operators.params import ON_BREACH_CHOICES, check_choice
+from reident_airflow.operators.params import (
+    ON_BREACH_CHOICES,
+    check_choice,
+    local_file,
+    parse_mapping,
+)
 from reident_airflow.operators.report_link import (
     CONFIG_SECTION,
     ReidentReportLink,
@@ -39,14 +42,11 @@ from reident_airflow.outcomes import (
 )
 
 __all__ = [
-    "BASE_FIELDS",
     "RENDERERS",
-    "STAGED_FIELDS",
     "ReidentOperator",
     "StagedTableOperator",
     "act_on_breach",
     "check_paths",
-    "local_file",
     "push_report",
 ]
 
@@ -54,19 +54,6 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from reident_airflow.report.signoff import SignOff as SignOffLike
-
-#: The parameters of every operator (templated by each).
-BASE_FIELDS = (
-    "on_breach",
-    "report_path",
-    "report_base_url",
-    "sign_off",
-    "database",
-    "hook_params",
-)
-
-#: The parameters that say where a staged table is (templated by every operator reading one).
-STAGED_FIELDS = ("conn_id", "table", "schema", "sql", "where", "path", "sep")
 
 #: How the Rendered Templates tab shows the parameters that are code or JSON.
 RENDERERS = {
@@ -110,10 +97,21 @@ class ReidentOperator(BaseOperator):
 
     check: ClassVar[str]
     report_kind: ClassVar[str]
+    #: The parameters of every operator; a subclass extends them
+    #: (``template_fields = ("x", *ReidentOperator.template_fields)``).
+    template_fields: Sequence[str] = (
+        "on_breach",
+        "report_path",
+        "report_base_url",
+        "sign_off",
+        "database",
+        "hook_params",
+    )
     template_ext: Sequence[str] = (".sql",)
     template_fields_renderers: ClassVar[dict[str, str]] = RENDERERS
     operator_extra_links = (ReidentReportLink(),)
-    # the parameters, kept as given (see keep_arguments)
+    # the parameters, kept as given: Airflow renders them, the operator converts them when it
+    # runs
     on_breach: str
     report_path: str | None
     report_base_url: str | None
@@ -133,17 +131,14 @@ class ReidentOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.keep_arguments(locals(), BASE_FIELDS)
+        self.on_breach = on_breach
+        self.report_path = report_path
+        self.report_base_url = report_base_url
+        self.sign_off = sign_off
+        self.database = database
+        self.hook_params = hook_params
         self.last_report: dict[str, Any] | None = None
         self.last_report_url: str | None = None
-
-    def keep_arguments(self, given: Mapping[str, Any], names: Sequence[str] = ()) -> None:
-        """Keep each of ``names`` (default: the operator's ``template_fields``) that
-        ``given`` holds (an ``__init__``'s ``locals()``) as the attribute of that name, as
-        given: Airflow renders the attribute and the operator converts it when it runs."""
-        for name in names or self.template_fields:
-            if name in given:
-                setattr(self, name, given[name])
 
     # -- seams -----------------------------------------------------------------------------
     def get_engine(self, conn_id: str) -> Engine:
@@ -192,7 +187,6 @@ class ReidentOperator(BaseOperator):
         value: Any = self.sign_off
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
-        from reident_airflow.operators.hierarchy_specs import parse_mapping
         from reident_airflow.report.signoff import SignOff
 
         mapping = parse_mapping(value, "sign_off")
@@ -368,6 +362,16 @@ class StagedTableOperator(ReidentOperator):
     :param sep: the CSV's separator (default ``,``).
     """
 
+    template_fields: Sequence[str] = (
+        "conn_id",
+        "table",
+        "schema",
+        "sql",
+        "where",
+        "path",
+        "sep",
+        *ReidentOperator.template_fields,
+    )
     conn_id: str | None
     table: str | None
     schema: str | None
@@ -389,7 +393,13 @@ class StagedTableOperator(ReidentOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.keep_arguments(locals(), STAGED_FIELDS)
+        self.conn_id = conn_id
+        self.table = table
+        self.schema = schema
+        self.sql = sql
+        self.where = where
+        self.path = path
+        self.sep = sep
         self._staged_copy: Path | None = None
 
     def check_staged(self) -> None:
@@ -467,23 +477,6 @@ class StagedTableOperator(ReidentOperator):
     def source_name(self, query: str = "query") -> str:
         """The staged table as messages and reports name it: the table, ``query`` or the path."""
         return str(self.table or (query if self.sql else self.path))
-
-
-@contextmanager
-def local_file(path: str) -> Iterator[Path]:
-    """A local path for ``path``; object-storage URLs are streamed to a temporary file."""
-    if "://" not in path:
-        yield Path(path)
-        return
-    from reident_airflow._compat import ObjectStoragePath
-
-    remote = ObjectStoragePath(path)
-    suffix = "".join(Path(remote.name).suffixes)
-    with tempfile.TemporaryDirectory(prefix="reident-") as tmp:
-        target = Path(tmp) / f"staged{suffix}"
-        with remote.open("rb") as src, target.open("wb") as dst:  # type: ignore[no-untyped-call]
-            shutil.copyfileobj(src, dst, length=1 << 20)
-        yield target
 
 
 def push_report(context: Context, report: dict[str, Any]) -> None:

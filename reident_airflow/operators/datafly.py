@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pandas as pd
@@ -11,22 +12,47 @@ from reident_airflow._atomic import DEFAULT_LOCK_TIMEOUT
 from reident_airflow._compat import Context
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
 from reident_airflow.engine.numbers import is_unset
-from reident_airflow.operators.base import (
-    BASE_FIELDS,
-    STAGED_FIELDS,
-    StagedTableOperator,
-    check_paths,
-)
+from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
     hierarchy_files,
-    parse_mapping,
     resolve_hierarchies,
 )
-from reident_airflow.operators.params import parse_columns, parse_number
+from reident_airflow.operators.params import parse_columns, parse_mapping, parse_number
+from reident_airflow.operators.spark_table import read_spark_frame
 from reident_airflow.outcomes import ReidentConfigurationError
 
-__all__ = ["HIERARCHY_BUILDERS", "DataflyOperator", "resolve_hierarchies"]
+__all__ = [
+    "ATOMIC_RENAME_SCHEMES",
+    "HIERARCHY_BUILDERS",
+    "DataflyOperator",
+    "DataflyOptions",
+    "resolve_hierarchies",
+]
+
+#: The schemes of a Spark release's ``target_path`` whose file system renames a folder in one
+#: step.
+ATOMIC_RENAME_SCHEMES = frozenset({"", "file", "hdfs"})
+
+
+@dataclass(frozen=True)
+class DataflyOptions:
+    """The rendered parameters of a :class:`DataflyOperator` run, checked once
+    (:meth:`DataflyOperator._validated`) and read by its steps."""
+
+    #: The QI columns, in the order that breaks ties.
+    quasi_identifiers: tuple[str, ...]
+    k: int
+    #: Most records removed: a count, a fraction of the records, or ``None`` for k records.
+    suppression_limit: int | float | None
+    #: ``{qi: spec}`` as given (see :func:`resolve_hierarchies`).
+    hierarchies: Mapping[str, Any]
+    #: The connection the release is written through (``None`` for a file).
+    target_conn: str | None
+    target_sep: str
+    chunk_rows: int | None
+    #: Seconds a run waits for another publishing the same target.
+    lock_timeout: float
 
 
 class DataflyOperator(StagedTableOperator):
@@ -63,7 +89,11 @@ class DataflyOperator(StagedTableOperator):
     ``table`` or Parquet ``path`` is read by that connection's session, the search runs on
     histograms Spark counts, and Spark writes the release: ``target_table`` (with
     ``target_schema``) of the session's catalog, or ``target_path``, a Parquet folder (local or
-    ``hdfs://``; classic sessions only). See :mod:`reident_airflow.operators.datafly_spark`.
+    ``hdfs://``; classic sessions only): records never reach the driver. Builder hierarchies
+    (interval, masking, date) are made from each QI's distinct values, which Spark collects (a
+    hierarchy lists them anyway). The release is written as a new table and swapped in, or as
+    a Parquet folder written beside ``target_path`` and renamed into place through Hadoop's
+    file system (renames on object storage are copies, so such a target is refused).
 
     :param quasi_identifiers: QI columns (list, or comma-separated string); the order breaks
         ties between QIs with as many distinct values.
@@ -94,7 +124,6 @@ class DataflyOperator(StagedTableOperator):
     """
 
     template_fields: Sequence[str] = (
-        *STAGED_FIELDS,
         "quasi_identifiers",
         "k",
         "suppression_limit",
@@ -107,7 +136,7 @@ class DataflyOperator(StagedTableOperator):
         "target_sep",
         "chunk_rows",
         "lock_timeout",
-        *BASE_FIELDS,
+        *StagedTableOperator.template_fields,
     )
     ui_color = "#e4ffe8"
     check = "datafly"
@@ -143,9 +172,20 @@ class DataflyOperator(StagedTableOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.keep_arguments(locals())
+        self.quasi_identifiers = quasi_identifiers
+        self.k = k
+        self.hierarchies = hierarchies
+        self.suppression_limit = suppression_limit
+        self.hierarchy_sep = hierarchy_sep
+        self.target_conn_id = target_conn_id
+        self.target_table = target_table
+        self.target_schema = target_schema
+        self.target_path = target_path
+        self.target_sep = target_sep
+        self.chunk_rows = chunk_rows
+        self.lock_timeout = lock_timeout
 
-    def _validated(self, spark: Any = None) -> dict[str, Any]:
+    def _validated(self, spark: Any = None) -> DataflyOptions:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
         self.check_report_base_url()
         qis = parse_columns(self.quasi_identifiers, "quasi_identifiers")
@@ -178,22 +218,22 @@ class DataflyOperator(StagedTableOperator):
         else:
             self.check_staged()
         target_conn = self._checked_target(spark)
-        # a Spark release is a folder, checked by check_spark_target
+        # a Spark release is a folder, checked by _check_spark_target
         target_path = None if spark is not None else self.target_path
         check_paths(
             [("target_path", target_path), ("report_path", self.report_path)],
             [("the source file", self.path), *hierarchy_files(hierarchies)],
         )
-        return {
-            "qis": qis,
-            "k": int(k),
-            "limit": self._suppression_limit(),
-            "hierarchies": hierarchies,
-            "target_conn": target_conn,
-            "target_sep": target_sep,
-            "chunk_rows": chunk_rows,
-            "lock_timeout": DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
-        }
+        return DataflyOptions(
+            quasi_identifiers=tuple(qis),
+            k=int(k),
+            suppression_limit=self._suppression_limit(),
+            hierarchies=hierarchies,
+            target_conn=target_conn,
+            target_sep=target_sep,
+            chunk_rows=None if chunk_rows is None else int(chunk_rows),
+            lock_timeout=DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
+        )
 
     def _suppression_limit(self) -> int | float | None:
         """``suppression_limit`` as a count or a fraction (``None``: k records)."""
@@ -218,9 +258,7 @@ class DataflyOperator(StagedTableOperator):
             raise ReidentConfigurationError("give either target_table or target_path")
         target_conn = self.target_conn_id or self.conn_id or None
         if spark is not None:
-            from reident_airflow.operators.datafly_spark import check_spark_target
-
-            check_spark_target(self, spark)
+            self._check_spark_target(spark)
         if self.target_table:
             if not target_conn:
                 raise ReidentConfigurationError("target_table needs target_conn_id (or conn_id)")
@@ -234,7 +272,7 @@ class DataflyOperator(StagedTableOperator):
                     f"target_table {self.target_table!r} is the source table: Datafly never "
                     "overwrites its input"
                 )
-        elif spark is None:  # a local file (a Spark release folder: check_spark_target)
+        elif spark is None:  # a local file (a Spark release folder: _check_spark_target)
             if "://" in str(self.target_path):
                 raise ReidentConfigurationError(
                     "target_path must be a local file: an object-storage upload cannot be "
@@ -267,66 +305,158 @@ class DataflyOperator(StagedTableOperator):
         return read
 
     def _write(
-        self, params: dict[str, Any], table: pd.DataFrame, types: dict[str, Any]
+        self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any]
     ) -> dict[str, Any]:
         from reident_airflow.sources import writers
 
-        chunk_rows = params["chunk_rows"]
-        options: dict[str, Any] = {"lock_timeout": params["lock_timeout"]}
+        chunk_rows = options.chunk_rows
+        writing: dict[str, Any] = {"lock_timeout": options.lock_timeout}
         if chunk_rows:
-            options["chunk_rows"] = chunk_rows
+            writing["chunk_rows"] = chunk_rows
         if self.target_path:
-            options["sep"] = params["target_sep"]
-            written = writers.write_file_atomic(table, self.target_path, **options)
+            writing["sep"] = options.target_sep
+            written = writers.write_file_atomic(table, self.target_path, **writing)
             return {"path": self.target_path, "records": written}
-        if types and params["target_conn"] == self.conn_id:  # the source's own types
-            options["column_types"] = {c: t for c, t in types.items() if c not in params["qis"]}
-        with self.connected(params["target_conn"]) as engine:
+        if types and options.target_conn == self.conn_id:  # the source's own types
+            qis = options.quasi_identifiers
+            writing["column_types"] = {c: t for c, t in types.items() if c not in qis}
+        with self.connected(options.target_conn) as engine:
             written = writers.write_table_atomic(
-                engine, table, str(self.target_table), schema=self.target_schema or None, **options
+                engine, table, str(self.target_table), schema=self.target_schema or None, **writing
             )
         return {
-            "conn_id": params["target_conn"],
+            "conn_id": options.target_conn,
             "schema": self.target_schema or None,
             "table": self.target_table,
             "records": written,
         }
 
-    def _datafly(self, params: dict[str, Any]) -> tuple[Any, dict[str, Any] | None, Any]:
+    def _datafly(self, options: DataflyOptions) -> tuple[Any, dict[str, Any] | None, Any]:
         """Datafly on the staged file or database table: the result (``None`` when k cannot
         be reached), the best attempt's report when it cannot, the source's column types."""
         from reident_airflow.engine.datafly import datafly, infeasible_report
 
-        qis, k = params["qis"], params["k"]
+        qis, k = list(options.quasi_identifiers), options.k
         frame, types = self._read(qis)
-        hierarchies = resolve_hierarchies(params["hierarchies"], frame, qis, sep=self.hierarchy_sep)
+        hierarchies = resolve_hierarchies(options.hierarchies, frame, qis, sep=self.hierarchy_sep)
         self.log.info("Datafly on %s records, quasi-identifiers %s, k=%s", len(frame), qis, k)
         try:
-            result = datafly(frame, qis, hierarchies, k, params["limit"], self.log.info)
+            result = datafly(frame, qis, hierarchies, k, options.suppression_limit, self.log.info)
         except AnonymizationInfeasibleError as exc:
             return None, infeasible_report(exc, len(frame), k), types
         return result, None, types
+
+    # -- on a Spark connection (issue 18) --------------------------------------------------
+    def _check_spark_target(self, conn: Any) -> None:
+        """What only a Spark connection ``conn`` adds to the target checks (one target, never
+        the source table), before any reading: the target is written by the same session; a
+        path only where a rename is atomic, written as Parquet, by a classic session, and
+        never the source path."""
+        if self.target_conn_id and self.target_conn_id != self.conn_id:
+            raise ReidentConfigurationError(
+                f"the source is read by the Spark connection {self.conn_id!r}: its release is "
+                f"written by the same session, so target_conn_id must be it (or unset), not "
+                f"{self.target_conn_id!r}"
+            )
+        if not self.target_path:
+            return
+        if (conn.conn_type or "").lower() == "spark_connect":
+            raise ReidentConfigurationError(
+                f"connection {self.conn_id!r} is a Spark Connect server, which cannot rename a "
+                "path into place: write the release to a table (target_table)"
+            )
+        path = str(self.target_path)
+        scheme = path.split("://", 1)[0].lower() if "://" in path else ""
+        if scheme not in ATOMIC_RENAME_SCHEMES:
+            raise ReidentConfigurationError(
+                f"target_path on {scheme}:// cannot be swapped in atomically (its renames are "
+                "copies): write the release to a table (target_table), or to a local or hdfs:// "
+                "path"
+            )
+        if path.lower().endswith((".csv", ".tsv", ".txt")):
+            raise ReidentConfigurationError(
+                "a release written by Spark is a Parquet folder: name target_path without .csv"
+            )
+        if self.path and path.rstrip("/") == str(self.path).rstrip("/"):
+            raise ReidentConfigurationError(
+                "target_path is the source path: Datafly never overwrites its input"
+            )
+
+    def _datafly_on_spark(
+        self, options: DataflyOptions, session: Any
+    ) -> tuple[Any, dict[str, Any] | None]:
+        """Run Datafly on the staged table, read by the Spark ``session`` of the operator's
+        connection (:func:`~reident_airflow.operators.spark_table.spark_session`), on class
+        histograms Spark counts: the result (a
+        :class:`~reident_airflow.sources.spark_release_datafly.SparkDataflyResult`, its
+        release not yet computed), or ``None`` and the report of the best attempt when k
+        cannot be reached."""
+        from reident_airflow.engine.datafly import infeasible_report
+        from reident_airflow.sources.spark_release_datafly import datafly_spark
+
+        qis, k = list(options.quasi_identifiers), options.k
+        frame = read_spark_frame(self, session)
+
+        def distinct(column: str) -> list[Any]:
+            return [row[0] for row in frame.select(column).distinct().collect()]
+
+        hierarchies = resolve_hierarchies(
+            options.hierarchies, frame, qis, sep=self.hierarchy_sep, distinct=distinct
+        )
+        self.log.info("Datafly on Spark, quasi-identifiers %s, k=%s", qis, k)
+        try:
+            limit = options.suppression_limit
+            result = datafly_spark(frame, qis, hierarchies, k, limit, self.log.info)
+        except AnonymizationInfeasibleError as exc:
+            return None, infeasible_report(exc, int(frame.count()), k)
+        return result, None
+
+    def _write_spark_release(
+        self, result: Any, lock_timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Have Spark compute and write the release to the target; where it went and how
+        many records (the ``output`` of the report). ``lock_timeout``: how long a local
+        ``target_path`` waits for another run writing it (see
+        :func:`~reident_airflow.sources.spark_release_datafly.write_frame_path`)."""
+        from reident_airflow.sources.spark_release_datafly import (
+            write_release_path,
+            write_release_table,
+        )
+
+        if self.target_path:
+            if lock_timeout is None:
+                write_release_path(result, str(self.target_path))
+            else:
+                write_release_path(result, str(self.target_path), lock_timeout=lock_timeout)
+            return {"path": str(self.target_path), "records": result.released_records}
+        schema, table = self.target_schema, self.target_table
+        name = f"{schema}.{table}" if schema else str(table)
+        write_release_table(result, name)
+        return {
+            "conn_id": self.conn_id,
+            "schema": self.target_schema or None,
+            "table": self.target_table,
+            "records": result.released_records,
+        }
 
     def execute(self, context: Context) -> dict[str, Any]:
         from reident_airflow.operators.spark_table import spark_connection, spark_session
 
         conn = spark_connection(self.conn_id)
-        params = self._validated(conn)
+        options = self._validated(conn)
         if conn is None:
-            return self._run(context, params, None)
+            return self._run(context, options, None)
         with spark_session(str(self.conn_id), conn) as session:  # open until the release is written
-            return self._run(context, params, session)
+            return self._run(context, options, session)
 
-    def _run(self, context: Context, params: dict[str, Any], spark: Any) -> dict[str, Any]:
+    def _run(self, context: Context, options: DataflyOptions, spark: Any) -> dict[str, Any]:
         """Anonymize, then publish; ``spark``: the Spark session that reads the source."""
-        from reident_airflow.operators.datafly_spark import datafly_on_spark, write_spark_release
-
-        qis, k = params["qis"], params["k"]
+        qis, k = list(options.quasi_identifiers), options.k
         with self.input_errors():
             if spark is None:
-                result, infeasible, types = self._datafly(params)
+                result, infeasible, types = self._datafly(options)
             else:
-                result, infeasible = datafly_on_spark(self, params, spark)
+                result, infeasible = self._datafly_on_spark(options, spark)
         if infeasible is None:
             from reident_airflow.engine.datafly import empty_release_error, infeasible_report
 
@@ -345,9 +475,9 @@ class DataflyOperator(StagedTableOperator):
         )
         with self.input_errors():  # a lost connection keeps Airflow's retries
             if spark is None:
-                output = self._write(params, result.table, types)
+                output = self._write(options, result.table, types)
             else:
-                output = write_spark_release(self, result, params["lock_timeout"])
+                output = self._write_spark_release(result, options.lock_timeout)
         report: dict[str, Any] = result.to_dict()
         report["passed"] = True
         report["output"] = output

@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.direct_match import DEFAULT_TARGET, DirectMatchResult
-from reident_airflow.operators.base import BASE_FIELDS, ReidentOperator, check_paths
+from reident_airflow.operators.base import ReidentOperator, check_paths
 from reident_airflow.operators.params import parse_columns, parse_number
+from reident_airflow.operators.spark_table import read_spark_table, spark_session
 from reident_airflow.outcomes import ReidentConfigurationError
 
-__all__ = ["DirectMatchProtectionOperator"]
+__all__ = ["DirectMatchOptions", "DirectMatchProtectionOperator"]
+
+
+@dataclass(frozen=True)
+class DirectMatchOptions:
+    """The rendered ``key``, ``target`` and ``columns`` of a
+    :class:`DirectMatchProtectionOperator` run, checked once
+    (:meth:`DirectMatchProtectionOperator._validated`), as the counting functions take them."""
+
+    #: The column aligning the two tables (``None``: rows aligned by position, files only).
+    key: str | None
+    #: The lowest acceptable protection, in percent.
+    target: float
+    #: The columns scored (``None``: every column of both tables but the key).
+    columns: tuple[str, ...] | None
 
 
 class DirectMatchProtectionOperator(ReidentOperator):
@@ -37,8 +53,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
       rows are aligned by position.
     * a ``conn_id`` of the apache-spark provider (``spark`` or ``spark_connect``): the tables
       of its session's catalog or Parquet paths, joined on ``key`` (required) and counted by
-      Spark; only counts reach the driver
-      (:mod:`reident_airflow.operators.direct_match_spark`).
+      Spark (:func:`~reident_airflow.sources.spark_release.direct_match_spark`); only counts
+      reach the driver. Both sides are read by the same session, so ``avatar_conn_id`` is
+      the source's connection or unset.
 
     :param key: column of both tables identifying each record, unique in each; not scored.
     :param target: lowest acceptable protection, in percent. Default 50
@@ -80,7 +97,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
         "key",
         "target",
         "columns",
-        *BASE_FIELDS,
+        *ReidentOperator.template_fields,
     )
     ui_color = "#e4f0ff"
     check = "direct_match"
@@ -116,7 +133,18 @@ class DirectMatchProtectionOperator(ReidentOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.keep_arguments(locals())
+        self.key = key
+        self.target = target
+        self.columns = columns
+        self.conn_id = conn_id
+        self.schema = schema
+        self.original_table = original_table
+        self.original_path = original_path
+        self.sep = sep
+        self.avatar_conn_id = avatar_conn_id
+        self.avatar_schema = avatar_schema
+        self.avatar_table = avatar_table
+        self.avatar_path = avatar_path
 
     # -- work ------------------------------------------------------------------------------
     def _avatar_conn(self) -> str | None:
@@ -134,7 +162,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
             else (None, None, self.avatar_path),
         ]
 
-    def _validated(self, spark: Any = None) -> dict[str, Any]:
+    def _validated(self, spark: Any = None) -> DirectMatchOptions:
         """The parameters, checked (``spark``: the Spark connection of ``conn_id``, if any):
         ``key``, ``target`` and ``columns``, as the counting functions take them."""
         self.check_on_breach()
@@ -158,9 +186,7 @@ class DirectMatchProtectionOperator(ReidentOperator):
             raise ReidentConfigurationError("key must be a column name")
         key = key or None
         if spark is not None:
-            from reident_airflow.operators.direct_match_spark import check_spark_sides
-
-            check_spark_sides(self, key)
+            self._check_spark_sides(key)
         if key is None and (self.original_table or self.avatar_table):
             from reident_airflow.sources.direct_match_sql import NO_KEY_MESSAGE
 
@@ -176,7 +202,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
             [("report_path", self.report_path)],
             [("the original file", self.original_path), ("the avatar file", self.avatar_path)],
         )
-        return {"key": key, "target": target, "columns": columns}
+        return DirectMatchOptions(
+            key=key, target=target, columns=None if columns is None else tuple(columns)
+        )
 
     def _frame(
         self, table: str | None, path: str | None, conn_id: str | None, schema: Any
@@ -192,11 +220,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
         )
         return frame
 
-    def _compute(self, params: dict[str, Any], spark: Any = None) -> DirectMatchResult:
+    def _compute(self, options: DirectMatchOptions, spark: Any = None) -> DirectMatchResult:
         if spark is not None:
-            from reident_airflow.operators.direct_match_spark import direct_match_on_spark
-
-            return direct_match_on_spark(self, params, spark)
+            return self._direct_match_on_spark(options, spark)
         avatar_schema = self.avatar_schema or self.schema or None
         if (
             self.original_table
@@ -210,7 +236,9 @@ class DirectMatchProtectionOperator(ReidentOperator):
                     engine,
                     self.original_table,
                     self.avatar_table,
-                    **params,
+                    key=options.key,
+                    target=options.target,
+                    columns=options.columns,
                     schema=self.schema or None,
                     avatar_schema=avatar_schema,
                 )
@@ -220,15 +248,49 @@ class DirectMatchProtectionOperator(ReidentOperator):
         avatar = self._frame(
             self.avatar_table, self.avatar_path, self._avatar_conn(), avatar_schema
         )
-        return direct_match_protection(original, avatar, **params)
+        return direct_match_protection(
+            original, avatar, key=options.key, target=options.target, columns=options.columns
+        )
+
+    # -- on a Spark connection (issue 18) --------------------------------------------------
+    def _check_spark_sides(self, key: str | None) -> None:
+        """What a Spark connection can compare, checked before any reading: both sides read
+        by its session, aligned on a key."""
+        if self.avatar_conn_id and self.avatar_conn_id != self.conn_id:
+            raise ReidentConfigurationError(
+                f"the original is read by the Spark connection {self.conn_id!r}: the avatar is "
+                f"read by the same session, so avatar_conn_id must be it (or unset), not "
+                f"{self.avatar_conn_id!r}"
+            )
+        if key is None:
+            raise ReidentConfigurationError(
+                "on a Spark connection the records are aligned by a key column: give key=..."
+            )
+
+    def _direct_match_on_spark(self, options: DirectMatchOptions, conn: Any) -> DirectMatchResult:
+        """Column Direct Match Protection of the two sides (catalog tables or Parquet paths),
+        joined on the key and counted by the session of ``conn``: only counts reach the
+        driver."""
+        from reident_airflow.sources.spark_release import direct_match_spark
+
+        with spark_session(str(self.conn_id), conn) as session:
+            original = read_spark_table(
+                session, self.original_table, self.schema, self.original_path
+            )
+            avatar = read_spark_table(
+                session, self.avatar_table, self.avatar_schema or self.schema, self.avatar_path
+            )
+            return direct_match_spark(
+                original, avatar, key=options.key, target=options.target, columns=options.columns
+            )
 
     def execute(self, context: Context) -> dict[str, Any]:
         from reident_airflow.operators.spark_table import spark_connection
 
         spark = spark_connection(self.conn_id)
-        params = self._validated(spark)
+        options = self._validated(spark)
         with self.input_errors():
-            result = self._compute(params, spark)
+            result = self._compute(options, spark)
         from reident_airflow.engine.direct_match import direct_match_report
         from reident_airflow.summary import direct_match_summary
 

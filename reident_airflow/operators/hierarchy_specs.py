@@ -3,8 +3,6 @@ storage) or a builder made from the column's own values."""
 
 from __future__ import annotations
 
-import ast
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -13,10 +11,9 @@ import pandas as pd
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.hierarchies import Hierarchy
-from reident_airflow.operators.base import local_file
-from reident_airflow.outcomes import ReidentConfigurationError
+from reident_airflow.operators.params import local_file
 
-__all__ = ["HIERARCHY_BUILDERS", "hierarchy_files", "parse_mapping", "resolve_hierarchies"]
+__all__ = ["HIERARCHY_BUILDERS", "hierarchy_files", "resolve_hierarchies"]
 
 #: The ``"type"`` of a hierarchy spec given as a dict, and the keys each one takes.
 HIERARCHY_BUILDERS: dict[str, tuple[str, ...]] = {
@@ -25,24 +22,6 @@ HIERARCHY_BUILDERS: dict[str, tuple[str, ...]] = {
     "masking": ("mask_char", "steps"),
     "date": ("top",),
 }
-
-
-def parse_mapping(value: Any, field: str) -> dict[str, Any]:
-    """A rendered mapping: a dict, or its JSON (or Python literal) text."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, str):
-        text = value.strip()
-        for parse in (json.loads, ast.literal_eval):
-            try:
-                parsed = parse(text)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue
-            if isinstance(parsed, Mapping):
-                return dict(parsed)
-    raise ReidentConfigurationError(
-        f"{field} must be a mapping {{column: hierarchy}} (a dict, or its JSON text)"
-    )
 
 
 def hierarchy_files(specs: Mapping[str, Any]) -> list[tuple[str, str | None]]:

@@ -1,9 +1,16 @@
-"""Rendered operator parameters: templating turns lists and numbers into text, so each is
-converted back here with a message naming the parameter (never a record's value)."""
+"""Rendered operator parameters: templating turns lists, numbers and mappings into text, so
+each is converted back here with a message naming the parameter (never a record's value); and
+the local copy of a path parameter that names object storage (:func:`local_file`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ast
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from reident_airflow.engine.errors import InvalidInputError
@@ -14,8 +21,10 @@ from reident_airflow.outcomes import ReidentConfigurationError
 __all__ = [
     "ON_BREACH_CHOICES",
     "check_choice",
+    "local_file",
     "parse_columns",
     "parse_flag",
+    "parse_mapping",
     "parse_number",
 ]
 
@@ -64,3 +73,38 @@ def parse_flag(value: Any, field: str) -> bool:
         return flag_value(value, field)
     except InvalidInputError as exc:  # a configuration error of the task: no retries
         raise ReidentConfigurationError(str(exc)) from exc
+
+
+def parse_mapping(value: Any, field: str) -> dict[str, Any]:
+    """A rendered mapping: a dict, or its JSON (or Python literal) text."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        text = value.strip()
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                parsed = parse(text)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(parsed, Mapping):
+                return dict(parsed)
+    raise ReidentConfigurationError(
+        f"{field} must be a mapping {{column: hierarchy}} (a dict, or its JSON text)"
+    )
+
+
+@contextmanager
+def local_file(path: str) -> Iterator[Path]:
+    """A local path for ``path``; object-storage URLs are streamed to a temporary file."""
+    if "://" not in path:
+        yield Path(path)
+        return
+    from reident_airflow._compat import ObjectStoragePath
+
+    remote = ObjectStoragePath(path)
+    suffix = "".join(Path(remote.name).suffixes)
+    with tempfile.TemporaryDirectory(prefix="reident-") as tmp:
+        target = Path(tmp) / f"staged{suffix}"
+        with remote.open("rb") as src, target.open("wb") as dst:  # type: ignore[no-untyped-call]
+            shutil.copyfileobj(src, dst, length=1 << 20)
+        yield target

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
@@ -14,29 +15,24 @@ from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import Assessment, assess
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.options import AssessmentOptions, Thresholds
-from reident_airflow.operators.base import (
-    BASE_FIELDS,
-    STAGED_FIELDS,
-    StagedTableOperator,
-    check_paths,
-    local_file,
-)
-from reident_airflow.operators.hierarchy_specs import hierarchy_files, parse_mapping
-from reident_airflow.operators.params import parse_flag
-from reident_airflow.operators.risk_outcome import (
-    AdviceFound,
-    advice_sentence,
-    staged_advice,
-    staged_fingerprint,
-    warning_lines,
-)
+from reident_airflow.operators.base import StagedTableOperator, check_paths
+from reident_airflow.operators.hierarchy_specs import hierarchy_files
+from reident_airflow.operators.params import local_file, parse_flag, parse_mapping
 from reident_airflow.operators.spark_table import check_spark_staged
 from reident_airflow.outcomes import ReidentConfigurationError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from reident_airflow.engine.advice import BreachAdvice
 
 __all__ = ["GATE_FIELDS", "ReidentificationRiskOperator"]
 
 #: The gate's limits; each has a warning level ``warn_<name>``.
 GATE_FIELDS = tuple(f.name for f in fields(Thresholds))
+
+#: The advice on a k breach and the QIs no hierarchy was found for.
+AdviceFound = tuple["BreachAdvice", tuple[str, ...]]
 
 
 class ReidentificationRiskOperator(StagedTableOperator):
@@ -156,14 +152,13 @@ class ReidentificationRiskOperator(StagedTableOperator):
     )
 
     template_fields: Sequence[str] = (
-        *STAGED_FIELDS,
         *OPTION_FIELDS,
-        *BASE_FIELDS,
         "memory_limit",
         "hierarchies",
         "hierarchy_sep",
         "advice",
         "fingerprint",
+        *StagedTableOperator.template_fields,
     )
     #: The one option read by name here (the others go through :meth:`_options`).
     population_table: str | None
@@ -215,7 +210,36 @@ class ReidentificationRiskOperator(StagedTableOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
-        self.keep_arguments(locals())
+        self.quasi_identifiers = quasi_identifiers
+        self.record_threshold = record_threshold
+        self.population_size = population_size
+        self.sampling_fraction = sampling_fraction
+        self.region = region
+        self.population_table = population_table
+        self.preset = preset
+        self.max_highest_risk = max_highest_risk
+        self.max_average_risk = max_average_risk
+        self.max_records_at_risk = max_records_at_risk
+        self.min_k = min_k
+        self.warn_max_highest_risk = warn_max_highest_risk
+        self.warn_max_average_risk = warn_max_average_risk
+        self.warn_max_records_at_risk = warn_max_records_at_risk
+        self.warn_min_k = warn_min_k
+        self.weight = weight
+        self.sensitive = sensitive
+        self.recursive_c = recursive_c
+        self.suda = suda
+        self.max_global_risk = max_global_risk
+        self.min_l = min_l
+        self.warn_max_global_risk = warn_max_global_risk
+        self.warn_min_l = warn_min_l
+        self.max_subset_size = max_subset_size
+        self.rank_attributes = rank_attributes
+        self.memory_limit = memory_limit
+        self.hierarchies = hierarchies
+        self.hierarchy_sep = hierarchy_sep
+        self.advice = advice
+        self.fingerprint = fingerprint
 
     # -- work ------------------------------------------------------------------------------
     def _options(self, *, spark: bool = False) -> AssessmentOptions:
@@ -326,11 +350,108 @@ class ReidentificationRiskOperator(StagedTableOperator):
             result, table = self._assess(options)
             found = None
             if self.advice:
-                found = staged_advice(self, result, table, self._hierarchy_specs())
+                found = self._staged_advice(result, table, self._hierarchy_specs())
             report = result.to_dict()
             report["advice"] = None if found is None else found[0].to_dict()
-            report["input"] = staged_fingerprint(self, result) if self.fingerprint else None
+            report["input"] = self._staged_fingerprint(result) if self.fingerprint else None
         return result, found, report
+
+    # -- what the operator adds to an assessment once it is computed (issue 19), as
+    # ``reident assess`` does (:mod:`reident_airflow.commands.assess_outcome`): the advice
+    # after a breach of ``min_k`` and the fingerprint of the staged table. A file in object
+    # storage is downloaded once for the assessment, the advice and the fingerprint
+    # (:meth:`staged_once`), hashed as downloaded and named by its URL. Aggregates only.
+    def _staged_advice(
+        self,
+        result: Assessment,
+        table: ClassSizes | ClassTable,
+        specs: Mapping[str, Any],
+    ) -> AdviceFound | None:
+        """The advice when ``result`` breached ``min_k`` (``None`` otherwise): the staged table
+        read again where it is -- its class table where the data is, then its QI columns
+        alone for Datafly -- with ``specs`` the rendered ``hierarchies`` (specs of
+        :mod:`~reident_airflow.operators.hierarchy_specs`), else the bundled ones
+        (:func:`~reident_airflow.sources.advice.advise_on_breach`)."""
+        limit = result.thresholds.min_k
+        if limit is None or result.k >= limit:
+            return None
+        qis = result.quasi_identifiers
+        memory = self.memory_limit or None
+
+        def from_file(local: Path) -> AdviceFound | None:
+            from reident_airflow.sources.files import class_table_from_file
+            from reident_airflow.sources.tables import read_file_frame
+
+            return self._advise(
+                result,
+                table,
+                lambda: class_table_from_file(local, qis, sep=self.sep, memory_limit=memory),
+                lambda: read_file_frame(local, sep=self.sep, categorical=qis, columns=qis),
+                specs,
+            )
+
+        def from_engine(engine: Engine) -> AdviceFound | None:
+            from reident_airflow.sources.sql import class_table_from_sql
+            from reident_airflow.sources.tables import read_sql_frame
+
+            where = self.staged_query(engine)
+            return self._advise(
+                result,
+                table,
+                lambda: class_table_from_sql(engine, qis, **where),
+                lambda: read_sql_frame(engine, **where, columns=qis)[0],
+                specs,
+            )
+
+        return self.read_table(from_file, from_engine)
+
+    def _advise(
+        self,
+        result: Assessment,
+        table: ClassSizes | ClassTable,
+        class_table: Callable[[], ClassTable],
+        rows: Callable[[], pd.DataFrame],
+        specs: Mapping[str, Any],
+    ) -> AdviceFound | None:
+        """The advice, the rows read once: first when a hierarchy spec is built from them."""
+        from reident_airflow.operators.hierarchy_specs import resolve_hierarchies
+        from reident_airflow.sources.advice import AdviceInputs, advise_on_breach
+
+        qis = list(result.quasi_identifiers)
+        frame: list[pd.DataFrame] = []
+
+        def once() -> pd.DataFrame:
+            if not frame:
+                frame.append(rows())
+            return frame[0]
+
+        hierarchies = {}
+        if specs:
+            given = {c: s for c, s in specs.items() if c in qis}
+            built = any(isinstance(s, Mapping) and s.get("type") != "arx" for s in given.values())
+            import pandas as pd
+
+            source = once() if built else pd.DataFrame(columns=qis)
+            hierarchies = resolve_hierarchies(given, source, qis, sep=self.hierarchy_sep)
+        inputs = AdviceInputs(class_table=class_table, rows=once, hierarchies=hierarchies)
+        return advise_on_breach(result, table, inputs)
+
+    def _staged_fingerprint(self, result: Assessment) -> dict[str, Any]:
+        """The assessment's ``"input"`` object for the staged table: the file's SHA-256, size
+        and row count, or the table's (or query's) row count and snapshot
+        (:mod:`reident_airflow.sources.fingerprint`)."""
+        from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
+
+        def from_file(local: Path) -> dict[str, Any]:
+            found = fingerprint_file(local, rows=result.records + result.excluded_records)
+            if str(local) != str(self.path):  # a download: named by its URL
+                found = dataclasses.replace(found, location=str(self.path))
+            return found.to_dict()
+
+        def from_engine(engine: Engine) -> dict[str, Any]:
+            return fingerprint_sql(engine, **self.staged_query(engine)).to_dict()
+
+        return self.read_table(from_file, from_engine)
 
     def _assess_spark(
         self, options: AssessmentOptions, conn: Any
@@ -424,3 +545,24 @@ class ReidentificationRiskOperator(StagedTableOperator):
             f"(quasi-identifiers: {', '.join(result.quasi_identifiers)}; k = {result.k}; "
             f"{result.records} records): {parts}"
         )
+
+
+def warning_lines(result: Assessment) -> list[str]:
+    """One log line per warning level crossed:
+    ``warning level crossed: k = 3 (limit: at least 5); the release goes ahead``."""
+    return [
+        f"warning level crossed: {w.describe()}; the release goes ahead" for w in result.warnings
+    ]
+
+
+def advice_sentence(found: AdviceFound) -> str:
+    """The advice as one paragraph; names the QIs that had no hierarchy."""
+    advice, missing = found
+    text = advice.describe()
+    if missing:
+        names = ", ".join(repr(m) for m in missing)
+        text += (
+            f" No Datafly outlook: no hierarchy (or none that covers the data) for {names}; "
+            "give one in the operator's hierarchies."
+        )
+    return text

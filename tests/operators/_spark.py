@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -21,7 +20,7 @@ from reident_airflow.sources.files import read_columns
 from tests.conftest import oracle_data
 from tests.spark.sessions import JVM_OPTIONS, SHUFFLE_PARTITIONS, ConnectServer
 
-__all__ = ["ADULT_COLUMNS", "CONNECT_CONN_ID", "CONN_ID", "SPARK_CONF", "PushedTI"]
+__all__ = ["ADULT_COLUMNS", "CONNECT_CONN_ID", "CONN_ID", "SPARK_CONF"]
 
 #: Adult's columns in the Parquet file: the risk tests' QIs and Datafly's.
 ADULT_COLUMNS = ["sex", "age", "race", "marital-status", "native-country", "education"]
@@ -35,16 +34,6 @@ SPARK_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.extraJavaOptions": JVM_OPTIONS,
 }
-
-
-class PushedTI:
-    """Collects what the operator pushes to XCom (the only context it uses)."""
-
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 def adult_parquet_fixture(factory: pytest.TempPathFactory) -> Path:

@@ -23,16 +23,9 @@ from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError
 from tests.conftest import IN_CI, require_server
+from tests.operators._fakes import PushedTI, make_operator
 
 PASSWORD = "s3cret-pw-" + uuid.uuid4().hex[:6]
-
-
-class _TI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 def _set_conn(monkeypatch: pytest.MonkeyPatch, conn_id: str, **fields: Any) -> None:
@@ -81,8 +74,8 @@ def pg_table() -> Iterator[str]:
 
 
 def _risk_op(conn_id: str, table: str) -> ReidentificationRiskOperator:
-    return ReidentificationRiskOperator(
-        task_id=f"t_{uuid.uuid4().hex[:6]}",
+    return make_operator(
+        ReidentificationRiskOperator,
         conn_id=conn_id,
         table=table,
         quasi_identifiers=["sex", "age"],
@@ -93,7 +86,7 @@ def _risk_op(conn_id: str, table: str) -> ReidentificationRiskOperator:
 # ------------------------------------------------------------- machine's PostgreSQL (ssl = off)
 def test_plain_connection_still_works(monkeypatch: pytest.MonkeyPatch, pg_table: str) -> None:
     _pg_conn(monkeypatch, "reident_pg_plain", connect_timeout=5, application_name="reident")
-    result = _risk_op("reident_pg_plain", pg_table).execute({"ti": _TI()})  # type: ignore[arg-type]
+    result = _risk_op("reident_pg_plain", pg_table).execute({"ti": PushedTI()})  # type: ignore[arg-type]
     assert result["passed"] is True
     assert _ssl_in_use(sqlalchemy_engine("reident_pg_plain")) is False
 
@@ -104,7 +97,7 @@ def test_sslmode_require_fails_against_server_without_tls(
     """Before: the extra was dropped and the task connected in clear text."""
     _pg_conn(monkeypatch, "reident_pg_require", sslmode="require")
     with pytest.raises(Exception) as info:
-        _risk_op("reident_pg_require", pg_table).execute({"ti": _TI()})  # type: ignore[arg-type]
+        _risk_op("reident_pg_require", pg_table).execute({"ti": PushedTI()})  # type: ignore[arg-type]
     assert isinstance(info.value, ReidentConfigurationError | sa.exc.OperationalError)
     text = "".join(str(e) for e in (info.value, info.value.__cause__, info.value.__context__))
     assert PASSWORD not in text
@@ -130,7 +123,7 @@ def test_unknown_extra_fails_instead_of_being_ignored(
 ) -> None:
     _pg_conn(monkeypatch, "reident_pg_unknown", **extra)
     with pytest.raises(ReidentConfigurationError, match="cannot be honoured") as info:
-        _risk_op("reident_pg_unknown", "t").execute({"ti": _TI()})  # type: ignore[arg-type]
+        _risk_op("reident_pg_unknown", "t").execute({"ti": PushedTI()})  # type: ignore[arg-type]
     assert PASSWORD not in str(info.value)
 
 
@@ -390,7 +383,7 @@ def test_tls_cluster_honours_sslmode(
         conn.exec_driver_sql("CREATE TABLE t (sex text, age int)")
         conn.exec_driver_sql("INSERT INTO t VALUES ('m', 30), ('m', 30)")
     admin.dispose()
-    result = _risk_op("reident_tls_op", "t").execute({"ti": _TI()})  # type: ignore[arg-type]
+    result = _risk_op("reident_tls_op", "t").execute({"ti": PushedTI()})  # type: ignore[arg-type]
     assert result["passed"] is True
 
 

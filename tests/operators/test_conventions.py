@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +23,12 @@ from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.report_link import ReidentReportLink, report_url
 from reident_airflow.outcomes import ReidentConfigurationError
 from tests.conftest import require_server
+from tests.operators._fakes import PushedTI, make_operator
 
 OPERATORS = [ReidentificationRiskOperator, DataflyOperator, DirectMatchProtectionOperator]
 
 #: Parameters that cannot be templated (none today).
 NOT_TEMPLATED: set[str] = set()
-
-
-class _TI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 @pytest.mark.parametrize("cls", OPERATORS, ids=lambda c: c.__name__)
@@ -71,7 +63,7 @@ def test_every_parameter_is_templated(cls: type[ReidentOperator]) -> None:
     "cls", [*OPERATORS, StagedTableOperator, ReidentOperator], ids=lambda c: c.__name__
 )
 def test_kept_parameters_are_declared_as_given(cls: type[ReidentOperator]) -> None:
-    """``keep_arguments`` stores a parameter as given: the attribute the class declares for it
+    """``__init__`` stores a parameter as given: the attribute the class declares for it
     has the parameter's type, and each parameter stored is one the class or a base declares."""
     declared = {
         k: v
@@ -118,10 +110,7 @@ def partitioned(tmp_path: Path) -> sa.Engine:
 
 
 def _risk(engine: sa.Engine, **kwargs: Any) -> ReidentificationRiskOperator:
-    kwargs = {"conn_id": "x", **kwargs}
-    op = ReidentificationRiskOperator(task_id=f"t_{uuid.uuid4().hex[:6]}", **kwargs)
-    op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
-    return op
+    return make_operator(ReidentificationRiskOperator, engine, **{"conn_id": "x", **kwargs})
 
 
 def test_where_gates_one_partition(partitioned: sa.Engine) -> None:
@@ -132,11 +121,11 @@ def test_where_gates_one_partition(partitioned: sa.Engine) -> None:
         quasi_identifiers="age,sex",
         min_k=1,
     )
-    report = op.execute({"ti": _TI()})
+    report = op.execute({"ti": PushedTI()})
     # 2026-01-02: (40, f) x2 and (41, m) x1: 3 records, 2 classes, k = 1
     assert (report["records"], report["classes"], report["k"]) == (3, 2, 1)
     whole = _risk(partitioned, table="release-2026", quasi_identifiers="age,sex", min_k=1)
-    assert whole.execute({"ti": _TI()})["records"] == 6
+    assert whole.execute({"ti": PushedTI()})["records"] == 6
 
 
 @pytest.mark.parametrize(
@@ -145,7 +134,7 @@ def test_where_gates_one_partition(partitioned: sa.Engine) -> None:
 def test_where_needs_a_table(partitioned: sa.Engine, where_with: dict[str, Any]) -> None:
     op = _risk(partitioned, where="day = '2026-01-02'", quasi_identifiers="age", **where_with)
     with pytest.raises(ReidentConfigurationError, match="where filters a table"):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
 
 
 def test_database_overrides_the_connections(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -199,7 +188,7 @@ def test_report_url_from_airflow_configuration(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_report_location_and_url_in_xcom(tmp_path: Path, partitioned: sa.Engine) -> None:
-    ti = _TI()
+    ti = PushedTI()
     op = _risk(
         partitioned,
         table="release-2026",

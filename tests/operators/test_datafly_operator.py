@@ -20,17 +20,10 @@ from reident_airflow.operators.datafly import DataflyOperator, resolve_hierarchi
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from reident_airflow.sources import writers
 from tests.conftest import oracle_data, require_server
+from tests.operators._fakes import PushedTI, make_operator
 
 QIS = ["sex", "age", "race"]
 HIERARCHIES = {q: str(oracle_data(f"adult_hierarchy_{q}.csv")) for q in QIS}
-
-
-class _TI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 def _operator(engine: sa.Engine | None = None, **kwargs: Any) -> DataflyOperator:
@@ -41,10 +34,7 @@ def _operator(engine: sa.Engine | None = None, **kwargs: Any) -> DataflyOperator
         "hierarchies": HIERARCHIES,
     }
     options.update(kwargs)
-    op = DataflyOperator(task_id=f"t_{uuid.uuid4().hex[:6]}", **options)
-    if engine is not None:
-        op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
-    return op
+    return make_operator(DataflyOperator, engine, **options)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +73,7 @@ def _k_of(frame: pd.DataFrame) -> int:
 
 def test_table_to_table(staged: tuple[sa.Engine, str], adult: pd.DataFrame) -> None:
     engine, name = staged
-    ti = _TI()
+    ti = PushedTI()
     target = f"{name}_anon"
     report = _operator(engine, conn_id="staging", table=name, target_table=target).execute(
         {"ti": ti}
@@ -193,7 +183,7 @@ def test_infeasible_fails_without_retries_and_writes_nothing(tmp_path: Path) -> 
     source.write_bytes(oracle_data("adult.csv").read_bytes())
     target = tmp_path / "anon.csv"
     target.write_text("previous release\n", encoding="utf-8")
-    ti = _TI()
+    ti = PushedTI()
     op = _operator(
         path=str(source),
         sep=";",
@@ -270,7 +260,7 @@ def test_hostile_values_fail_clearly(kwargs: dict[str, Any], message: str, tmp_p
     options = {"conn_id": "staging", "table": "staged", **kwargs}
     op = _operator(engine, **options)
     with pytest.raises(ReidentConfigurationError, match=message.replace("*", r"\*")):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     assert sa.inspect(engine).get_table_names() == ["staged"]  # nothing written
     engine.dispose()
 
@@ -319,5 +309,5 @@ def test_write_errors_fail_now_only_when_a_retry_fails_alike(
     )
     expected = ReidentConfigurationError if deterministic else writers.TableWriteError
     with pytest.raises(expected) as info:
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     assert isinstance(info.value, AirflowFailException) is deterministic

@@ -25,7 +25,8 @@ from reident_airflow.engine.datafly import datafly
 from reident_airflow.operators.datafly import DataflyOperator, resolve_hierarchies
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from tests.conftest import oracle_data
-from tests.operators._spark import ADULT_COLUMNS, PushedTI
+from tests.operators._fakes import PushedTI, make_operator
+from tests.operators._spark import ADULT_COLUMNS
 
 QIS = ["sex", "age", "race"]
 ARX = {q: str(oracle_data(f"adult_hierarchy_{q}.csv")) for q in QIS}
@@ -44,7 +45,7 @@ def adult() -> pd.DataFrame:
 def _operator(conn_id: str, **kwargs: Any) -> DataflyOperator:
     options: dict[str, Any] = {"quasi_identifiers": QIS, "k": 5, "hierarchies": ARX}
     options.update(kwargs)
-    return DataflyOperator(task_id=f"t_{uuid.uuid4().hex[:6]}", conn_id=conn_id, **options)
+    return make_operator(DataflyOperator, conn_id=conn_id, **options)
 
 
 def _expected(adult: pd.DataFrame, specs: dict[str, Any]) -> Any:

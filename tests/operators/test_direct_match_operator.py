@@ -23,35 +23,11 @@ from reident_airflow.outcomes import ReidentConfigurationError, Reidentification
 from tests.cli.test_direct_match_cli import BAD, adult_pair, to_database
 from tests.conftest import require_server
 from tests.operators._dags import server_conn
-
-
-class _TI:
-    """Collects what the operator pushes to XCom (the only context it uses)."""
-
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
-
-
-def _context(ti: _TI | None = None) -> Any:
-    """The task context the operator uses: only ``ti`` (typed loosely for the fake)."""
-    return {"ti": ti if ti is not None else _TI()}
+from tests.operators._fakes import PushedTI, context, make_operator
 
 
 def _operator(engine: sa.Engine | None = None, **kwargs: Any) -> DirectMatchProtectionOperator:
-    op = DirectMatchProtectionOperator(task_id=f"t_{uuid.uuid4().hex[:6]}", **kwargs)
-    if engine is not None:
-        seen: list[str] = []
-
-        def get_engine(conn_id: str) -> sa.Engine:  # the test seam
-            seen.append(conn_id)
-            return engine
-
-        op.get_engine = get_engine  # type: ignore[method-assign]
-        op.engines_asked = seen
-    return op
+    return make_operator(DirectMatchProtectionOperator, engine, **kwargs)
 
 
 def _cli_json(*argv: str) -> dict[str, Any]:
@@ -94,12 +70,12 @@ def test_pushdown_equals_cli_on_csv_and_breach_carries_the_report(
 ) -> None:
     engine, original, avatar = adult_pg
     expected = _cli_json(*adult_files, "--sep", ";", "--key", "id")
-    ti = _TI()
+    ti = PushedTI()
     op = _operator(
         engine, conn_id="staging", original_table=original, avatar_table=avatar, key="id"
     )
     with pytest.raises(ReidentificationBreach) as info:
-        op.execute(_context(ti))
+        op.execute(context(ti))
     exc = info.value
     assert exc.check == "direct_match"
     assert exc.report == expected == ti.pushed["return_value"]
@@ -126,14 +102,14 @@ def test_two_connections_read_into_pandas_with_the_same_json(
         key="id",
         on_breach="warn",
     )
-    assert op.execute(_context()) == expected
+    assert op.execute(context()) == expected
     assert op.engines_asked == ["warehouse", "release"]  # type: ignore[attr-defined]
     # a table against a file
     op = _operator(
         engine, conn_id="w", original_table=original, avatar_path=adult_files[1], sep=";",
         key="id", on_breach="warn",
     )  # fmt: skip
-    assert op.execute(_context()) == expected
+    assert op.execute(context()) == expected
 
 
 def test_files_and_object_storage(adult_files: tuple[str, str]) -> None:
@@ -142,8 +118,8 @@ def test_files_and_object_storage(adult_files: tuple[str, str]) -> None:
         original_path=adult_files[0], avatar_path=f"file://{adult_files[1]}", sep=";",
         key="id", target="0",
     )  # fmt: skip
-    ti = _TI()
-    assert op.execute(_context(ti)) == expected == ti.pushed["return_value"]
+    ti = PushedTI()
+    assert op.execute(context(ti)) == expected == ti.pushed["return_value"]
     assert expected["passed"] is True and expected["breaches"] == []
 
 
@@ -154,13 +130,13 @@ def test_on_breach_skip_and_warn(tmp_path: Path, capsys: pytest.CaptureFixture[s
     # v: m = 3, u = 4 -> 100 * (1 - 12/16) = 25; w: m = 4, u = 1 -> 75
     paths: dict[str, Any] = {"original_path": str(o), "avatar_path": str(a)}
     with pytest.raises(AirflowSkipException, match="protection = 25"):
-        _operator(on_breach="skip", **paths).execute(_context())
-    report = _operator(on_breach="warn", **paths).execute(_context())
+        _operator(on_breach="skip", **paths).execute(context())
+    report = _operator(on_breach="warn", **paths).execute(context())
     assert report["protection"] == 25.0 and report["below_target"] == ["v"]
     logged = capsys.readouterr()
     assert "on_breach='warn': the task succeeds" in logged.out + logged.err
-    assert _operator(target="25", **paths).execute(_context())["passed"] is True
-    report = _operator(columns="w", **paths).execute(_context())
+    assert _operator(target="25", **paths).execute(context())["passed"] is True
+    report = _operator(columns="w", **paths).execute(context())
     assert [c["column"] for c in report["columns"]] == ["w"] and report["passed"] is True
 
 
@@ -215,9 +191,9 @@ def test_bad_input_fails_the_task_with_the_engines_message(
     tables, message = BAD[case]
     kwargs = put(tables)
     op = _operator(kwargs.pop("engine", None), key="id", **kwargs)
-    ti = _TI()
+    ti = PushedTI()
     with pytest.raises(ReidentConfigurationError) as info:
-        op.execute(_context(ti))
+        op.execute(context(ti))
     assert str(info.value) == message
     assert ti.pushed == {}  # nothing to report
 
@@ -259,7 +235,7 @@ def test_hostile_and_bad_parameters_fail_clearly_and_execute_nothing(
 ) -> None:
     op = _operator(sqlite_with_victim, **{**_TABLES, **kwargs})
     with pytest.raises(ReidentConfigurationError) as info:
-        op.execute(_context())
+        op.execute(context())
     assert message in str(info.value)
     assert {"x", "staged"} <= set(sa.inspect(sqlite_with_victim).get_table_names())
     with sqlite_with_victim.connect() as conn:
@@ -269,7 +245,7 @@ def test_hostile_and_bad_parameters_fail_clearly_and_execute_nothing(
 def test_self_comparison_on_sqlite(sqlite_with_victim: sa.Engine) -> None:
     # a table against itself: every value matches; a: m = u = 3 -> 0
     op = _operator(sqlite_with_victim, **_TABLES, on_breach="warn")
-    report = op.execute(_context())
+    report = op.execute(context())
     assert report["columns"] == [
         {"column": "a", "protection": 0.0, "matches": 3, "distinct_avatar_values": 3}
     ]
@@ -279,7 +255,7 @@ def test_connection_errors_are_left_to_retries() -> None:
     engine = sa.create_engine("postgresql+psycopg2://postgres@127.0.0.1:1/none")
     op = _operator(engine, **_TABLES)
     with pytest.raises(sa.exc.OperationalError):
-        op.execute(_context())
+        op.execute(context())
 
 
 # --- templated parameters: rendered, then validated; a real Airflow connection ---------------
@@ -309,7 +285,7 @@ def test_templates_render_then_run_on_an_airflow_connection(
     op.render_template_fields({"params": params})
     assert (op.original_table, op.target, op.conn_id) == (original, "50", "reident_dm")
     with pytest.raises(ReidentificationBreach) as info:
-        op.execute(_context())
+        op.execute(context())
     assert isinstance(info.value, AirflowFailException)  # no retries for a breach
     assert info.value.report["below_target"] == ["code"]
 
@@ -324,7 +300,7 @@ def test_templates_render_then_run_on_an_airflow_connection(
             target="{{ params.target }}",
         )
     op.render_template_fields({"params": {"key": "id", "cols": "sex,age,race", "target": "0"}})
-    report = op.execute(_context())
+    report = op.execute(context())
     assert [c["column"] for c in report["columns"]] == ["race", "sex", "age"]  # ranked
     assert report["passed"] is True and report["target"] == 0.0
 
@@ -334,10 +310,10 @@ def test_report_path_writes_the_html_report_and_pushes_its_location(tmp_path: Pa
     o.write_text("v,w\n1,k\n2,k\n3,k\n4,k\n", encoding="utf-8")
     a.write_text("v,w\n1,k\n2,k\n3,k\n9,k\n", encoding="utf-8")
     target = tmp_path / "reports" / "dm.html"
-    ti = _TI()
+    ti = PushedTI()
     report = _operator(
         original_path=str(o), avatar_path=str(a), on_breach="warn", report_path=str(target)
-    ).execute(_context(ti))
+    ).execute(context(ti))
     assert report["protection"] == 25.0  # hand-computed in test_on_breach_skip_and_warn
     assert ti.pushed["report_location"] == str(target)
     assert "BREACHED" in target.read_text(encoding="utf-8")

@@ -7,7 +7,6 @@ what Spark cannot align is refused before any reading.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from tests.engine.test_direct_match import MIXED_AVATAR, MIXED_EXPECTED, MIXED_ORIGINAL
-from tests.operators._spark import PushedTI
+from tests.operators._fakes import PushedTI, make_operator
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +28,8 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _operator(conn_id: str | None, tables: tuple[Path, Path], **kwargs: Any) -> Any:
-    return DirectMatchProtectionOperator(
-        task_id=f"t_{uuid.uuid4().hex[:6]}",
+    return make_operator(
+        DirectMatchProtectionOperator,
         conn_id=conn_id,
         original_path=str(tables[0]),
         avatar_path=str(tables[1]),

@@ -22,17 +22,10 @@ from reident_airflow.operators.datafly import DataflyOperator
 from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
+from tests.operators._fakes import PushedTI
 
 ROWS = "zip,sex,age\n10001,F,30\n10001,F,30\n10002,M,41\n10002,M,41\n10003,F,52\n"
 SEX_HIERARCHY = "F;*\nM;*\n"
-
-
-class _TI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 def _files(tmp_path: Path) -> dict[str, Path]:
@@ -71,7 +64,7 @@ def _datafly(files: dict[str, Path], **kwargs: Any) -> DataflyOperator:
 def test_risk_report_path_over_the_staged_file_is_refused(tmp_path: Path) -> None:
     files = _files(tmp_path)
     with pytest.raises(ReidentConfigurationError, match=r"report_path .* is the source file"):
-        _risk(files, files["data"]).execute({"ti": _TI()})
+        _risk(files, files["data"]).execute({"ti": PushedTI()})
     _unchanged(files)
 
 
@@ -80,7 +73,7 @@ def test_risk_report_path_through_a_link_is_refused(tmp_path: Path) -> None:
     link = tmp_path / "report.html"
     os.link(files["data"], link)  # a hard link: another name for the data file
     with pytest.raises(ReidentConfigurationError, match="is the source file"):
-        _risk(files, link).execute({"ti": _TI()})
+        _risk(files, link).execute({"ti": PushedTI()})
     _unchanged(files)
 
 
@@ -88,7 +81,7 @@ def test_risk_report_path_that_cannot_be_written_fails_before_any_work(tmp_path:
     files = _files(tmp_path)
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the report's directory should be\n")
-    ti = _TI()
+    ti = PushedTI()
     with pytest.raises(ReidentConfigurationError, match="report_path"):
         _risk(files, blocker / "report.html").execute({"ti": ti})
     assert ti.pushed == {}  # nothing was computed, nothing pushed
@@ -107,7 +100,7 @@ def test_direct_match_report_path_over_an_input_is_refused(tmp_path: Path) -> No
             report_path=str(over),
         )
         with pytest.raises(ReidentConfigurationError, match="report_path"):
-            op.execute({"ti": _TI()})
+            op.execute({"ti": PushedTI()})
     _unchanged(files)
     assert avatar.read_text() == ROWS
 
@@ -127,7 +120,7 @@ def test_datafly_outputs_over_inputs_are_refused(
     files = _files(tmp_path)
     op = _datafly(files, **{flag: str(files[name]) for flag, name in outputs.items()})
     with pytest.raises(ReidentConfigurationError, match=message):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     _unchanged(files)
 
 
@@ -139,7 +132,7 @@ def test_datafly_hierarchy_given_as_a_spec_is_an_input_too(tmp_path: Path) -> No
         report_path=str(files["sex"]),
     )
     with pytest.raises(ReidentConfigurationError, match="hierarchy file of sex"):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     _unchanged(files)
 
 
@@ -147,7 +140,7 @@ def test_datafly_report_and_target_on_the_same_file_are_refused(tmp_path: Path) 
     files = _files(tmp_path)
     same = str(tmp_path / "out.csv")
     with pytest.raises(ReidentConfigurationError, match="name the same file"):
-        _datafly(files, target_path=same, report_path=same).execute({"ti": _TI()})
+        _datafly(files, target_path=same, report_path=same).execute({"ti": PushedTI()})
     assert not Path(same).exists()
     _unchanged(files)
 
@@ -155,7 +148,7 @@ def test_datafly_report_and_target_on_the_same_file_are_refused(tmp_path: Path) 
 def test_datafly_breach_carries_the_report_location(tmp_path: Path) -> None:
     files = _files(tmp_path)
     report = tmp_path / "reports" / "datafly.html"
-    ti = _TI()
+    ti = PushedTI()
     # age without generalisation: the one record aged 52 stays alone, and none may be
     # suppressed, so k = 2 cannot be reached
     op = _datafly(

@@ -15,6 +15,7 @@ from reident_airflow.operators.report_link import ReidentReportLink, linkable, r
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError
 from tests.conftest import ensure_airflow_db
+from tests.operators._fakes import PushedTI
 
 BAD_BASES = [
     "javascript:alert(document.cookie)//",
@@ -26,14 +27,6 @@ BAD_BASES = [
     "intranet.example.org/r/",
     "ftp://intranet.example.org/r/",
 ]
-
-
-class _TI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 @pytest.fixture
@@ -73,7 +66,7 @@ def test_a_base_url_that_is_not_http_is_refused_before_anything_runs(
 ) -> None:
     ensure_airflow_db()
     for op in _operators(csv, tmp_path, base):
-        ti = _TI()
+        ti = PushedTI()
         with pytest.raises(ReidentConfigurationError, match="report_base_url must be") as info:
             op.execute({"ti": ti})
         message = str(info.value)
@@ -93,7 +86,7 @@ def test_a_templated_base_url_is_checked_once_rendered(csv: Path, tmp_path: Path
     )
     op.render_template_fields({"params": {"base": "javascript:alert(1)"}})
     with pytest.raises(ReidentConfigurationError, match="report_base_url must be"):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
 
 
 def test_the_configured_base_url_is_checked_too(
@@ -105,14 +98,14 @@ def test_the_configured_base_url_is_checked_too(
         task_id="t", path=str(csv), quasi_identifiers="a", report_path=str(tmp_path / "r.html")
     )
     with pytest.raises(ReidentConfigurationError, match=r"\[reident\] report_base_url must be"):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     with pytest.raises(ValueError, match=r"\[reident\] report_base_url must be"):
         report_url("/tmp/r.html")
 
 
 def test_an_http_base_url_makes_the_link(csv: Path, tmp_path: Path) -> None:
     ensure_airflow_db()
-    ti = _TI()
+    ti = PushedTI()
     ReidentificationRiskOperator(
         task_id="t",
         path=str(csv),

@@ -24,16 +24,9 @@ from reident_airflow.engine.hierarchies import load_hierarchy
 from reident_airflow.operators import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from tests.conftest import oracle_data
+from tests.operators._fakes import PushedTI
 
 QIS = ("sex", "age", "race")
-
-
-class _TI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 def _adult_counts() -> tuple[int, int, int]:
@@ -64,7 +57,7 @@ def test_adult_k_breach_names_the_counts_and_datafly(adult_db: sa.Engine) -> Non
         hierarchies=json.dumps(hierarchies),
     )
     op.get_engine = lambda conn_id: adult_db  # type: ignore[method-assign]  # the test seam
-    ti = _TI()
+    ti = PushedTI()
     with pytest.raises(ReidentificationBreach) as caught:
         op.execute({"ti": ti})  # type: ignore[arg-type]
     records, classes_below, records_below = _adult_counts()
@@ -106,7 +99,7 @@ def test_fingerprint_and_sign_off_in_the_report(tmp_path: Path) -> None:
         report_path=str(report),
         sign_off='{"reviewer": "A. Jones", "decision": "approve", "date": "2026-12-01"}',
     )
-    got = op.execute({"ti": _TI()})  # type: ignore[arg-type]
+    got = op.execute({"ti": PushedTI()})  # type: ignore[arg-type]
     data = source.read_bytes()
     fingerprint = got["input"]
     assert fingerprint["sha256"] == hashlib.sha256(data).hexdigest()
@@ -117,7 +110,7 @@ def test_fingerprint_and_sign_off_in_the_report(tmp_path: Path) -> None:
     assert got["advice"] is None  # no k breach
 
     op.fingerprint = "false"
-    assert op.execute({"ti": _TI()})["input"] is None  # type: ignore[arg-type]
+    assert op.execute({"ti": PushedTI()})["input"] is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -136,4 +129,4 @@ def test_bad_parameters_fail_before_reading(name: str, value: Any, message: str)
     )
     setattr(op, name, value)
     with pytest.raises(ReidentConfigurationError, match=message):
-        op.execute({"ti": _TI()})  # type: ignore[arg-type]
+        op.execute({"ti": PushedTI()})  # type: ignore[arg-type]

@@ -20,22 +20,11 @@ from reident_airflow.outcomes import ReidentConfigurationError, Reidentification
 from tests.cli._cli import RUN_KEYS
 from tests.conftest import ensure_airflow_db, oracle_data, require_server
 from tests.operators._adult_gate import OPERATOR_OPTIONS, QIS, cli_json
-
-
-class _TI:
-    """Collects what the operator pushes to XCom (the only context it uses)."""
-
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
+from tests.operators._fakes import PushedTI, make_operator
 
 
 def _operator(engine: sa.Engine, **kwargs: Any) -> ReidentificationRiskOperator:
-    op = ReidentificationRiskOperator(task_id=f"t_{uuid.uuid4().hex[:6]}", conn_id="x", **kwargs)
-    op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
-    return op
+    return make_operator(ReidentificationRiskOperator, engine, conn_id="x", **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +53,7 @@ def test_database_operator_equals_cli_on_csv(adult_in: tuple[sa.Engine, str]) ->
     """The operator on Adult in PostgreSQL / MariaDB gives the JSON `reident assess` gives."""
     engine, name = adult_in
     expected = cli_json()
-    ti = _TI()
+    ti = PushedTI()
     op = _operator(
         engine,
         table=name,
@@ -84,7 +73,7 @@ def test_breach_message_names_metric_values_qis_and_k(adult_in: tuple[sa.Engine,
         engine, table=name, quasi_identifiers="sex,age,race", max_highest_risk=0.2, min_k="3"
     )
     with pytest.raises(ReidentificationBreach) as info:
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     msg = str(info.value)
     assert "prosecutor.highest_risk = 1 (limit: at most 0.2)" in msg
     assert "k = 1 (limit: at least 3)" in msg and "sex, age, race" in msg
@@ -95,7 +84,7 @@ def test_sql_query_source(adult_in: tuple[sa.Engine, str]) -> None:
     engine, name = adult_in
     quoted = engine.dialect.identifier_preparer.quote(name)
     op = _operator(engine, sql=f"SELECT sex, race FROM {quoted}", quasi_identifiers=["sex", "race"])
-    report = op.execute({"ti": _TI()})
+    report = op.execute({"ti": PushedTI()})
     assert report["records"] == 30162 and report["classes"] == 10  # ARX C4: 10 classes
 
 
@@ -130,7 +119,7 @@ def test_hostile_values_fail_clearly_and_execute_nothing(
     with pytest.raises(
         ReidentConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")
     ):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     tables = set(sa.inspect(sqlite_with_victim).get_table_names())
     assert {"x", "staged"} <= tables  # the other table still exists, the source too
     with sqlite_with_victim.connect() as conn:
@@ -141,7 +130,7 @@ def test_file_source_and_object_storage(tmp_path: Path, monkeypatch: pytest.Monk
     ensure_airflow_db()
     csv = tmp_path / "t.csv"
     csv.write_text("a,b\n1,x\n1,x\n2,y\n", encoding="utf-8")
-    ti = _TI()
+    ti = PushedTI()
     op = ReidentificationRiskOperator(task_id="f", path=str(csv), quasi_identifiers="a,b")
     assert op.execute({"ti": ti})["classes"] == 2
     # a URL goes through Airflow's ObjectStoragePath (file:// here; s3:// etc. with providers),
@@ -175,7 +164,7 @@ def test_connection_errors_are_left_to_retries() -> None:
     engine = sa.create_engine("postgresql+psycopg2://postgres@127.0.0.1:1/none")
     op = _operator(engine, table="t", quasi_identifiers="a")
     with pytest.raises(sa.exc.OperationalError):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
 
 
 def test_provider_is_registered() -> None:
@@ -210,9 +199,9 @@ def test_verdict_without_ranking_counts_only_the_histogram(
     # rank_attributes=False: the database (or DuckDB for a file) hands over the class-size
     # histogram only; the numbers must equal the class-table path's, and no ranking is made.
     engine, name = adult_in
-    full = _operator(engine, table=name, quasi_identifiers=QIS).execute({"ti": _TI()})
+    full = _operator(engine, table=name, quasi_identifiers=QIS).execute({"ti": PushedTI()})
     quick = _operator(engine, table=name, quasi_identifiers=QIS, rank_attributes=False).execute(
-        {"ti": _TI()}
+        {"ti": PushedTI()}
     )
     assert quick["attributes"] == []
     for key in ("records", "classes", "k", "class_size_histogram", "prosecutor", "marketer"):
@@ -226,6 +215,6 @@ def test_verdict_without_ranking_counts_only_the_histogram(
         quasi_identifiers=QIS,
         rank_attributes=False,
         memory_limit="512MB",
-    ).execute({"ti": _TI()})
+    ).execute({"ti": PushedTI()})
     for key in ("records", "classes", "k", "class_size_histogram", "prosecutor"):
         assert from_file[key] == full[key], key

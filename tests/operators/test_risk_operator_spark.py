@@ -22,13 +22,12 @@ from reident_airflow.outcomes import ReidentConfigurationError, Reidentification
 from tests.cli._cli import RUN_KEYS
 from tests.conftest import oracle_data
 from tests.operators._adult_gate import OPERATOR_OPTIONS, cli_json
-from tests.operators._spark import CONN_ID, PushedTI
+from tests.operators._fakes import PushedTI, make_operator
+from tests.operators._spark import CONN_ID
 
 
 def _operator(conn_id: str = CONN_ID, **kwargs: Any) -> ReidentificationRiskOperator:
-    return ReidentificationRiskOperator(
-        task_id=f"t_{uuid.uuid4().hex[:6]}", conn_id=conn_id, **kwargs
-    )
+    return make_operator(ReidentificationRiskOperator, conn_id=conn_id, **kwargs)
 
 
 @pytest.mark.parametrize("connection", ["spark_conn", "connect_conn"])

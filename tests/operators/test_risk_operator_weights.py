@@ -22,24 +22,15 @@ from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
 from tests.conftest import ensure_airflow_db, require_server
+from tests.operators._fakes import PushedTI, make_operator
 
 #: What differs between the CLI's run (a file's fingerprint) and the operator's (a table's).
 CLI_RUN_KEYS = ("input",)
 KEYS = list(sdcmicro_summary()["testdata"]["keyVars"])
 
 
-class _TI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
-
-
 def _operator(engine: sa.Engine, **kwargs: Any) -> ReidentificationRiskOperator:
-    op = ReidentificationRiskOperator(task_id=f"t_{uuid.uuid4().hex[:6]}", conn_id="x", **kwargs)
-    op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
-    return op
+    return make_operator(ReidentificationRiskOperator, engine, conn_id="x", **kwargs)
 
 
 def _testdata() -> pd.DataFrame:
@@ -104,7 +95,7 @@ def test_database_operator_equals_cli_on_csv(
     )
     assert expected["l_diversity"]["status"]["distinct"] == 1  # 'A' and 'a' stay apart
     assert expected["l_diversity"]["status"]["homogeneous_records"] < 0.6
-    ti = _TI()
+    ti = PushedTI()
     op = _operator(
         engine,
         table=name,
@@ -127,7 +118,7 @@ def test_min_l_breach_names_the_column(testdata_in: tuple[sa.Engine, str]) -> No
     engine, name = testdata_in
     op = _operator(engine, table=name, quasi_identifiers=KEYS, sensitive=["hhcivil"], min_l="2")
     with pytest.raises(ReidentificationBreach) as info:
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     assert "l_diversity.hhcivil.distinct = 1 (limit: at least 2)" in str(info.value)
     assert info.value.breaches == [
         {"metric": "l_diversity.hhcivil.distinct", "observed": 1.0, "limit": 2.0}
@@ -146,7 +137,7 @@ def test_file_source(testdata_csv: Path) -> None:
         on_breach="warn",
         min_l=2,
     )
-    report = op.execute({"ti": _TI()})
+    report = op.execute({"ti": PushedTI()})
     assert report["l_diversity"]["hhcivil"]["c"] == 3.0
     assert report["individual_risk"]["weight"] == "sampling_weight"
     assert not report["passed"]
@@ -180,7 +171,7 @@ def test_bad_parameters_fail_now(
 ) -> None:
     op = _operator(sqlite_table, table="staged", quasi_identifiers="q", **kwargs)
     with pytest.raises(ReidentConfigurationError, match=message):
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
 
 
 def test_new_parameters_are_templated() -> None:
