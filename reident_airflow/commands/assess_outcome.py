@@ -7,9 +7,10 @@ a k breach, the fingerprint of the input, and the result lines on stderr.
   ``--hierarchy`` files given (read before INPUT, so that a bad one fails first), else the
   bundled ones
   (:func:`~reident_airflow.sources.advice.advise_on_breach`). ``--no-advice`` skips it.
-- **Fingerprint** (:func:`input_fingerprint`): a file's SHA-256, size and row count, or a
-  table's row count and snapshot (:mod:`reident_airflow.sources.fingerprint`). Hashing costs
-  about 2.5 s per GB on the development machine, so ``--no-fingerprint`` skips it.
+- **Fingerprint** (``"input"``, :meth:`~reident_airflow.sources.Source.fingerprint`): a
+  file's SHA-256, size and row count, or a table's row count and snapshot
+  (:mod:`reident_airflow.sources.fingerprint`). Hashing costs about 2.5 s per GB on the
+  development machine, so ``--no-fingerprint`` skips it.
 - **Result lines** (:func:`result_lines`): one ``reident: warning: ...`` line per warning
   level crossed, and one ``reident: advice: ...`` line. They are results, not progress:
   ``--quiet`` does not silence them. Aggregates only: names and counts, never a value.
@@ -34,7 +35,6 @@ __all__ = [
     "add_outcome_arguments",
     "breach_advice_of",
     "finish_assessment",
-    "input_fingerprint",
     "result_lines",
     "warning_line",
 ]
@@ -104,31 +104,6 @@ def breach_advice_of(
     rows = _rows_loader(args, result.quasi_identifiers)
     inputs = AdviceInputs(class_table=class_table, rows=rows, hierarchies=hierarchies)
     return advise_on_breach(result, table, inputs)
-
-
-# ------------------------------------------------------------------------- the fingerprint
-def input_fingerprint(args: argparse.Namespace, result: Assessment) -> dict[str, Any] | None:
-    """The JSON's ``"input"`` object for INPUT (``None`` with ``--no-fingerprint``): a file's
-    (or a directory's) hash with the rows read (records and excluded records), or the
-    table's count. A glob of Parquet files names no one file or directory: ``None``."""
-    if args.no_fingerprint:
-        return None
-    if "://" not in args.input and _is_glob(args.input):
-        return None
-    from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
-
-    if "://" in args.input:
-        found = fingerprint_sql(args.input, table=args.table, schema=args.schema)
-    else:
-        found = fingerprint_file(args.input, rows=result.records + result.excluded_records)
-    return found.to_dict()
-
-
-def _is_glob(spec: str) -> bool:
-    """Whether INPUT is a glob (``data/*.parquet``) rather than a path that exists."""
-    from pathlib import Path
-
-    return not Path(spec).exists() and any(ch in spec for ch in "*?[")
 
 
 # ---------------------------------------------------------------------------- result lines

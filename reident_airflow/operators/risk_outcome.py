@@ -139,7 +139,8 @@ def staged_advice(
 
 def staged_fingerprint(op: ReidentificationRiskOperator, result: Assessment) -> dict[str, Any]:
     """The assessment's ``"input"`` object for the staged table (see the module's docstring)."""
-    from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
+    from reident_airflow.sources.fingerprint import fingerprint_file
+    from reident_airflow.sources.sql import fingerprint_sql
 
     def from_file(local: Path) -> dict[str, Any]:
         found = fingerprint_file(local, rows=result.records + result.excluded_records)
