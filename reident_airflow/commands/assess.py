@@ -59,6 +59,7 @@ from reident_airflow.commands.common import (
     database_located,
     given_hierarchies,
     memory_size,
+    open_table,
     positive_int,
     positive_number,
     share,
@@ -73,7 +74,9 @@ if TYPE_CHECKING:
     from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources import Counted, Source
+    from reident_airflow.sources.files import FileSource
     from reident_airflow.sources.spark import SparkAggregates, SparkSource
+    from reident_airflow.sources.sql import SqlSource
 
 __all__ = [
     "EXIT_CODES",
@@ -318,17 +321,7 @@ def open_source(args: argparse.Namespace, progress: Progress) -> Source:
     started here), a database's for a SQLAlchemy URL (with ``--table``), else a file's."""
     if args.engine == "spark":
         return _spark_source(args, progress)
-    if "://" in args.input:
-        if not args.table:
-            raise InvalidInputError("a database URL needs --table NAME")
-        from reident_airflow.sources.sql import SqlSource
-
-        return SqlSource(args.input, table=args.table, schema=args.schema)
-    if args.table:
-        raise InvalidInputError("--table applies only to a database URL")
-    from reident_airflow.sources.files import FileSource
-
-    return FileSource(args.input, sep=args.sep, memory_limit=args.memory_limit)
+    return open_table(args)
 
 
 def _spark_source(args: argparse.Namespace, progress: Progress) -> Source:
@@ -399,6 +392,7 @@ def _assessed(
     counted: Counted,
     options: AssessmentOptions,
     register: ClassTable | None,
+    progress: Progress,
 ) -> Assessment:
     """The assessment of what the source counted: Spark's aggregates by their own arithmetic,
     class aggregates with their weights and sensitive counts, a table or histogram as is."""
@@ -415,6 +409,7 @@ def _assessed(
         )
     from reident_airflow.engine.assessment import assess
 
+    progress("computing the measures")
     table, weights, sensitive = _parts(counted)
     if not options.sensitive:
         sensitive = None
@@ -451,7 +446,7 @@ def _advice(
     progress(f"k = {result.k} < {limit}: reading {source.label} again for the advice")
     table = _parts(counted)[0]
     return breach_advice_of(
-        args, result, table, lambda: source.class_table(result.quasi_identifiers), hierarchies
+        args, result, table, cast("FileSource | SqlSource", source), hierarchies
     )
 
 
@@ -488,13 +483,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.engine == "spark":
         _refused_on_spark(options)
     hierarchies = given_hierarchies(args)
-    located = None if args.engine == "spark" else args.input
-    with Progress.of("assess", args, err) as progress, database_located(located):
+    with Progress.of("assess", args, err) as progress, database_located(args.input):
         with open_source(args, progress) as source:
             counted, register = _count(args, source, options, progress)
-            if args.engine != "spark":
-                progress("computing the measures")
-            result = _assessed(args, counted, options, register)
+            result = _assessed(args, counted, options, register, progress)
             found = _advice(args, source, result, counted, hierarchies, progress)
             fingerprint = _fingerprint(args, source, result, progress)
         code = finish_assessment(

@@ -364,6 +364,21 @@ class SqlSource:
             return aggregates
         return replace(aggregates, table=_with_excluded(aggregates.table, excluded))
 
+    # ----------------------------------------------------------------------------- rows
+    def rows(
+        self, columns: Sequence[str] | None = None, *, categorical: Sequence[str] = ()
+    ) -> pd.DataFrame:
+        """Every column of the table (or the query), or only ``columns``, streamed
+        (:func:`~reident_airflow.sources.tables.read_sql_frame`); ``categorical`` is a file's
+        option: a database's values come typed."""
+        from reident_airflow.sources.tables import read_sql_frame
+
+        del categorical
+        frame, _ = read_sql_frame(
+            self._bound(), table=self.table, sql=self.sql, schema=self.schema, columns=columns
+        )
+        return frame
+
     # ---------------------------------------------------------------------- fingerprint
     def fingerprint(self, rows: int | None = None) -> InputFingerprint:
         """The table's or the query's row count, the server's clock and, where the server has
