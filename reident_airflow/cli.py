@@ -16,10 +16,10 @@ import difflib
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
-from importlib import import_module
+from types import ModuleType
 from typing import Any, NoReturn, TextIO
 
-from reident_airflow.commands import COMMAND_MODULES
+from reident_airflow.commands import COMMAND_MODULES, assess, datafly, direct_match
 from reident_airflow.commands.common import (
     EXIT_INTERRUPTED,
     EXIT_PASSED,
@@ -33,6 +33,9 @@ from reident_airflow.engine.errors import ReidentError
 __all__ = ["PROG", "build_parser", "closest", "main"]
 
 PROG = "reident"
+
+#: The command modules by name (each one's parser and handler: :mod:`reident_airflow.commands`).
+_COMMANDS: dict[str, ModuleType] = {m.__name__: m for m in (assess, datafly, direct_match)}
 
 
 class _UsageError(Exception):
@@ -92,7 +95,7 @@ def _build() -> _Parser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     for name in COMMAND_MODULES:
-        add_command(sub, [common], import_module(name))
+        add_command(sub, [common], _COMMANDS[name])
     parser.commands = dict(sub.choices)
     return parser
 

@@ -18,14 +18,18 @@
 
 The parsed arguments are converted into one
 :class:`~reident_airflow.engine.options.AssessmentOptions` (whose rules name the flags at
-fault, :data:`FLAG_NAMES`); the source then counts what those options need where the data is
--- only the class-size histogram when no measure needs more -- and
-:func:`~reident_airflow.engine.assessment.assess` computes the result. After the gate,
-:mod:`~reident_airflow.commands.assess_outcome` adds the advice on a ``--min-k`` breach and
-the fingerprint of INPUT to the JSON (``"advice"``, ``"input"``) and prints one stderr line
-per warning level crossed and one for the advice (``--quiet`` does not silence them).
-``--engine spark`` hands the run to :mod:`~reident_airflow.commands.assess_spark` (INPUT
-counted by Spark; same options, JSON and exit codes).
+fault, :data:`FLAG_NAMES`). The source is chosen once, at the door (:func:`open_source`): a
+file (:class:`~reident_airflow.sources.files.FileSource`), a database for a SQLAlchemy URL
+(:class:`~reident_airflow.sources.sql.SqlSource`), or with ``--engine spark`` a Parquet path
+or a table of the Spark catalog (:class:`~reident_airflow.sources.spark.SparkSource`, the
+session from :mod:`~reident_airflow.commands.spark`; same options, JSON and exit codes). The
+source then counts what those options need where the data is -- only the class-size
+histogram when no measure needs more -- and
+:func:`~reident_airflow.engine.assessment.assess` computes the result. After the gate, the
+advice on a ``--min-k`` breach (:mod:`~reident_airflow.commands.assess_outcome`) and the
+source's fingerprint of INPUT are added to the JSON (``"advice"``, ``"input"``), and one stderr
+line is printed per warning level crossed and one for the advice (``--quiet`` does not
+silence them).
 
 Exit codes: 0 passed (or no thresholds given; warnings do not fail), 1 a threshold was
 breached, 2 usage or input error (one line on stderr). A run that lasts more than a second
@@ -38,16 +42,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from reident_airflow.commands.assess_outcome import (
     add_outcome_arguments,
     breach_advice_of,
     finish_assessment,
-    input_fingerprint,
     result_lines,
 )
-from reident_airflow.commands.assess_spark import add_spark_arguments, check_engine_arguments
 from reident_airflow.commands.common import (
     Progress,
     add_input_arguments,
@@ -56,21 +58,34 @@ from reident_airflow.commands.common import (
     columns_as_written,
     database_located,
     given_hierarchies,
-    input_label,
     memory_size,
+    open_table,
     positive_int,
     positive_number,
     share,
 )
+from reident_airflow.commands.spark import add_spark_arguments, check_engine_arguments
 from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C, REGIONS
 from reident_airflow.engine.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from reident_airflow.commands.assess_outcome import AdviceFound
     from reident_airflow.engine.assessment import Assessment
+    from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.options import AssessmentOptions
+    from reident_airflow.sources import Counted, Source
+    from reident_airflow.sources.files import FileSource
+    from reident_airflow.sources.spark import SparkSource
+    from reident_airflow.sources.sql import SqlSource
 
-__all__ = ["EXIT_CODES", "FLAG_NAMES", "add_arguments", "assessment_options", "run"]
+__all__ = [
+    "EXIT_CODES",
+    "FLAG_NAMES",
+    "add_arguments",
+    "assessment_options",
+    "open_source",
+    "run",
+]
 
 #: What exit codes 0 and 1 of ``reident assess`` mean.
 EXIT_CODES = ("passed, or no limit was given", "a limit was breached")
@@ -300,68 +315,147 @@ def assessment_options(args: argparse.Namespace) -> AssessmentOptions:
         raise
 
 
-def _load(
-    args: argparse.Namespace,
-    what: str,
-    *,
-    table: str | None = None,
-    path: str | None = None,
-    **options: Any,
-) -> Any:
-    """``what`` (``class_table``, ``histogram`` or ``aggregates``) of INPUT, computed where the
-    data is: ``sources.sql.<what>_from_sql`` for a database URL (``--table``, or ``table``),
-    ``sources.files.<what>_from_file`` for a file (INPUT, or ``path``)."""
-    from importlib import import_module
-
-    source: str = args.input
-    if "://" in source:
-        name = table or args.table
-        if not name:
-            raise InvalidInputError("a database URL needs --table NAME")
-        from_sql = getattr(import_module("reident_airflow.sources.sql"), f"{what}_from_sql")
-        return from_sql(source, args.qi, table=name, schema=args.schema, **options)
-    if args.table:
-        raise InvalidInputError("--table applies only to a database URL")
-    from_file = getattr(import_module("reident_airflow.sources.files"), f"{what}_from_file")
-    return from_file(
-        path or source, args.qi, sep=args.sep, memory_limit=args.memory_limit, **options
-    )
+# ------------------------------------------------------------------------------- the door
+def open_source(args: argparse.Namespace, progress: Progress) -> Source:
+    """The source INPUT names, chosen once: Spark's with ``--engine spark`` (its session
+    started here), a database's for a SQLAlchemy URL (with ``--table``), else a file's."""
+    if args.engine == "spark":
+        return _spark_source(args, progress)
+    return open_table(args)
 
 
-def _read(args: argparse.Namespace, options: AssessmentOptions, progress: Progress) -> Any:
-    """The counts of INPUT the options need, and of the register if one is given: (class
-    table or histogram, weights, sensitive, register)."""
-    weights = sensitive = register = None
-    progress(f"reading and grouping {input_label(args)} on {len(options.quasi_identifiers)} QIs")
-    if options.weight or options.sensitive:
-        aggregates = _load(
-            args, "aggregates", weight=options.weight, sensitive=args.sensitive or ()
-        )
-        table, weights = aggregates.table, aggregates.weights
-        sensitive = aggregates.sensitive if options.sensitive else None
-    else:
-        table = _load(args, "class_table" if options.needs_class_table else "histogram")
+def _spark_source(args: argparse.Namespace, progress: Progress) -> Source:
+    """INPUT (a Parquet path) or ``--table`` of the Spark catalog, as a lazy DataFrame of the
+    session the Spark flags describe (nothing is read yet but the schema)."""
+    from reident_airflow.commands.spark import DEFAULT_MASTER, spark_session
+    from reident_airflow.sources.spark import SparkSource
+    from reident_airflow.sources.spark_grouping import spark_errors
+
+    label = f"table {args.table!r}" if args.table else str(args.input)
+    where = args.spark_remote or args.spark_master or DEFAULT_MASTER
+    progress(f"starting the Spark session ({where})")
+    with spark_errors(label):
+        session = spark_session(args)
+        if args.table:
+            return SparkSource(session.table(args.table), label=label)
+        return SparkSource(session.read.parquet(args.input), label=label, path=args.input)
+
+
+def _refused_on_spark(options: AssessmentOptions) -> None:
+    """Refuse, naming the flag, the options that need one row per class (SUDA2, a register)
+    with ``--engine spark``."""
+    from reident_airflow.engine.assessment import refuse_per_class
+
+    try:
+        refuse_per_class(options)
+    except InvalidInputError as exc:
+        flag = "--suda" if options.suda else "--population-table"
+        why = str(exc).split(": ", 1)[-1]
+        raise InvalidInputError(f"{flag} with --engine spark: {why}") from None
+
+
+# ------------------------------------------------------------------------------ the counts
+def _count(
+    args: argparse.Namespace, source: Source, options: AssessmentOptions, progress: Progress
+) -> tuple[Counted, ClassTable | None]:
+    """What the options need of INPUT, counted where it is, and the register's class table
+    if one is given (a file, or a table of the same database)."""
+    qis = len(options.quasi_identifiers)
+    if args.engine == "spark":
+        progress(f"grouping {source.label} on {qis} QIs in Spark")
+        return source.count(options), None
+    progress(f"reading and grouping {source.label} on {qis} QIs")
+    counted = source.count(options)
+    table = _parts(counted)[0]
     progress(f"grouped {table.records:,} records into {table.classes:,} classes")
+    register = None
     if options.population_table:
         progress("reading and grouping the population register")
-        where = "table" if "://" in args.input else "path"
-        register = _load(args, "class_table", **{where: options.population_table})
-    return table, weights, sensitive, register
+        register = _register(args, options.population_table)
+    return counted, register
 
 
+def _register(args: argparse.Namespace, where: str) -> ClassTable:
+    """The class table of the register: a table of INPUT's database, or a file."""
+    if "://" in args.input:
+        from reident_airflow.sources.sql import SqlSource
+
+        with SqlSource(args.input, table=where, schema=args.schema) as register:
+            return register.class_table(args.qi)
+    from reident_airflow.sources.files import FileSource
+
+    return FileSource(where, sep=args.sep, memory_limit=args.memory_limit).class_table(args.qi)
+
+
+def _assessed(
+    args: argparse.Namespace,
+    counted: Counted,
+    options: AssessmentOptions,
+    register: ClassTable | None,
+    progress: Progress,
+) -> Assessment:
+    """The assessment of what the source counted (the engine takes each kind of count:
+    Spark's distributions, class aggregates, a class table or a histogram)."""
+    from reident_airflow.engine.assessment import assess
+
+    if args.engine != "spark":
+        progress("computing the measures")
+    return assess(counted, options, population_table=register)
+
+
+def _parts(counted: Counted) -> tuple[ClassSizes | ClassTable, Any, Any]:
+    """A file's or a database's counts as (class table or histogram, weights, sensitive)."""
+    from reident_airflow.engine.aggregates import ClassAggregates
+
+    if isinstance(counted, ClassAggregates):
+        return counted.table, counted.weights, counted.sensitive
+    return cast("ClassSizes | ClassTable", counted), None, None
+
+
+# -------------------------------------------------------------------- advice, fingerprint
 def _advice(
     args: argparse.Namespace,
+    source: Source,
     result: Assessment,
-    table: Any,
+    counted: Counted,
     hierarchies: Mapping[str, Any],
     progress: Progress,
 ) -> AdviceFound:
-    """The advice on a breach of ``--min-k`` (:func:`breach_advice_of`), its step shown."""
+    """The advice on a breach of ``--min-k``, its step shown: Spark's from its aggregates
+    (:meth:`~reident_airflow.sources.spark.SparkSource.advise`), else from INPUT read again
+    (:func:`breach_advice_of`)."""
     limit = result.thresholds.min_k
     if args.no_advice or limit is None or result.k >= limit:
         return None
-    progress(f"k = {result.k} < {limit}: reading {input_label(args)} again for the advice")
-    return breach_advice_of(args, result, table, lambda: _load(args, "class_table"), hierarchies)
+    if args.engine == "spark":
+        progress(f"k = {result.k} < {limit}: counting the advice in Spark (Datafly on histograms)")
+        return cast("SparkSource", source).advise(result, hierarchies)
+    progress(f"k = {result.k} < {limit}: reading {source.label} again for the advice")
+    table = _parts(counted)[0]
+    return breach_advice_of(
+        args, result, table, cast("FileSource | SqlSource", source), hierarchies
+    )
+
+
+def _fingerprint(
+    args: argparse.Namespace, source: Source, result: Assessment, progress: Progress
+) -> dict[str, Any] | None:
+    """The JSON's ``"input"`` object (``None`` with ``--no-fingerprint``, or when INPUT names
+    no one file or table to fingerprint: a glob, Spark's table or remote URI)."""
+    if args.no_fingerprint:
+        return None
+    if args.engine != "spark":
+        progress(f"fingerprinting {source.label}")
+    found = source.fingerprint(rows=result.records + result.excluded_records)
+    if found is None and args.engine == "spark":
+        progress(_no_fingerprint_reason(args))
+    return None if found is None else found.to_dict()
+
+
+def _no_fingerprint_reason(args: argparse.Namespace) -> str:
+    if args.table:
+        return "a table has no file to hash: 'input' is null"
+    return "not a local file or folder: 'input' is null"
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -372,24 +466,16 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     measures; gate a release on the limits given.
     """
     check_engine_arguments(args)
-    if args.engine == "spark":
-        from reident_airflow.commands.assess_spark import run_spark
-
-        return run_spark(args, out, err)
-    from reident_airflow.engine.assessment import assess
-
     options = assessment_options(args)
+    if args.engine == "spark":
+        _refused_on_spark(options)
     hierarchies = given_hierarchies(args)
     with Progress.of("assess", args, err) as progress, database_located(args.input):
-        table, weights, sensitive, register = _read(args, options, progress)
-        progress("computing the measures")
-        result = assess(
-            table, options, population_table=register, weights=weights, sensitive=sensitive
-        )
-        found = _advice(args, result, table, hierarchies, progress)
-        if not args.no_fingerprint:
-            progress(f"fingerprinting {input_label(args)}")
-        fingerprint = input_fingerprint(args, result)
+        with open_source(args, progress) as source:
+            counted, register = _count(args, source, options, progress)
+            result = _assessed(args, counted, options, register, progress)
+            found = _advice(args, source, result, counted, hierarchies, progress)
+            fingerprint = _fingerprint(args, source, result, progress)
         code = finish_assessment(
             args, result, found, fingerprint, progress=progress, streams=(out, err)
         )

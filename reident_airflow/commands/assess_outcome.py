@@ -2,14 +2,15 @@
 a k breach, the fingerprint of the input, and the result lines on stderr.
 
 - **Advice** (:func:`breach_advice_of`): only after a breach of ``--min-k``; the class table
-  and the rows are then read again from INPUT (a file, or the ``--table`` of a database URL)
-  to name the QI that drives the risk and what Datafly at that k would do, with the
-  ``--hierarchy`` files given (read before INPUT, so that a bad one fails first), else the
-  bundled ones
-  (:func:`~reident_airflow.sources.advice.advise_on_breach`). ``--no-advice`` skips it.
-- **Fingerprint** (:func:`input_fingerprint`): a file's SHA-256, size and row count, or a
-  table's row count and snapshot (:mod:`reident_airflow.sources.fingerprint`). Hashing costs
-  about 2.5 s per GB on the development machine, so ``--no-fingerprint`` skips it.
+  and the rows are then read again from INPUT's source (a file, or the ``--table`` of a
+  database URL) to name the QI that drives the risk and what Datafly at that k would do,
+  with the ``--hierarchy`` files given (read before INPUT, so that a bad one fails first),
+  else the bundled ones (:func:`~reident_airflow.sources.advice.advise_on_breach`).
+  ``--no-advice`` skips it.
+- **Fingerprint** (``"input"``, :meth:`~reident_airflow.sources.Source.fingerprint`): a
+  file's SHA-256, size and row count, or a table's row count and snapshot
+  (:mod:`reident_airflow.sources.fingerprint`). Hashing costs about 2.5 s per GB on the
+  development machine, so ``--no-fingerprint`` skips it.
 - **Result lines** (:func:`result_lines`): one ``reident: warning: ...`` line per warning
   level crossed, and one ``reident: advice: ...`` line. They are results, not progress:
   ``--quiet`` does not silence them. Aggregates only: names and counts, never a value.
@@ -22,19 +23,18 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.engine.assessment import Assessment, Breach
     from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.hierarchies import Hierarchy
+    from reident_airflow.sources.files import FileSource
+    from reident_airflow.sources.sql import SqlSource
 
 __all__ = [
     "AdviceFound",
     "add_outcome_arguments",
     "breach_advice_of",
     "finish_assessment",
-    "input_fingerprint",
     "result_lines",
     "warning_line",
 ]
@@ -68,32 +68,16 @@ def add_outcome_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # ------------------------------------------------------------------------------ the advice
-def _rows_loader(args: argparse.Namespace, qis: tuple[str, ...]) -> Callable[[], pd.DataFrame]:
-    """The rows of INPUT, read when the advice asks for them (for Datafly)."""
-
-    def rows() -> pd.DataFrame:
-        if "://" in args.input:
-            from reident_airflow.sources.tables import read_sql_frame
-
-            frame, _ = read_sql_frame(args.input, table=args.table, schema=args.schema, columns=qis)
-            return frame
-        from reident_airflow.sources.tables import read_file_frame
-
-        return read_file_frame(args.input, sep=args.sep, categorical=qis, columns=qis)
-
-    return rows
-
-
 def breach_advice_of(
     args: argparse.Namespace,
     result: Assessment,
     table: ClassSizes | ClassTable,
-    class_table: Callable[[], ClassTable],
+    source: FileSource | SqlSource,
     hierarchies: Mapping[str, Hierarchy],
 ) -> AdviceFound:
     """The advice when ``result`` breached ``--min-k`` (``None`` otherwise, or with
-    ``--no-advice``); ``class_table`` reads INPUT's class table where the data is;
-    ``hierarchies`` are those of ``--hierarchy`` (:func:`given_hierarchies`)."""
+    ``--no-advice``); ``source`` reads INPUT's class table and rows (the QIs only) where the
+    data is; ``hierarchies`` are those of ``--hierarchy`` (:func:`given_hierarchies`)."""
     if args.no_advice:
         return None
     limit = result.thresholds.min_k
@@ -101,34 +85,13 @@ def breach_advice_of(
         return None
     from reident_airflow.sources.advice import AdviceInputs, advise_on_breach
 
-    rows = _rows_loader(args, result.quasi_identifiers)
-    inputs = AdviceInputs(class_table=class_table, rows=rows, hierarchies=hierarchies)
+    qis = result.quasi_identifiers
+    inputs = AdviceInputs(
+        class_table=lambda: source.class_table(qis),
+        rows=lambda: source.rows(qis, categorical=qis),
+        hierarchies=hierarchies,
+    )
     return advise_on_breach(result, table, inputs)
-
-
-# ------------------------------------------------------------------------- the fingerprint
-def input_fingerprint(args: argparse.Namespace, result: Assessment) -> dict[str, Any] | None:
-    """The JSON's ``"input"`` object for INPUT (``None`` with ``--no-fingerprint``): a file's
-    (or a directory's) hash with the rows read (records and excluded records), or the
-    table's count. A glob of Parquet files names no one file or directory: ``None``."""
-    if args.no_fingerprint:
-        return None
-    if "://" not in args.input and _is_glob(args.input):
-        return None
-    from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
-
-    if "://" in args.input:
-        found = fingerprint_sql(args.input, table=args.table, schema=args.schema)
-    else:
-        found = fingerprint_file(args.input, rows=result.records + result.excluded_records)
-    return found.to_dict()
-
-
-def _is_glob(spec: str) -> bool:
-    """Whether INPUT is a glob (``data/*.parquet``) rather than a path that exists."""
-    from pathlib import Path
-
-    return not Path(spec).exists() and any(ch in spec for ch in "*?[")
 
 
 # ---------------------------------------------------------------------------- result lines

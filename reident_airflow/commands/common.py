@@ -20,7 +20,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from reident_airflow.sources.files import FileSource
+    from reident_airflow.sources.sql import SqlSource
 
 __all__ = [
     "EXIT_BREACHED",
@@ -44,8 +48,8 @@ __all__ = [
     "given_hierarchies",
     "hierarchy_arg",
     "html_path",
-    "input_label",
     "memory_size",
+    "open_table",
     "positive_int",
     "positive_number",
     "separator",
@@ -359,10 +363,24 @@ class Progress:
         progress.close()
 
 
-def input_label(args: argparse.Namespace) -> str:
-    """How progress names INPUT: the file, or the table (never the URL: it may hold a
-    password)."""
-    return f"table {args.table!r}" if "://" in args.input else str(args.input)
+def open_table(args: argparse.Namespace) -> FileSource | SqlSource:
+    """INPUT as a source, chosen once: a database's for a SQLAlchemy URL (``--table``, in
+    ``--schema``), else a file's (``--sep``, ``--memory-limit`` where the command has it).
+    Its ``label`` names the file or the table, never the URL (it may hold a password)."""
+    from reident_airflow.engine.errors import InvalidInputError
+
+    if "://" in args.input:
+        if not args.table:
+            raise InvalidInputError("a database URL needs --table NAME")
+        from reident_airflow.sources.sql import SqlSource
+
+        return SqlSource(args.input, table=args.table, schema=args.schema)
+    if args.table:
+        raise InvalidInputError("--table applies only to a database URL")
+    from reident_airflow.sources.files import FileSource
+
+    memory_limit = getattr(args, "memory_limit", None)
+    return FileSource(args.input, sep=args.sep, memory_limit=memory_limit)
 
 
 @contextmanager

@@ -42,6 +42,7 @@ from reident_airflow.commands.common import (
     database_located,
     finish,
     given_hierarchies,
+    open_table,
 )
 from reident_airflow.engine.errors import InvalidInputError
 
@@ -121,20 +122,8 @@ def _read_input(args: argparse.Namespace) -> Any:
     """INPUT as a frame; every QI a column of it (an unknown one gets a suggestion)."""
     from reident_airflow.sources.file_source import unknown_column
 
-    source: str = args.input
-    if "://" in source:
-        from reident_airflow.sources.writers import read_sql_frame
-
-        if not args.table:
-            raise InvalidInputError("a database URL needs --table NAME")
-        with database_located(source):
-            frame, _ = read_sql_frame(source, table=args.table, schema=args.schema)
-    else:
-        if args.table:
-            raise InvalidInputError("--table applies only to a database URL")
-        from reident_airflow.sources.writers import read_file_frame
-
-        frame = read_file_frame(source, sep=args.sep, categorical=args.qi)
+    with database_located(args.input), open_table(args) as source:
+        frame = source.rows(categorical=args.qi)
     names = [str(c) for c in frame.columns]
     for qi in args.qi:
         if qi not in names:

@@ -440,7 +440,8 @@ class ReidentificationRiskOperator(StagedTableOperator):
         """The assessment's ``"input"`` object for the staged table: the file's SHA-256, size
         and row count, or the table's (or query's) row count and snapshot
         (:mod:`reident_airflow.sources.fingerprint`)."""
-        from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
+        from reident_airflow.sources.fingerprint import fingerprint_file
+        from reident_airflow.sources.sql import fingerprint_sql
 
         def from_file(local: Path) -> dict[str, Any]:
             found = fingerprint_file(local, rows=result.records + result.excluded_records)

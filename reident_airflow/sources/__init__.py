@@ -2,25 +2,65 @@
 
 The engine (:mod:`reident_airflow.engine`) computes on class aggregates; the modules here count
 the rows where they are and hand the engine only those aggregates, under the reading contract
-of ``docs/reading.md``:
+of ``docs/reading.md``. Each backend is one :class:`Source`, chosen once by the adapter (the
+command line's INPUT and ``--engine``):
 
-- files and DataFrames, grouped by an embedded DuckDB: :mod:`~reident_airflow.sources.files`
-  (what a file source is: :mod:`~reident_airflow.sources.file_source`);
-- databases, grouped by the database's own ``GROUP BY``: :mod:`~reident_airflow.sources.sql`
-  (with :mod:`~reident_airflow.sources.connect`, :mod:`~reident_airflow.sources.sql_grouping`,
+- files and DataFrames, grouped by an embedded DuckDB: :class:`~reident_airflow.sources.files.
+  FileSource` in :mod:`~reident_airflow.sources.files` (what DuckDB reads of a file:
+  :mod:`~reident_airflow.sources.file_source`);
+- databases, grouped by the database's own ``GROUP BY``: :class:`~reident_airflow.sources.sql.
+  SqlSource` in :mod:`~reident_airflow.sources.sql` (with
+  :mod:`~reident_airflow.sources.connect`, :mod:`~reident_airflow.sources.sql_grouping`,
   :mod:`~reident_airflow.sources.sql_fetch`, :mod:`~reident_airflow.sources.db_errors`), and
   direct-match counts in the database: :mod:`~reident_airflow.sources.direct_match_sql`;
 - Spark DataFrames, grouped by Spark (classic sessions and Spark Connect):
-  :mod:`~reident_airflow.sources.spark` (with :mod:`~reident_airflow.sources.spark_grouping`;
-  direct match and Datafly in :mod:`~reident_airflow.sources.spark_release`);
+  :class:`~reident_airflow.sources.spark.SparkSource` in :mod:`~reident_airflow.sources.spark`
+  (with :mod:`~reident_airflow.sources.spark_grouping`; direct match and Datafly in
+  :mod:`~reident_airflow.sources.spark_release`);
 - whole tables for Datafly and direct match: :mod:`~reident_airflow.sources.tables`;
 - releases published atomically: :mod:`~reident_airflow.sources.writers` over
   :mod:`~reident_airflow.sources.publish`.
 
-The package itself exports nothing: each module is imported where it is needed, so that
-reading a CSV file never loads SQLAlchemy, and reading a histogram never loads pandas.
+The package itself defines only the :class:`Source` protocol: each backend's module is
+imported where it is needed, so that reading a CSV file never loads SQLAlchemy, and reading a
+histogram never loads pandas.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias
+
+if TYPE_CHECKING:
+    from reident_airflow.engine.aggregates import ClassAggregates
+    from reident_airflow.engine.classes import ClassSizes, ClassTable
+    from reident_airflow.engine.distributions import Distributions
+    from reident_airflow.engine.options import AssessmentOptions
+    from reident_airflow.sources.fingerprint import InputFingerprint
+
+__all__ = ["Counted", "Source"]
+
+#: What a source counts for an assessment: the class-size histogram, the class table, the
+#: class aggregates (with weight sums and sensitive value counts), or Spark's aggregates.
+Counted: TypeAlias = "ClassSizes | ClassTable | ClassAggregates | Distributions"
+
+
+class Source(Protocol):
+    """Where the data is, as one object: a backend that counts what the options need.
+
+    ``label`` names the source in messages and progress (never a URL: it may hold a
+    password). ``count`` returns what the options need, counted where the data is (only the
+    class-size histogram when no measure needs more); ``class_table`` the class table on the
+    QIs (for the advice and a register); ``fingerprint`` what identifies the input
+    (``rows``: the records the reader counted, for a CSV file), or ``None`` where there is
+    nothing to fingerprint. ``close`` releases what the source holds (also on leaving a
+    ``with`` block)."""
+
+    @property
+    def label(self) -> str: ...
+    def count(self, options: AssessmentOptions) -> Counted: ...
+    def class_table(self, qis: Sequence[str]) -> ClassTable: ...
+    def fingerprint(self, rows: int | None = None) -> InputFingerprint | None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: Any) -> None: ...

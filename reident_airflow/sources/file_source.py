@@ -1,7 +1,7 @@
 """What a file or DataFrame source is, before anything is read: its format and its columns.
 
 A CSV file (plain or compressed: gzip, zstd, bzip2), a Parquet file, a directory or glob of
-Parquet files, a pandas DataFrame or an Arrow table is described as a :class:`Source`: the
+Parquet files, a pandas DataFrame or an Arrow table is described as a :class:`FileTable`: the
 columns exactly as the source spells them, and what DuckDB is handed
 (:mod:`~reident_airflow.sources.files` reads it). Column names are resolved here
 (:func:`resolve_columns`): exactly first, then without surrounding spaces; an unknown name lists
@@ -30,7 +30,7 @@ from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 __all__ = [
     "CSV_COMPRESSIONS",
     "PARQUET_SUFFIXES",
-    "Source",
+    "FileTable",
     "column_hint",
     "csv_compression",
     "file_columns",
@@ -274,7 +274,7 @@ def _parquet_paths(spec: str) -> tuple[str, list[str]]:
 
 
 @dataclass(frozen=True)
-class Source:
+class FileTable:
     """A table DuckDB can read: a file (or files) on disk, or an in-memory Arrow table.
 
     ``names`` are the columns exactly as the source spells them (repeats included);
@@ -311,7 +311,7 @@ class Source:
         return pos
 
 
-def open_file(path: str | Path, *, sep: str = ",") -> Source:
+def open_file(path: str | Path, *, sep: str = ",") -> FileTable:
     """Describe a CSV or Parquet file (or a directory / glob of Parquet files) for reading."""
     if len(sep) != 1 or sep in {'"', "\n", "\r"}:
         raise InvalidInputError(f"--sep must be a single character other than a quote, got {sep!r}")
@@ -328,7 +328,7 @@ def open_file(path: str | Path, *, sep: str = ",") -> Source:
             raise InvalidInputError(
                 f"{files[0]}: not a readable Parquet file ({type(exc).__name__})"
             ) from None
-        return Source(
+        return FileTable(
             spec,
             "parquet",
             tuple(schema.names),
@@ -340,7 +340,7 @@ def open_file(path: str | Path, *, sep: str = ",") -> Source:
     _check_readable(p)
     names = tuple(_csv_header(p, sep))
     kinds = tuple("text" for _ in names)
-    return Source(spec, "csv", names, spec, sep, kinds, csv_compression(p))
+    return FileTable(spec, "csv", names, spec, sep, kinds, csv_compression(p))
 
 
 def file_columns(path: str | Path, *, sep: str = ",") -> list[str]:
@@ -348,7 +348,7 @@ def file_columns(path: str | Path, *, sep: str = ",") -> list[str]:
     return list(open_file(path, sep=sep).names)
 
 
-def open_frame(frame: Any, *, label: str = "the DataFrame") -> Source:
+def open_frame(frame: Any, *, label: str = "the DataFrame") -> FileTable:
     """Describe a pandas DataFrame or an Arrow table for reading (see ``docs/reading.md``)."""
     from reident_airflow.sources._frames import frame_to_arrow
 
@@ -356,7 +356,7 @@ def open_frame(frame: Any, *, label: str = "the DataFrame") -> Source:
     names = tuple(str(n) for n in table.column_names)
     renamed = table.rename_columns([f"c{i}" for i in range(len(names))])
     types = table.schema.types
-    return Source(
+    return FileTable(
         label, "arrow", names, renamed, ",", _kinds(types), types=tuple(str(t) for t in types)
     )
 

@@ -5,14 +5,16 @@ Parquet files, a pandas DataFrame or an Arrow table is handed to an in-process D
 reads it under the reading contract of ``docs/reading.md`` and groups the records itself. Only
 aggregates come back to Python: the class-size histogram (for the verdict), or one row per class
 with its size, weight sum and per-class sensitive value counts (for the ranking, SUDA2,
-registers, individual risk and l-diversity).
+registers, individual risk and l-diversity). :class:`FileSource` is the
+:class:`~reident_airflow.sources.Source` of files and frames; the ``*_from_file`` and
+``*_from_frame`` functions are its readings, one call each.
 
 Column names never enter SQL text: every source is exposed to DuckDB with positional column
 names (``c0``, ``c1``, ...), and paths and options are bound as statement parameters. Error
 messages name the file, the line or the column and counts, never a value: DuckDB's own
-messages quote the offending line, so they are never passed on. What a source is (its format,
-its columns) is decided before, in :mod:`~reident_airflow.sources.file_source`, whose names are
-importable from here.
+messages quote the offending line, so they are never passed on. What DuckDB reads of a source
+(its format, its columns: a :class:`FileTable`) is decided before, in
+:mod:`~reident_airflow.sources.file_source`, whose names are importable from here.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 
@@ -40,7 +42,7 @@ from reident_airflow.engine.errors import (
 )
 from reident_airflow.sources import scratch
 from reident_airflow.sources.file_source import (
-    Source,
+    FileTable,
     file_columns,
     is_parquet,
     open_file,
@@ -48,8 +50,17 @@ from reident_airflow.sources.file_source import (
     resolve_columns,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from reident_airflow.engine.aggregates import ClassAggregates
+    from reident_airflow.engine.options import AssessmentOptions
+    from reident_airflow.sources.fingerprint import InputFingerprint
+
 __all__ = [
-    "Source",
+    "FileSource",
+    "FileTable",
     "aggregates_from_file",
     "aggregates_from_frame",
     "class_table_from_file",
@@ -131,7 +142,7 @@ _LINE_SIZE = re.compile(r"Maximum line size of (\d+) bytes exceeded\. Actual Siz
 _FULL_READ = "does not support a full read"
 
 
-def _relation(source: Source, con: Any) -> tuple[str, dict[str, Any]]:
+def _relation(source: FileTable, con: Any) -> tuple[str, dict[str, Any]]:
     """SQL for the source with positional column names, and its parameters."""
     cols = ", ".join(f"c{i}" for i in range(len(source.names)))
     if source.kind == "csv":
@@ -165,7 +176,7 @@ def _line_limits(longest: int) -> dict[str, int]:
 
 
 @contextmanager
-def _readable(source: Source) -> Iterator[Source]:
+def _readable(source: FileTable) -> Iterator[FileTable]:
     """The source as DuckDB can read it: a bzip2 CSV decompressed to a private folder
     (:mod:`~reident_airflow.sources.scratch`), removed after the reading."""
     if source.kind != "csv" or source.compression != "bzip2":
@@ -186,7 +197,7 @@ def _readable(source: Source) -> Iterator[Source]:
         scratch.remove_folder(folder)
 
 
-def _os_error(source: Source, exc: BaseException, folder: str) -> Exception:
+def _os_error(source: FileTable, exc: BaseException, folder: str) -> Exception:
     """A failure to write the decompressed copy, or to read the compressed file."""
     full = resource_error(exc, folder=folder, doing=f"decompressing {source.label}")
     if full is not None:
@@ -201,7 +212,7 @@ _LINE = re.compile(r"CSV Error on Line: (\d+)")
 _COLUMNS = re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)")
 
 
-def _translate(source: Source, exc: Exception) -> Exception:
+def _translate(source: FileTable, exc: Exception) -> Exception:
     """A DuckDB error as an input error naming the file and line, never a value."""
     import duckdb
 
@@ -303,7 +314,7 @@ def _spill_folder(text: str) -> str:
 
 
 def _run(
-    source: Source, con: Any, sql: str, params: Mapping[str, Any], *, rows: bool = False
+    source: FileTable, con: Any, sql: str, params: Mapping[str, Any], *, rows: bool = False
 ) -> Any:
     """Run a query: an Arrow table, or with ``rows`` a few rows as Python tuples (no Arrow).
 
@@ -322,7 +333,7 @@ def _run(
             params.update(longer)
 
 
-def _longer_lines(source: Source, exc: Exception, params: Mapping[str, Any]) -> Any:
+def _longer_lines(source: FileTable, exc: Exception, params: Mapping[str, Any]) -> Any:
     """The line limits to read ``source`` again with after DuckDB's "maximum line size"
     error, or ``None`` (not that error, or already at the largest limit)."""
     import duckdb
@@ -339,92 +350,14 @@ def _longer_lines(source: Source, exc: Exception, params: Mapping[str, Any]) -> 
     return _line_limits(min(_LAST_LINE_LIMIT, max(met, 8 * current)))
 
 
-def _star(source: Source, qis: Sequence[int]) -> str:
+def _star(source: FileTable, qis: Sequence[int]) -> str:
     """SQL for "every QI of this class is the suppression marker" (False for non-text QIs)."""
     if not all(source.kinds[i] == "text" for i in qis):
         return "false"
     return "coalesce(" + " and ".join(f"c{i} = '{_SUPPRESSION_MARKER}'" for i in qis) + ", false)"
 
 
-# --------------------------------------------------------------------------- histogram
-def _histogram(source: Source, qis: Sequence[str], memory_limit: str | None) -> ClassSizes:
-    pos = source.grouped(qis)
-    keys = ", ".join(f"c{i}" for i in pos)
-    with _duckdb(memory_limit) as con, _readable(source) as readable:
-        rel, params = _relation(readable, con)
-        sql = (
-            f"SELECT size, star, count(*) AS classes FROM (SELECT count(*) AS size, "
-            f"{_star(source, pos)} AS star FROM {rel} GROUP BY {keys}) GROUP BY size, star "
-            "ORDER BY size"
-        )
-        rows = _run(source, con, sql, params, rows=True)
-    size = np.array([r[0] for r in rows], dtype=np.int64)
-    star = np.array([bool(r[1]) for r in rows], dtype=bool)
-    count = np.array([r[2] for r in rows], dtype=np.int64)
-    names = tuple(source.names[i] for i in pos)
-    excluded = int((size[star] * count[star]).sum())
-    if size.shape[0] == 0:
-        raise EmptyDatasetError(f"{source.label}: the table has no records: nothing to assess")
-    if star.all():
-        raise EmptyDatasetError(
-            f"{source.label}: every record ({excluded}) is fully suppressed ('*' in every "
-            "quasi-identifier): there is nothing to assess"
-        )
-    return ClassSizes(names, size[~star], count[~star], excluded_records=excluded)
-
-
-def histogram_from_file(
-    path: str | Path, qis: Sequence[str], *, sep: str = ",", memory_limit: str | None = None
-) -> ClassSizes:
-    """The class-size histogram of a file, counted by DuckDB: one row per distinct size."""
-    return _histogram(open_file(path, sep=sep), qis, memory_limit)
-
-
-def histogram_from_frame(frame: Any, qis: Sequence[str]) -> ClassSizes:
-    """The class-size histogram of a pandas DataFrame or Arrow table."""
-    return _histogram(open_frame(frame), qis, None)
-
-
 # ------------------------------------------------------------------------- class tables
-def _aggregates(
-    source: Source,
-    qis: Sequence[str],
-    weight: str | None,
-    sensitive: Sequence[str],
-    memory_limit: str | None,
-) -> Any:
-    """Class sizes, weight checks and sums, and per-class value counts, in one DuckDB query."""
-    from reident_airflow.engine.aggregates import check_extra_columns
-
-    pos = source.grouped(qis)
-    names = tuple(source.names[i] for i in pos)
-    if isinstance(sensitive, str):
-        sensitive = [sensitive]
-    spos = [source.grouped([s], kind="sensitive column")[0] for s in sensitive]
-    weight, extra = (
-        check_extra_columns(
-            names, source.names, weight=weight, sensitive=[source.names[i] for i in spos]
-        )
-        if (weight is not None or sensitive)
-        else (None, ())
-    )
-    wpos = None if weight is None else source.positions([weight], kind="weight column")[0]
-    if wpos is not None and source.kinds[wpos] not in ("text", "number"):
-        raise InvalidInputError(
-            f"weight column {weight!r} is not numeric (neither numbers nor text holding them)"
-        )
-    keys = [f"c{i}" for i in pos]
-    with _duckdb(memory_limit) as con, _readable(source) as readable:
-        rel, params = _relation(readable, con)
-        sql = _aggregates_sql(rel, keys, [f"c{i}" for i in spos], _weight_exprs(wpos))
-        table = _run(source, con, sql, params)
-    if table.num_rows == 0:
-        raise EmptyDatasetError(f"{source.label}: the table has no records: nothing to assess")
-    if wpos is not None:
-        _check_weights(table, source.names[wpos])
-    return _to_aggregates(table, keys, names, weight, list(extra))
-
-
 def _weight_exprs(wpos: int | None) -> list[tuple[str, str]]:
     """``(alias, aggregate)`` of the weight column: its sum and the counts that check it."""
     if wpos is None:
@@ -497,7 +430,7 @@ def _float_canonical(column: Any) -> Any:
 
 def _to_aggregates(
     table: Any, keys: list[str], names: tuple[str, ...], weight: str | None, extra: list[str]
-) -> Any:
+) -> ClassAggregates:
     import pyarrow as pa
 
     from reident_airflow.engine.aggregates import PairCounts, build_aggregates
@@ -527,6 +460,237 @@ def _to_aggregates(
     )
 
 
+# ------------------------------------------------------------------------------- the source
+class FileSource:
+    """A file -- CSV (also compressed), Parquet, a directory or glob of Parquet files -- or an
+    in-memory frame (:meth:`of_frame`), read and grouped by the embedded DuckDB: the
+    :class:`~reident_airflow.sources.Source` of files.
+
+    Each reading describes the file again (:func:`open_file`: its header or Parquet schema)
+    and runs on a cursor of this process's DuckDB for ``memory_limit``; nothing is held
+    between readings, so :meth:`close` has nothing to release.
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None,
+        *,
+        sep: str = ",",
+        memory_limit: str | None = None,
+        frame: Any = None,
+        label: str | None = None,
+    ) -> None:
+        self.path = path
+        self.frame = frame
+        self.sep = sep
+        self.memory_limit = memory_limit
+        self.label = str(path) if label is None else label
+
+    @classmethod
+    def of_frame(cls, frame: Any, *, label: str = "the DataFrame") -> FileSource:
+        """The source of a pandas DataFrame or an Arrow table (read by DuckDB in place)."""
+        return cls(None, frame=frame, label=label)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to release: each reading opened and closed its own cursor."""
+
+    def _opened(self) -> FileTable:
+        if self.path is None:
+            return open_frame(self.frame, label=self.label)
+        return open_file(self.path, sep=self.sep)
+
+    # ------------------------------------------------------------------------ counting
+    def count(self, options: AssessmentOptions) -> ClassSizes | ClassTable | ClassAggregates:
+        """What ``options`` need: the class aggregates with a weight or sensitive columns,
+        else the class table when a measure needs it, else the class-size histogram."""
+        qis = options.quasi_identifiers
+        if options.weight or options.sensitive:
+            return self.aggregates(qis, weight=options.weight, sensitive=options.sensitive)
+        if options.needs_class_table:
+            return self.class_table(qis)
+        return self.histogram(qis)
+
+    def histogram(self, qis: Sequence[str]) -> ClassSizes:
+        """The class-size histogram, counted by DuckDB: one row per distinct size."""
+        source = self._opened()
+        pos = source.grouped(qis)
+        keys = ", ".join(f"c{i}" for i in pos)
+        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+            rel, params = _relation(readable, con)
+            sql = (
+                f"SELECT size, star, count(*) AS classes FROM (SELECT count(*) AS size, "
+                f"{_star(source, pos)} AS star FROM {rel} GROUP BY {keys}) GROUP BY size, star "
+                "ORDER BY size"
+            )
+            rows = _run(source, con, sql, params, rows=True)
+        size = np.array([r[0] for r in rows], dtype=np.int64)
+        star = np.array([bool(r[1]) for r in rows], dtype=bool)
+        count = np.array([r[2] for r in rows], dtype=np.int64)
+        names = tuple(source.names[i] for i in pos)
+        excluded = int((size[star] * count[star]).sum())
+        if size.shape[0] == 0:
+            raise EmptyDatasetError(f"{source.label}: the table has no records: nothing to assess")
+        if star.all():
+            raise EmptyDatasetError(
+                f"{source.label}: every record ({excluded}) is fully suppressed ('*' in every "
+                "quasi-identifier): there is nothing to assess"
+            )
+        return ClassSizes(names, size[~star], count[~star], excluded_records=excluded)
+
+    def class_table(self, qis: Sequence[str]) -> ClassTable:
+        """The class table on the given QIs."""
+        table: ClassTable = self.aggregates(qis).table
+        return table
+
+    def aggregates(
+        self, qis: Sequence[str], *, weight: str | None = None, sensitive: Sequence[str] = ()
+    ) -> ClassAggregates:
+        """The class table with per-class weight sums and sensitive value counts.
+
+        DuckDB groups the records; one row per class comes back, with its size, the sum of its
+        weights and, per sensitive column, the counts of its distinct values (class sizes,
+        weight checks and sums, and per-class value counts, in one DuckDB query).
+        """
+        from reident_airflow.engine.aggregates import check_extra_columns
+
+        source = self._opened()
+        pos = source.grouped(qis)
+        names = tuple(source.names[i] for i in pos)
+        if isinstance(sensitive, str):
+            sensitive = [sensitive]
+        spos = [source.grouped([s], kind="sensitive column")[0] for s in sensitive]
+        weight, extra = (
+            check_extra_columns(
+                names, source.names, weight=weight, sensitive=[source.names[i] for i in spos]
+            )
+            if (weight is not None or sensitive)
+            else (None, ())
+        )
+        wpos = None if weight is None else source.positions([weight], kind="weight column")[0]
+        if wpos is not None and source.kinds[wpos] not in ("text", "number"):
+            raise InvalidInputError(
+                f"weight column {weight!r} is not numeric (neither numbers nor text holding them)"
+            )
+        keys = [f"c{i}" for i in pos]
+        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+            rel, params = _relation(readable, con)
+            sql = _aggregates_sql(rel, keys, [f"c{i}" for i in spos], _weight_exprs(wpos))
+            table = _run(source, con, sql, params)
+        if table.num_rows == 0:
+            raise EmptyDatasetError(f"{source.label}: the table has no records: nothing to assess")
+        if wpos is not None:
+            _check_weights(table, source.names[wpos])
+        return _to_aggregates(table, keys, names, weight, list(extra))
+
+    # ----------------------------------------------------------------------------- rows
+    def rows(
+        self,
+        columns: Sequence[str] | None = None,
+        *,
+        categorical: Sequence[str] = (),
+        dtype_backend: Literal["numpy", "pyarrow"] = "numpy",
+        allow_empty: bool = False,
+    ) -> pd.DataFrame:
+        """Every column of a CSV (as text) or Parquet file, read under ``docs/reading.md``, or
+        only ``columns`` (the advice on a k breach reads the QIs alone): the rows Datafly
+        generalizes and direct match compares.
+
+        - ``categorical``: text columns that come as pandas Categoricals (dictionary-encoded by
+          Arrow): the same values, grouped on integer codes; Datafly passes its QIs here.
+        - ``dtype_backend="pyarrow"``: every column Arrow-backed (``pd.ArrowDtype``), as the
+          direct-match engine compares them, with no conversion to numpy or Python objects
+          (``categorical`` is then not used).
+        - ``allow_empty``: a file without records is returned as an empty frame (the direct-match
+          engine names the empty side itself); otherwise it is an :class:`EmptyDatasetError`.
+        """
+        import pandas as pd
+
+        p = self._file()
+        names = file_columns(p, sep=self.sep) if columns is None else list(columns)
+        table = read_columns(p, names, sep=self.sep)
+        if table.num_rows == 0 and not allow_empty:
+            raise EmptyDatasetError(f"{p}: the table has no records")
+        if dtype_backend == "pyarrow":
+            arrow_frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
+            return arrow_frame
+        encoded: dict[str, pd.Categorical] = {}
+        for name in dict.fromkeys(categorical):
+            if name in table.column_names:
+                values = _categorical(table.column(name))
+                if values is not None:
+                    encoded[name] = values
+        frame: pd.DataFrame = table.drop_columns(list(encoded)).to_pandas()
+        if encoded:
+            frame = pd.DataFrame(
+                {
+                    name: encoded[name] if name in encoded else frame[name]
+                    for name in table.column_names
+                },
+                index=frame.index,
+            )
+        return frame
+
+    def _file(self) -> Path:
+        if self.path is None:
+            raise TypeError(f"{self.label} is a frame: its rows are the frame itself")
+        return Path(self.path)
+
+    # ---------------------------------------------------------------------- fingerprint
+    def fingerprint(self, rows: int | None = None) -> InputFingerprint | None:
+        """The file's (or the directory's) hash with ``rows``, the records read (a CSV's
+        count needs a full parse: the reader's); ``None`` for a glob of Parquet files, which
+        names no one file or directory, and for a frame."""
+        if self.path is None or _is_glob(str(self.path)):
+            return None
+        from reident_airflow.sources.fingerprint import fingerprint_file
+
+        return fingerprint_file(self.path, rows=rows)
+
+
+def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
+    """A text column as a pandas Categorical with plain-object categories (``None`` if it is
+    not text). Grouping then works on its integer codes: no Python string per row is made."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    value_type = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
+        return None
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_dictionary(array.type):
+        array = pc.dictionary_encode(array)
+    categories = pd.Index(np.asarray(array.dictionary.to_pylist(), dtype=object), dtype=object)
+    if not categories.is_unique:  # pragma: no cover - a writer that repeats dictionary values
+        return None
+    codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return pd.Categorical.from_codes(codes, categories=categories)
+
+
+def _is_glob(spec: str) -> bool:
+    """Whether a path is a glob (``data/*.parquet``) rather than a path that exists."""
+    return not Path(spec).exists() and any(ch in spec for ch in "*?[")
+
+
+# ------------------------------------------------------------------------------ functions
+def histogram_from_file(
+    path: str | Path, qis: Sequence[str], *, sep: str = ",", memory_limit: str | None = None
+) -> ClassSizes:
+    """The class-size histogram of a file, counted by DuckDB: one row per distinct size."""
+    return FileSource(path, sep=sep, memory_limit=memory_limit).histogram(qis)
+
+
+def histogram_from_frame(frame: Any, qis: Sequence[str]) -> ClassSizes:
+    """The class-size histogram of a pandas DataFrame or Arrow table."""
+    return FileSource.of_frame(frame).histogram(qis)
+
+
 def aggregates_from_file(
     path: str | Path,
     qis: Sequence[str],
@@ -535,35 +699,34 @@ def aggregates_from_file(
     weight: str | None = None,
     sensitive: Sequence[str] = (),
     memory_limit: str | None = None,
-) -> Any:
+) -> ClassAggregates:
     """The class table of a file with per-class weight sums and sensitive value counts.
 
     DuckDB groups the records; one row per class comes back, with its size, the sum of its
     weights and, per sensitive column, the counts of its distinct values. Returns a
     :class:`~reident_airflow.engine.aggregates.ClassAggregates`.
     """
-    return _aggregates(open_file(path, sep=sep), qis, weight, sensitive, memory_limit)
+    source = FileSource(path, sep=sep, memory_limit=memory_limit)
+    return source.aggregates(qis, weight=weight, sensitive=sensitive)
 
 
 def aggregates_from_frame(
     frame: Any, qis: Sequence[str], *, weight: str | None = None, sensitive: Sequence[str] = ()
-) -> Any:
+) -> ClassAggregates:
     """:func:`aggregates_from_file` for a pandas DataFrame or an Arrow table."""
-    return _aggregates(open_frame(frame), qis, weight, sensitive, None)
+    return FileSource.of_frame(frame).aggregates(qis, weight=weight, sensitive=sensitive)
 
 
 def class_table_from_file(
     path: str | Path, qis: Sequence[str], *, sep: str = ",", memory_limit: str | None = None
 ) -> ClassTable:
     """The class table of a CSV or Parquet file on the given QIs."""
-    table: ClassTable = aggregates_from_file(path, qis, sep=sep, memory_limit=memory_limit).table
-    return table
+    return FileSource(path, sep=sep, memory_limit=memory_limit).class_table(qis)
 
 
 def class_table_from_frame(frame: Any, qis: Sequence[str]) -> ClassTable:
     """The class table of a pandas DataFrame or an Arrow table on the given QIs."""
-    table: ClassTable = aggregates_from_frame(frame, qis).table
-    return table
+    return FileSource.of_frame(frame).class_table(qis)
 
 
 # ------------------------------------------------------------------------------ records

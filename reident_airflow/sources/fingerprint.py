@@ -1,11 +1,13 @@
 """What was assessed: a fingerprint of the input, for the report and the assessment JSON.
 
 A reviewer signing a release off needs to know that the numbers describe *this* file or
-*this* table, not another version of it. Two entry points, one value
+*this* table, not another version of it. Two entry points (:func:`fingerprint_file` here, and
+:func:`~reident_airflow.sources.sql.fingerprint_sql` beside the database readings), one value
 (:class:`InputFingerprint`, whose :meth:`~InputFingerprint.to_dict` is the assessment JSON's
 optional ``"input"`` object, ``docs/contract.md``)::
 
-    from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
+    from reident_airflow.sources.fingerprint import fingerprint_file
+    from reident_airflow.sources.sql import fingerprint_sql
 
     fingerprint_file("data/patients.csv", rows=30162).to_dict()
     fingerprint_sql("postgresql://reader@db/clinic", table="patients", schema="staging")
@@ -41,22 +43,16 @@ import hashlib
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources.file_source import PARQUET_SUFFIXES
-
-if TYPE_CHECKING:
-    import sqlalchemy as sa
-    from sqlalchemy.engine import Connection, Engine
 
 __all__ = [
     "CHUNK_BYTES",
     "InputFingerprint",
     "fingerprint_file",
-    "fingerprint_sql",
     "now_utc",
-    "safe_location",
 ]
 
 #: How much of a file is read at a time while hashing it.
@@ -163,32 +159,3 @@ def fingerprint_file(path: str | Path, *, rows: int | None = None) -> InputFinge
     return InputFingerprint(
         kind="file", location=str(p), taken_at=now_utc(), rows=rows, size_bytes=size, sha256=sha
     )
-
-
-# -------------------------------------------------------------------------------- databases
-# The database half lives in fingerprint_db, imported when used: fingerprinting a file loads
-# no SQLAlchemy.
-def safe_location(url: sa.URL) -> str:
-    """``url`` as text without its password and its query options (which may hold
-    credentials or tokens): ``dialect+driver://user@host:port/database``."""
-    from reident_airflow.sources.fingerprint_db import url_without_secrets
-
-    return url_without_secrets(url)
-
-
-def fingerprint_sql(
-    source: str | Engine | Connection,
-    table: str | None = None,
-    *,
-    sql: str | None = None,
-    schema: str | None = None,
-) -> InputFingerprint:
-    """The fingerprint of a database ``table`` (in ``schema``) or of a ``sql`` query.
-
-    ``source`` is a SQLAlchemy URL, an engine or an open connection (used as it is, inside
-    the caller's transaction if one is open). The table is reflected and quoted by
-    SQLAlchemy; the query's text is only hashed.
-    """
-    from reident_airflow.sources.fingerprint_db import database_fingerprint
-
-    return database_fingerprint(source, table, sql, schema)

@@ -22,8 +22,8 @@ PySpark is imported only by the functions that use it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from reident_airflow.engine.distributions import (
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions
 from reident_airflow.sources.spark_grouping import (
-    SparkSource,
+    SparkTable,
     class_size_rows,
     is_spark_frame,
     open_spark_frame,
@@ -48,7 +48,14 @@ from reident_airflow.sources.spark_grouping import (
     weight_rows,
 )
 
+if TYPE_CHECKING:
+    from reident_airflow.engine.advice import BreachAdvice
+    from reident_airflow.engine.classes import ClassTable
+    from reident_airflow.engine.hierarchies import Hierarchy
+    from reident_airflow.sources.fingerprint import InputFingerprint
+
 __all__ = [
+    "SparkSource",
     "aggregates_from_spark",
     "assess_spark_frame",
     "histogram_from_spark",
@@ -58,7 +65,7 @@ __all__ = [
 
 
 def _sizes(
-    source: SparkSource,
+    source: SparkTable,
     names: tuple[str, ...],
     rows: Sequence[tuple[int, bool, int]],
 ) -> ClassSizes:
@@ -87,7 +94,7 @@ def _sizes(
 
 
 def _ranked(
-    source: SparkSource, names: tuple[str, ...], pos: list[int], max_subset_size: int | None
+    source: SparkTable, names: tuple[str, ...], pos: list[int], max_subset_size: int | None
 ) -> tuple[ClassSizes, SubsetHistograms, int]:
     """The histogram and the ranked subsets' histograms, in one Spark job."""
     subsets = ranked_subsets(len(pos), max_subset_size)
@@ -113,7 +120,7 @@ def _ranked(
 
 
 def _weights(
-    source: SparkSource, names: tuple[str, ...], pos: list[int], weight: str
+    source: SparkTable, names: tuple[str, ...], pos: list[int], weight: str
 ) -> tuple[ClassSizes, WeightPairs, int]:
     from reident_airflow.engine.aggregates import check_weight_counts
 
@@ -142,7 +149,7 @@ def _weights(
 
 
 def _profiles(
-    source: SparkSource, names: tuple[str, ...], pos: list[int], column: str
+    source: SparkTable, names: tuple[str, ...], pos: list[int], column: str
 ) -> tuple[ClassSizes, ValueProfiles, int]:
     (spos,) = source.positions([column], kind="sensitive column")
     rows = profile_rows(source, pos, spos)
@@ -161,7 +168,7 @@ def _profiles(
     return table, profiles, len(rows)
 
 
-def _same(first: ClassSizes, other: ClassSizes, source: SparkSource) -> None:
+def _same(first: ClassSizes, other: ClassSizes, source: SparkTable) -> None:
     same = (
         np.array_equal(first.sizes, other.sizes)
         and np.array_equal(first.counts, other.counts)
@@ -272,3 +279,105 @@ def assess_spark_frame(frame: Any, options: AssessmentOptions | Sequence[str]) -
         max_subset_size=options.max_subset_size,
     )
     return assess(counted, options)
+
+
+class SparkSource:
+    """A Spark DataFrame, counted by Spark: the :class:`~reident_airflow.sources.Source` of
+    Spark (classic sessions and Spark Connect).
+
+    ``label`` names it in messages (a table's name or a path); ``path`` is the Parquet file or
+    folder it was read from, if any (for the fingerprint). The session is the caller's:
+    :meth:`close` leaves it open. Only aggregates reach the driver, so the options needing one
+    row per class (SUDA2, a register) are refused, as is :meth:`class_table`.
+    """
+
+    def __init__(self, frame: Any, *, label: str = "Spark DataFrame", path: str | None = None):
+        self.frame = frame
+        self.label = label
+        self.path = path
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to release: the session (and its cache) is the caller's."""
+
+    def count(self, options: AssessmentOptions) -> Distributions:
+        """What Spark counts for an assessment under ``options``
+        (:func:`aggregates_from_spark`); SUDA2 and a register are refused."""
+        refuse_per_class(options)
+        return aggregates_from_spark(
+            self.frame,
+            options.quasi_identifiers,
+            weight=options.weight,
+            sensitive=options.sensitive,
+            rank_attributes=options.rank_attributes,
+            max_subset_size=options.max_subset_size,
+        )
+
+    def class_table(self, qis: Sequence[str]) -> ClassTable:
+        """Refused: a class table is one row per class, and only aggregates reach the driver."""
+        raise InvalidInputError(
+            f"{self.label}: a class table has one row per class; it is not read on Spark "
+            "(only aggregates reach the driver)"
+        )
+
+    def fingerprint(self, rows: int | None = None) -> InputFingerprint | None:
+        """A local Parquet file's or folder's fingerprint (``rows``: the records read);
+        ``None`` for a table, a glob or a remote URI (no one local file to hash)."""
+        from pathlib import Path
+
+        if self.path is None or "://" in self.path or not Path(self.path).exists():
+            return None
+        from reident_airflow.sources.fingerprint import fingerprint_file
+
+        return fingerprint_file(self.path, rows=rows)
+
+    def advise(
+        self, result: Assessment, hierarchies: Mapping[str, Hierarchy]
+    ) -> tuple[BreachAdvice, tuple[str, ...]]:
+        """The advice on a breach of ``min_k``, from Spark's aggregates only, never rows on
+        the driver: the classes and records below k from the assessment's class-size
+        histogram, the QI driving the risk from its ranking (none without one), and Datafly's
+        outlook at k from Datafly run on histograms Spark counts (nothing is written); and
+        the QIs lacking a hierarchy (then no outlook)."""
+        from reident_airflow.engine.advice import breach_advice
+
+        limit = cast(int, result.thresholds.min_k)
+        pairs = result.class_size_histogram  # the histogram Spark counted for the assessment
+        table = ClassSizes(
+            result.quasi_identifiers,
+            np.array([size for size, _ in pairs], dtype=np.int64),
+            np.array([count for _, count in pairs], dtype=np.int64),
+            excluded_records=result.excluded_records,
+        )
+        with spark_errors(self.label):
+            outlook, missing = self._outlook(result, hierarchies)
+        ranking = result.attributes or None
+        return breach_advice(table, limit, ranking=ranking, datafly=outlook), missing
+
+    def _outlook(
+        self, result: Assessment, hierarchies: Mapping[str, Hierarchy]
+    ) -> tuple[Any, tuple[str, ...]]:
+        """Datafly's outlook at k, run on histograms Spark counts, and the QIs lacking a
+        hierarchy (then no outlook)."""
+        from reident_airflow.engine.advice import datafly_outlook
+        from reident_airflow.engine.errors import AnonymizationInfeasibleError, HierarchyError
+        from reident_airflow.sources.advice import hierarchies_for
+        from reident_airflow.sources.spark_release_datafly import datafly_spark
+
+        k = cast(int, result.thresholds.min_k)
+        found, missing = hierarchies_for(result.quasi_identifiers, hierarchies)
+        if missing:
+            return None, missing
+        try:
+            outcome: Any = datafly_spark(self.frame, result.quasi_identifiers, found, k)
+        except AnonymizationInfeasibleError as exc:
+            outcome = exc
+        except HierarchyError:
+            return None, tuple(q for q in result.quasi_identifiers if q not in hierarchies)
+        # SparkDataflyResult carries the fields of DataflyResult the outlook reads
+        return datafly_outlook(k, outcome), ()

@@ -1,6 +1,6 @@
 """The grouping queries of a Spark DataFrame: ``GROUP BY`` the QIs in Spark, aggregates out.
 
-A :class:`SparkSource` is a ``pyspark.sql.DataFrame`` (a classic session's or a Spark
+A :class:`SparkTable` is a ``pyspark.sql.DataFrame`` (a classic session's or a Spark
 Connect session's) with its columns renamed by position (``c0``, ``c1``, ...: no column name
 is ever parsed by Spark) and each column's kind. The queries here group the records in
 Spark's executors and collect only aggregates on the driver:
@@ -36,7 +36,7 @@ __all__ = [
     "GROUPED",
     "SUPPRESSED",
     "SparkJobError",
-    "SparkSource",
+    "SparkTable",
     "class_size_rows",
     "collect_rows",
     "column_of",
@@ -129,7 +129,7 @@ def _kind(data_type: Any) -> str:
 
 
 @dataclass(frozen=True)
-class SparkSource:
+class SparkTable:
     """A Spark DataFrame with positional column names (``c0`` ...), its columns' own names
     and kinds (``text``, ``float``, ``number`` or ``other``)."""
 
@@ -163,8 +163,8 @@ class SparkSource:
         return tuple(self.names[i] for i in pos), pos
 
 
-def open_spark_frame(frame: Any, label: str = "Spark DataFrame") -> SparkSource:
-    """The :class:`SparkSource` of a PySpark DataFrame (nothing is computed yet)."""
+def open_spark_frame(frame: Any, label: str = "Spark DataFrame") -> SparkTable:
+    """The :class:`SparkTable` of a PySpark DataFrame (nothing is computed yet)."""
     if not is_spark_frame(frame):
         raise InvalidInputError(f"expected a pyspark.sql.DataFrame, got {type(frame).__name__}")
     fields = list(frame.schema.fields)
@@ -175,7 +175,7 @@ def open_spark_frame(frame: Any, label: str = "Spark DataFrame") -> SparkSource:
         for f, kind in zip(fields, kinds, strict=True)
     )
     renamed = frame.toDF(*(f"c{i}" for i in range(len(names))))
-    return SparkSource(renamed, names, kinds, label, collations)
+    return SparkTable(renamed, names, kinds, label, collations)
 
 
 class SparkJobError(ReidentError):
@@ -221,7 +221,7 @@ def collect_rows(frame: Any) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in frame.collect()]
 
 
-def _star(source: SparkSource, pos: Sequence[int]) -> Any:
+def _star(source: SparkTable, pos: Sequence[int]) -> Any:
     """``every QI of the class is the text '*'`` over a class table's key columns (false
     where a QI is not text)."""
     F = functions(source.frame)
@@ -234,7 +234,7 @@ def _star(source: SparkSource, pos: Sequence[int]) -> Any:
     return F.coalesce(every, F.lit(False))
 
 
-def _classes(source: SparkSource, pos: Sequence[int], *aggs: Any) -> Any:
+def _classes(source: SparkTable, pos: Sequence[int], *aggs: Any) -> Any:
     """One row per class: its keys, its size, ``aggs`` and the suppressed flag."""
     F = functions(source.frame)
 
@@ -244,7 +244,7 @@ def _classes(source: SparkSource, pos: Sequence[int], *aggs: Any) -> Any:
 
 
 def class_size_rows(
-    source: SparkSource, pos: Sequence[int], subsets: Sequence[Sequence[int]] = ()
+    source: SparkTable, pos: Sequence[int], subsets: Sequence[Sequence[int]] = ()
 ) -> list[tuple[Any, ...]]:
     """The class-size histograms, computed in Spark.
 
@@ -280,7 +280,7 @@ def class_size_rows(
 
 
 def weight_rows(
-    source: SparkSource, pos: Sequence[int], wpos: int
+    source: SparkTable, pos: Sequence[int], wpos: int
 ) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
     """``(size, weight sum, suppressed, classes)`` per distinct pair, and the weight checks'
     totals over every record (``wmissing``, ``wtext``, ``wnonpositive``, ``winfinite``)."""
@@ -304,7 +304,7 @@ def weight_rows(
     return [r[:4] for r in rows], totals
 
 
-def profile_rows(source: SparkSource, pos: Sequence[int], spos: int) -> list[tuple[Any, ...]]:
+def profile_rows(source: SparkTable, pos: Sequence[int], spos: int) -> list[tuple[Any, ...]]:
     """``(size, value counts ascending, suppressed, classes)`` per distinct profile of the
     sensitive column at ``spos`` (a missing value counts as one value)."""
     F = functions(source.frame)

@@ -1,7 +1,11 @@
 """Class tables computed in the database: a ``GROUP BY`` over the QIs, rows never travel.
 
-At most one row per equivalence class (the QI values and a count) is fetched;
-:func:`histogram_from_sql` fetches one row per distinct class size. The work is shared out:
+:class:`SqlSource` is the :class:`~reident_airflow.sources.Source` of databases: a table or a
+query, counted by the database (the ``*_from_sql`` functions are its readings, one call each),
+and fingerprinted (:func:`fingerprint_sql`: what :mod:`~reident_airflow.sources.fingerprint`
+says a database's fingerprint proves). At most one row per equivalence class (the QI values
+and a count) is fetched; a histogram fetches one row per distinct class size. The work is
+shared out:
 
 - :mod:`~reident_airflow.sources.connect`: the engine, the connection, the table or query;
 - :mod:`~reident_airflow.sources.sql_grouping`: the statements, grouping values exactly as
@@ -23,9 +27,11 @@ read then.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Unpack
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 import numpy as np
 import pandas as pd
@@ -48,12 +54,17 @@ from reident_airflow.engine.encoding import validate_quasi_identifiers
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources.connect import (
     SqlWhere,
+    connect,
     make_engine,
+    open_source,
     query_source,
+    read_only,
     reading,
     reflect_table,
+    source_label,
 )
 from reident_airflow.sources.db_errors import DriverErrorWithheld, database_errors
+from reident_airflow.sources.fingerprint import InputFingerprint, now_utc
 from reident_airflow.sources.publish import copy_table_atomic
 from reident_airflow.sources.sql_fetch import (
     COPY_BLOCK_BYTES,
@@ -73,21 +84,26 @@ from reident_airflow.sources.sql_grouping import (
     SUM_LABEL,
     SUPPRESSED_LABEL,
     Grouping,
-    SqlSource,
+    SqlTable,
     class_rows,
     constant,
     histogram_statement,
     plan_grouping,
 )
 
+if TYPE_CHECKING:
+    from reident_airflow.engine.options import AssessmentOptions
+
 __all__ = [
     "COPY_BLOCK_BYTES",
     "COUNT_LABEL",
     "DriverErrorWithheld",
+    "SqlSource",
     "SqlWhere",
     "aggregates_from_sql",
     "class_table_from_sql",
     "copy_table_atomic",
+    "fingerprint_sql",
     "grouped_counts",
     "grouped_histogram",
     "grouped_sums",
@@ -96,6 +112,7 @@ __all__ = [
     "make_engine",
     "query_source",
     "reflect_table",
+    "safe_location",
 ]
 
 
@@ -118,7 +135,7 @@ def _check_records(what: str, classes: int, excluded: int) -> None:
 
 
 # ------------------------------------------------------------------------------ reads
-def _counts(conn: Connection, grouping: Grouping, source: SqlSource) -> ClassRows:
+def _counts(conn: Connection, grouping: Grouping, source: SqlTable) -> ClassRows:
     return fetch_grouped(
         conn,
         class_rows(grouping, source),
@@ -128,7 +145,7 @@ def _counts(conn: Connection, grouping: Grouping, source: SqlSource) -> ClassRow
     )
 
 
-def _sums(conn: Connection, grouping: Grouping, source: SqlSource, column: str) -> pd.DataFrame:
+def _sums(conn: Connection, grouping: Grouping, source: SqlTable, column: str) -> pd.DataFrame:
     """Class sizes and weight sums, the weights checked in the same query (aggregates only):
     a missing, zero or negative weight, or a text column, is an input error naming the
     column and the number of records."""
@@ -173,16 +190,14 @@ def _sums(conn: Connection, grouping: Grouping, source: SqlSource, column: str) 
     return frame.drop(columns=[PRESENT_LABEL, NONPOSITIVE_LABEL])
 
 
-def _value_counts(
-    conn: Connection, grouping: Grouping, source: SqlSource, column: str
-) -> ClassRows:
+def _value_counts(conn: Connection, grouping: Grouping, source: SqlTable, column: str) -> ClassRows:
     stmt = class_rows(grouping, source, value=column)
     keys = [*grouping.names, column, COUNT_LABEL, SUPPRESSED_LABEL]
     return fetch_grouped(conn, stmt, keys, [*grouping.names, column], COUNTS)
 
 
 def _sensitive_grouping(
-    conn: Connection, source: SqlSource, qis: Sequence[str], column: str
+    conn: Connection, source: SqlTable, qis: Sequence[str], column: str
 ) -> Grouping:
     names = validate_quasi_identifiers(qis, [c.name for c in source.columns])
     if column not in [c.name for c in source.columns]:
@@ -192,7 +207,7 @@ def _sensitive_grouping(
     return plan_grouping(conn, source, names, values=[column])
 
 
-def grouped_counts(conn: Connection, source: SqlSource, qis: Sequence[str]) -> pd.DataFrame:
+def grouped_counts(conn: Connection, source: SqlTable, qis: Sequence[str]) -> pd.DataFrame:
     """``SELECT qis..., count(*) FROM source GROUP BY qis``: one row per class.
 
     The class whose every QI is the text ``*`` holds ``*`` (text) in every QI, whatever the
@@ -205,7 +220,7 @@ def grouped_counts(conn: Connection, source: SqlSource, qis: Sequence[str]) -> p
 
 
 def grouped_sums(
-    conn: Connection, source: SqlSource, qis: Sequence[str], column: str
+    conn: Connection, source: SqlTable, qis: Sequence[str], column: str
 ) -> pd.DataFrame:
     """``SELECT qis..., count(*), sum(column) ... GROUP BY qis``: class sizes and weight sums.
 
@@ -220,7 +235,7 @@ def grouped_sums(
 
 
 def grouped_value_counts(
-    conn: Connection, source: SqlSource, qis: Sequence[str], column: str
+    conn: Connection, source: SqlTable, qis: Sequence[str], column: str
 ) -> pd.DataFrame:
     """``SELECT qis..., column, count(*) ... GROUP BY qis, column``: values per class.
 
@@ -234,23 +249,147 @@ def grouped_value_counts(
     return marked(rows, grouping.names)
 
 
-def class_table_from_sql(
-    url: str | Engine, qis: Sequence[str], **where: Unpack[SqlWhere]
-) -> ClassTable:
-    """The class table of a database table (or of a ``SELECT``), computed by the database.
+# ------------------------------------------------------------------------------ the source
+class SqlSource:
+    """A database table (``table=``, in ``schema=``) or a ``SELECT`` (``sql=``), grouped by
+    the database: the :class:`~reident_airflow.sources.Source` of databases.
 
-    ``where`` names the source: ``table=`` (with ``schema=``) or ``sql=``
-    (:class:`~reident_airflow.sources.connect.SqlWhere`)."""
-    with reading(url, **where) as (conn, source, what):
-        grouping = plan_grouping(conn, source, qis)
-        rows = _counts(conn, grouping, source)
-    kept, excluded = split_suppressed(rows)
-    _check_records(what, row_count(kept), excluded)
-    return _with_excluded(class_table_from_grouped(kept, grouping.names, COUNT_LABEL), excluded)
+    ``url`` is a SQLAlchemy URL or an engine. The engine of a URL is made at the first
+    reading and disposed of by :meth:`close` (also on leaving a ``with`` block); an engine
+    given is the caller's and stays open. Each reading runs on its own read-only connection
+    (:func:`~reident_airflow.sources.connect.reading`), and its errors quote nothing of the
+    data.
+    """
+
+    def __init__(
+        self,
+        url: str | Engine,
+        *,
+        table: str | None = None,
+        schema: str | None = None,
+        sql: str | None = None,
+    ) -> None:
+        self.url = url
+        self.table = table
+        self.schema = schema
+        self.sql = sql
+        self._engine: Engine | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name the source: ``table 'x'`` or ``the query``."""
+        return source_label(self.table, self.sql)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Dispose of the engine made here for a URL (its pooled connections)."""
+        if self._engine is not None and self._engine is not self.url:
+            self._engine.dispose()
+        self._engine = None
+
+    def _bound(self) -> Engine:
+        if self._engine is None:
+            self._engine = make_engine(self.url)
+        return self._engine
+
+    def _reading(self) -> AbstractContextManager[tuple[Connection, SqlTable, str]]:
+        source_label(self.table, self.sql)  # neither or both: refused before connecting
+        return reading(self._bound(), table=self.table, sql=self.sql, schema=self.schema)
+
+    # ------------------------------------------------------------------------ counting
+    def count(self, options: AssessmentOptions) -> ClassSizes | ClassTable | ClassAggregates:
+        """What ``options`` need: the class aggregates with a weight or sensitive columns,
+        else the class table when a measure needs it, else the class-size histogram."""
+        qis = options.quasi_identifiers
+        if options.weight or options.sensitive:
+            return self.aggregates(qis, weight=options.weight, sensitive=options.sensitive)
+        if options.needs_class_table:
+            return self.class_table(qis)
+        return self.histogram(qis)
+
+    def class_table(self, qis: Sequence[str]) -> ClassTable:
+        """The class table of the table (or of the query), computed by the database."""
+        with self._reading() as (conn, source, what):
+            grouping = plan_grouping(conn, source, qis)
+            rows = _counts(conn, grouping, source)
+        kept, excluded = split_suppressed(rows)
+        _check_records(what, row_count(kept), excluded)
+        table = class_table_from_grouped(kept, grouping.names, COUNT_LABEL)
+        return _with_excluded(table, excluded)
+
+    def histogram(self, qis: Sequence[str]) -> ClassSizes:
+        """The class-size histogram, counted by the database in one statement
+        (:func:`grouped_histogram`)."""
+        with self._reading() as (conn, source, what):
+            return grouped_histogram(conn, source, qis, what=what)
+
+    def aggregates(
+        self, qis: Sequence[str], *, weight: str | None = None, sensitive: Sequence[str] = ()
+    ) -> ClassAggregates:
+        """Class table, weight sums and sensitive value counts, all computed by the database.
+
+        One ``GROUP BY qis`` (with ``sum(weight)`` when a weight column is named) and one
+        ``GROUP BY qis, column`` per sensitive column; one row per class (or per class and
+        value) is fetched, never a record.
+        """
+        with self._reading() as (conn, source, what):
+            available = [c.name for c in source.columns]
+            names = validate_quasi_identifiers(qis, available)
+            weight, extra = check_extra_columns(
+                names, available, weight=weight, sensitive=sensitive
+            )
+            grouping = plan_grouping(conn, source, names, values=extra)
+            if weight is None:
+                counted = _counts(conn, grouping, source)
+            else:
+                counted = _sums(conn, grouping, source, weight)
+            per_value = {s: _value_counts(conn, grouping, source, s) for s in extra}
+        counts, excluded = split_suppressed(counted)
+        _check_records(what, row_count(counts), excluded)
+        value_counts = {s: as_frame(split_suppressed(v)[0]) for s, v in per_value.items()}
+        aggregates = aggregate_grouped(
+            as_frame(counts),
+            names,
+            COUNT_LABEL,
+            weight=weight,
+            weight_sum_column=SUM_LABEL,
+            value_counts=value_counts,
+        )
+        if not excluded:
+            return aggregates
+        return replace(aggregates, table=_with_excluded(aggregates.table, excluded))
+
+    # ----------------------------------------------------------------------------- rows
+    def rows(
+        self, columns: Sequence[str] | None = None, *, categorical: Sequence[str] = ()
+    ) -> pd.DataFrame:
+        """Every column of the table (or the query), or only ``columns``, streamed
+        (:func:`~reident_airflow.sources.tables.read_sql_frame`); ``categorical`` is a file's
+        option: a database's values come typed."""
+        from reident_airflow.sources.tables import read_sql_frame
+
+        del categorical
+        frame, _ = read_sql_frame(
+            self._bound(), table=self.table, sql=self.sql, schema=self.schema, columns=columns
+        )
+        return frame
+
+    # ---------------------------------------------------------------------- fingerprint
+    def fingerprint(self, rows: int | None = None) -> InputFingerprint:
+        """The table's or the query's row count, the server's clock and, where the server has
+        one, its snapshot, read in one read-only transaction (:func:`fingerprint_sql`);
+        ``rows`` is not needed: the database counts them."""
+        del rows
+        return fingerprint_sql(self._bound(), self.table, sql=self.sql, schema=self.schema)
 
 
 def grouped_histogram(
-    conn: Connection, source: SqlSource, qis: Sequence[str], *, what: str = "the table"
+    conn: Connection, source: SqlTable, qis: Sequence[str], *, what: str = "the table"
 ) -> ClassSizes:
     """The class-size histogram of ``source`` (a table or a subquery) on an open connection.
 
@@ -277,13 +416,25 @@ def grouped_histogram(
     )
 
 
+# ------------------------------------------------------------------------------ functions
+def class_table_from_sql(
+    url: str | Engine, qis: Sequence[str], **where: Unpack[SqlWhere]
+) -> ClassTable:
+    """The class table of a database table (or of a ``SELECT``), computed by the database.
+
+    ``where`` names the source: ``table=`` (with ``schema=``) or ``sql=``
+    (:class:`~reident_airflow.sources.connect.SqlWhere`)."""
+    with SqlSource(url, **where) as source:
+        return source.class_table(qis)
+
+
 def histogram_from_sql(
     url: str | Engine, qis: Sequence[str], **where: Unpack[SqlWhere]
 ) -> ClassSizes:
     """The class-size histogram of a database table (or of a ``SELECT``), counted by the
     database in one statement (:func:`grouped_histogram`)."""
-    with reading(url, **where) as (conn, source, what):
-        return grouped_histogram(conn, source, qis, what=what)
+    with SqlSource(url, **where) as source:
+        return source.histogram(qis)
 
 
 def aggregates_from_sql(
@@ -294,33 +445,95 @@ def aggregates_from_sql(
     sensitive: Sequence[str] = (),
     **where: Unpack[SqlWhere],
 ) -> ClassAggregates:
-    """Class table, weight sums and sensitive value counts, all computed by the database.
+    """Class table, weight sums and sensitive value counts, all computed by the database
+    (:meth:`SqlSource.aggregates`)."""
+    with SqlSource(url, **where) as source:
+        return source.aggregates(qis, weight=weight, sensitive=sensitive)
 
-    One ``GROUP BY qis`` (with ``sum(weight)`` when a weight column is named) and one
-    ``GROUP BY qis, column`` per sensitive column; one row per class (or per class and
-    value) is fetched, never a record.
-    """
-    with reading(url, **where) as (conn, source, what):
-        available = [c.name for c in source.columns]
-        names = validate_quasi_identifiers(qis, available)
-        weight, extra = check_extra_columns(names, available, weight=weight, sensitive=sensitive)
-        grouping = plan_grouping(conn, source, names, values=extra)
-        if weight is None:
-            counted = _counts(conn, grouping, source)
-        else:
-            counted = _sums(conn, grouping, source, weight)
-        per_value = {s: _value_counts(conn, grouping, source, s) for s in extra}
-    counts, excluded = split_suppressed(counted)
-    _check_records(what, row_count(counts), excluded)
-    value_counts = {s: as_frame(split_suppressed(v)[0]) for s, v in per_value.items()}
-    aggregates = aggregate_grouped(
-        as_frame(counts),
-        names,
-        COUNT_LABEL,
-        weight=weight,
-        weight_sum_column=SUM_LABEL,
-        value_counts=value_counts,
+
+# ------------------------------------------------------------------------- the fingerprint
+def safe_location(url: sa.URL) -> str:
+    """``url`` as text without its password and its query options (which may hold
+    credentials or tokens): ``dialect+driver://user@host:port/database``."""
+    bare = sa.URL.create(
+        url.drivername, username=url.username, host=url.host, port=url.port, database=url.database
     )
-    if not excluded:
-        return aggregates
-    return replace(aggregates, table=_with_excluded(aggregates.table, excluded))
+    return bare.render_as_string(hide_password=True)
+
+
+def _snapshot(conn: Connection) -> tuple[str | None, str | None]:
+    """What identifies the snapshot and the server's clock, for the dialects that have them."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        row = conn.execute(sa.text("SELECT pg_current_snapshot()::text, now()::text")).one()
+        return str(row[0]), str(row[1])
+    if dialect in {"mysql", "mariadb"}:
+        if getattr(conn.dialect, "is_mariadb", False):
+            row = conn.execute(sa.text("SELECT @@gtid_current_pos, NOW(6)")).one()
+            return (str(row[0]) or None), str(row[1])
+        return None, str(conn.execute(sa.text("SELECT NOW(6)")).scalar_one())
+    if dialect == "sqlite":
+        return None, str(conn.execute(sa.text("SELECT datetime('now')")).scalar_one()) + " UTC"
+    return None, str(conn.execute(sa.select(sa.func.current_timestamp())).scalar_one())
+
+
+def _fingerprint_read(
+    conn: Connection, table: str | None, sql: str | None, schema: str | None
+) -> tuple[int, str | None, str | None]:
+    """The row count, the snapshot and the server time, read in one transaction."""
+    source = open_source(conn, table, sql, schema)
+    snapshot, server_time = _snapshot(conn)
+    rows = conn.execute(sa.select(sa.func.count()).select_from(source)).scalar_one()
+    return int(rows), snapshot, server_time
+
+
+def _consistent(conn: Connection) -> Connection:
+    """A PostgreSQL or MariaDB connection set to ``REPEATABLE READ`` (the snapshot and the
+    count see the same data); other connections as they are."""
+    if conn.dialect.name in {"postgresql", "mysql", "mariadb"} and not conn.in_transaction():
+        return conn.execution_options(isolation_level="REPEATABLE READ")
+    return conn
+
+
+def fingerprint_sql(
+    source: str | Engine | Connection,
+    table: str | None = None,
+    *,
+    sql: str | None = None,
+    schema: str | None = None,
+) -> InputFingerprint:
+    """The fingerprint of a database ``table`` (in ``schema``) or of a ``sql`` query
+    (what it proves: :mod:`~reident_airflow.sources.fingerprint`).
+
+    ``source`` is a SQLAlchemy URL, an engine or an open connection (used as it is, inside
+    the caller's transaction if one is open). The table is reflected and quoted by
+    SQLAlchemy; the query's text is only hashed. The row count, the server's clock and, where
+    the server has one, its snapshot are read in one read-only transaction.
+    """
+    what = source_label(table, sql)
+    query_sha = None if sql is None else hashlib.sha256(sql.strip().encode()).hexdigest()
+    engine = source.engine if isinstance(source, Connection) else make_engine(source)
+    try:
+        with database_errors(what):
+            if isinstance(source, Connection) and sql is None:
+                rows, snapshot, server_time = _fingerprint_read(source, table, sql, schema)
+            elif isinstance(source, Connection):  # the caller's: its query read read-only
+                with read_only(source):
+                    rows, snapshot, server_time = _fingerprint_read(source, table, sql, schema)
+            else:
+                with connect(engine) as opened, read_only(_consistent(opened)) as conn:
+                    rows, snapshot, server_time = _fingerprint_read(conn, table, sql, schema)
+    finally:
+        if isinstance(source, str):
+            engine.dispose()  # the engine made here for a URL
+    return InputFingerprint(
+        kind="database",
+        location=safe_location(engine.url),
+        taken_at=now_utc(),
+        table=None if table is None else (f"{schema}.{table}" if schema else table),
+        query_sha256=query_sha,
+        rows=rows,
+        dialect="mariadb" if getattr(engine.dialect, "is_mariadb", False) else engine.dialect.name,
+        snapshot=snapshot,
+        server_time=server_time,
+    )

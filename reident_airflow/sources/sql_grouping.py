@@ -44,7 +44,7 @@ __all__ = [
     "SUM_LABEL",
     "SUPPRESSED_LABEL",
     "Grouping",
-    "SqlSource",
+    "SqlTable",
     "class_rows",
     "constant",
     "histogram_statement",
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: A table, or a user's query as a subquery.
-SqlSource: TypeAlias = sa.Table | sa.Subquery
+SqlTable: TypeAlias = sa.Table | sa.Subquery
 
 COUNT_LABEL = "reident_class_size"
 SUM_LABEL = "reident_weight_sum"
@@ -145,7 +145,7 @@ def _type_kind(type_: sa.types.TypeEngine[Any]) -> str:
     return _OTHER
 
 
-def _result_types(conn: Connection, source: SqlSource, names: Sequence[str]) -> list[Any]:
+def _result_types(conn: Connection, source: SqlTable, names: Sequence[str]) -> list[Any]:
     """The type codes the driver gives the columns of ``SELECT names FROM source LIMIT 0``."""
     result = conn.execute(sa.select(*(source.c[n] for n in names)).limit(0))
     description = result.cursor.description
@@ -153,7 +153,7 @@ def _result_types(conn: Connection, source: SqlSource, names: Sequence[str]) -> 
     return [column[1] for column in description]
 
 
-def _mysql_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> list[str]:
+def _mysql_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> list[str]:
     """MySQL/MariaDB: text where ``CHARSET()`` is not ``binary``; else 4-byte ``FLOAT`` by the
     result's type code; everything else by value."""
     # one row, and the query not run: (SELECT 1) LEFT JOIN (query LIMIT 0) ON false
@@ -179,7 +179,7 @@ def _hive_kind(type_name: str) -> str:
     return next((kind for prefix, kind in _HIVE_KINDS if name.startswith(prefix)), _OTHER)
 
 
-def _hive_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> list[str]:
+def _hive_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> list[str]:
     """Spark SQL: ``typeof`` of each column (collation included) on one row of NULLs:
     ``(SELECT 1) LEFT JOIN (SELECT ... LIMIT 0) ON false``, the query not run."""
     one = sa.select(constant(1).label("reident_one")).subquery("reident_one")
@@ -190,7 +190,7 @@ def _hive_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> li
     return [_hive_kind(str(t)) for t in conn.execute(probe).one()]
 
 
-def _column_kinds(conn: Connection, source: SqlSource, names: Sequence[str]) -> dict[str, str]:
+def _column_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> dict[str, str]:
     """Each column's kind, as the database reports it for ``source`` (a table or a query
     alike, so that a ``where`` or ``sql`` read groups as the table does): PostgreSQL by the
     result's type OIDs (a domain reports its base type); MySQL/MariaDB by ``CHARSET()``
@@ -307,7 +307,7 @@ class Grouping:
 
 
 def plan_grouping(
-    conn: Connection, source: SqlSource, qis: Sequence[str], values: Sequence[str] = ()
+    conn: Connection, source: SqlTable, qis: Sequence[str], values: Sequence[str] = ()
 ) -> Grouping:
     """The grouping of ``source`` on ``qis`` (checked against its columns), and of the
     ``values`` columns counted per class; no column may carry a name of
@@ -332,7 +332,7 @@ def plan_grouping(
 
 def class_rows(
     grouping: Grouping,
-    source: SqlSource,
+    source: SqlTable,
     *,
     value: str | None = None,
     aggregates: Sequence[sa.ColumnElement[Any]] = (),
@@ -350,7 +350,7 @@ def class_rows(
     return sa.select(*inner.c, (constant(0) if flag is None else flag).label(SUPPRESSED_LABEL))
 
 
-def histogram_statement(grouping: Grouping, source: SqlSource) -> sa.Select[Any]:
+def histogram_statement(grouping: Grouping, source: SqlTable) -> sa.Select[Any]:
     """``SELECT size, suppressed, count(*) FROM (SELECT count(*) AS size, <every QI is '*'>
     AS suppressed FROM source GROUP BY qis) GROUP BY size, suppressed``: one row per distinct
     class size (and one more for the suppressed class)."""

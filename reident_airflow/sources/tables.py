@@ -2,9 +2,12 @@
 
 An anonymized release keeps the non-QI columns, so these readers load every column: CSV values
 as text (``01`` stays ``01``), Parquet and SQL with their types. Messages name files, tables
-and counts, never a value. Class tables and histograms are read elsewhere
-(:mod:`~reident_airflow.sources.files`, :mod:`~reident_airflow.sources.sql`): only the
-classes travel there.
+and counts, never a value. A file's rows are read by its source
+(:meth:`~reident_airflow.sources.files.FileSource.rows`; :func:`read_file_frame` is one call
+of it), a database's here (:func:`read_sql_frame`, which
+:meth:`~reident_airflow.sources.sql.SqlSource.rows` calls). Class tables and histograms are
+read elsewhere (:mod:`~reident_airflow.sources.files`, :mod:`~reident_airflow.sources.sql`):
+only the classes travel there.
 """
 
 from __future__ import annotations
@@ -13,10 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
@@ -30,25 +30,9 @@ from reident_airflow.sources.connect import (
     source_label,
 )
 from reident_airflow.sources.db_errors import database_errors
-from reident_airflow.sources.files import file_columns, read_columns
+from reident_airflow.sources.files import FileSource
 
 __all__ = ["portable_types", "read_compared_frame", "read_file_frame", "read_sql_frame"]
-
-
-def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
-    """A text column as a pandas Categorical with plain-object categories (``None`` if it is
-    not text). Grouping then works on its integer codes: no Python string per row is made."""
-    value_type = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
-    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
-        return None
-    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    if not pa.types.is_dictionary(array.type):
-        array = pc.dictionary_encode(array)
-    categories = pd.Index(np.asarray(array.dictionary.to_pylist(), dtype=object), dtype=object)
-    if not categories.is_unique:  # pragma: no cover - a writer that repeats dictionary values
-        return None
-    codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-    return pd.Categorical.from_codes(codes, categories=categories)
 
 
 def read_compared_frame(path: str | Path, *, sep: str = ",") -> pd.DataFrame:
@@ -67,40 +51,11 @@ def read_file_frame(
     columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Every column of a CSV (as text) or Parquet file, read under ``docs/reading.md``, or
-    only ``columns`` (the advice on a k breach reads the QIs alone).
-
-    - ``categorical``: text columns that come as pandas Categoricals (dictionary-encoded by
-      Arrow): the same values, grouped on integer codes; Datafly passes its QIs here.
-    - ``dtype_backend="pyarrow"``: every column Arrow-backed (``pd.ArrowDtype``), as the
-      direct-match engine compares them, with no conversion to numpy or Python objects
-      (``categorical`` is then not used).
-    - ``allow_empty``: a file without records is returned as an empty frame (the direct-match
-      engine names the empty side itself); otherwise it is an :class:`EmptyDatasetError`.
-    """
-    p = Path(path)
-    names = file_columns(p, sep=sep) if columns is None else list(columns)
-    table = read_columns(p, names, sep=sep)
-    if table.num_rows == 0 and not allow_empty:
-        raise EmptyDatasetError(f"{p}: the table has no records")
-    if dtype_backend == "pyarrow":
-        arrow_frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
-        return arrow_frame
-    encoded: dict[str, pd.Categorical] = {}
-    for name in dict.fromkeys(categorical):
-        if name in table.column_names:
-            values = _categorical(table.column(name))
-            if values is not None:
-                encoded[name] = values
-    frame: pd.DataFrame = table.drop_columns(list(encoded)).to_pandas()
-    if encoded:
-        frame = pd.DataFrame(
-            {
-                name: encoded[name] if name in encoded else frame[name]
-                for name in table.column_names
-            },
-            index=frame.index,
-        )
-    return frame
+    only ``columns`` (:meth:`~reident_airflow.sources.files.FileSource.rows`, which says what
+    ``categorical``, ``dtype_backend`` and ``allow_empty`` do)."""
+    return FileSource(path, sep=sep).rows(
+        columns, categorical=categorical, dtype_backend=dtype_backend, allow_empty=allow_empty
+    )
 
 
 def portable_types(

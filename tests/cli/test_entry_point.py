@@ -29,7 +29,7 @@ def test_no_command_imports_the_entry_point() -> None:
 
 def test_every_command_module_is_registered_in_help_order() -> None:
     # a command module is one that defines run() and add_arguments(); the others (common,
-    # assess_outcome, assess_spark) are helpers of the commands
+    # assess_outcome, spark) are helpers of the commands
     names = sorted(
         p.stem
         for p in COMMANDS_DIR.glob("*.py")

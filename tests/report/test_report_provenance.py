@@ -21,7 +21,8 @@ from reident_airflow.engine.options import AssessmentOptions, Thresholds
 from reident_airflow.report import SignOff, render_release_report, render_report
 from reident_airflow.report.view import AssessmentView
 from reident_airflow.sources.files import class_table_from_file
-from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql
+from reident_airflow.sources.fingerprint import fingerprint_file
+from reident_airflow.sources.sql import fingerprint_sql
 from tests.conftest import load_reference, oracle_data, reference_files, require_server
 from tests.report.test_report import check_page
 

@@ -21,7 +21,8 @@ import sqlalchemy as sa
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources import fingerprint as fp
-from reident_airflow.sources.fingerprint import fingerprint_file, fingerprint_sql, safe_location
+from reident_airflow.sources.fingerprint import fingerprint_file
+from reident_airflow.sources.sql import fingerprint_sql, safe_location
 from tests.conftest import require_server
 
 SHA256_ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # FIPS 180-2

@@ -21,8 +21,7 @@ from reident_airflow.operators.datafly import DataflyOperator
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError
 from reident_airflow.sources.connect import query_source, read_only
-from reident_airflow.sources.fingerprint import fingerprint_sql
-from reident_airflow.sources.sql import histogram_from_sql
+from reident_airflow.sources.sql import fingerprint_sql, histogram_from_sql
 from reident_airflow.sources.tables import read_sql_frame
 from tests.conftest import require_server
 

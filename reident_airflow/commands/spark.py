@@ -1,4 +1,4 @@
-"""``reident assess --engine spark``: the same gate, counted by Apache Spark (issue 18).
+"""``reident assess --engine spark``: its flags and its Spark session (issue 18).
 
 ::
 
@@ -12,8 +12,9 @@ no Java) or a classic one (``--spark-master``, default ``local[*]``); ``--spark-
 sets more of its configuration. PySpark is imported only here, when ``--engine spark`` is
 given.
 
-Spark groups the records; only aggregates reach this process
-(:func:`~reident_airflow.sources.spark.assess_spark_frame`), so the options, the JSON, the
+``assess`` chooses the Spark source at its door
+(:class:`~reident_airflow.sources.spark.SparkSource` over the session built here): Spark
+groups the records and only aggregates reach this process, so the options, the JSON, the
 gate and the exit codes are those of ``assess`` on a file, and the JSON is the same as on
 the same records in a CSV. SUDA2 and ``--population-table`` need one row per class and are
 refused (exit 2), as is ``--memory-limit`` (DuckDB's).
@@ -21,8 +22,8 @@ refused (exit 2), as is ``--memory-limit`` (DuckDB's).
 - **Advice** on a ``--min-k`` breach: from aggregates only, never rows on the driver: the
   classes and records below k from the class-size histogram, the QI driving the risk from
   the ranking (none with ``--no-ranking``), and Datafly's outlook at k from Datafly run on
-  histograms Spark counts (:func:`~reident_airflow.sources.spark_release_datafly.
-  datafly_spark`; nothing is written).
+  histograms Spark counts (:meth:`~reident_airflow.sources.spark.SparkSource.advise`;
+  nothing is written).
 - **Fingerprint** (``"input"``): a local Parquet file or folder is hashed as ``assess`` does;
   a table, a glob or a remote URI gets ``null`` (a table has no file to hash; Spark's
   catalog offers no snapshot id for every format), said on the progress lines.
@@ -31,16 +32,9 @@ refused (exit 2), as is ``--memory-limit`` (DuckDB's).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import Any
 
 from reident_airflow.engine.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from reident_airflow.commands.assess_outcome import AdviceFound
-    from reident_airflow.commands.common import Progress
-    from reident_airflow.engine.assessment import Assessment
-    from reident_airflow.engine.hierarchies import Hierarchy
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -49,7 +43,6 @@ __all__ = [
     "ENGINES",
     "add_spark_arguments",
     "check_engine_arguments",
-    "run_spark",
     "spark_session",
 ]
 
@@ -184,127 +177,3 @@ def spark_session(args: argparse.Namespace) -> Any:
     if not args.spark_remote:
         session.sparkContext.setLogLevel("ERROR")
     return session
-
-
-def _label(args: argparse.Namespace) -> str:
-    return f"table {args.table!r}" if args.table else str(args.input)
-
-
-def _frame(session: Any, args: argparse.Namespace) -> Any:
-    """INPUT as a DataFrame (lazy: nothing is read yet but the schema)."""
-    if args.table:
-        return session.table(args.table)
-    return session.read.parquet(args.input)
-
-
-# ------------------------------------------------------------------------ advice, fingerprint
-def _outlook(
-    frame: Any, result: Assessment, hierarchies: Mapping[str, Hierarchy]
-) -> tuple[Any, tuple[str, ...]]:
-    """Datafly's outlook at k, run on histograms Spark counts, and the QIs lacking a
-    hierarchy (then no outlook)."""
-    from reident_airflow.engine.advice import datafly_outlook
-    from reident_airflow.engine.errors import AnonymizationInfeasibleError, HierarchyError
-    from reident_airflow.sources.advice import hierarchies_for
-    from reident_airflow.sources.spark_release_datafly import datafly_spark
-
-    k = cast(int, result.thresholds.min_k)
-    found, missing = hierarchies_for(result.quasi_identifiers, hierarchies)
-    if missing:
-        return None, missing
-    try:
-        outcome: Any = datafly_spark(frame, result.quasi_identifiers, found, k)
-    except AnonymizationInfeasibleError as exc:
-        outcome = exc
-    except HierarchyError:
-        return None, tuple(q for q in result.quasi_identifiers if q not in hierarchies)
-    # SparkDataflyResult carries the fields of DataflyResult the outlook reads
-    return datafly_outlook(k, outcome), ()
-
-
-def _advice(
-    args: argparse.Namespace,
-    progress: Progress,
-    frame: Any,
-    result: Assessment,
-    hierarchies: Mapping[str, Hierarchy],
-) -> AdviceFound:
-    """The advice on a ``--min-k`` breach, from Spark's aggregates only (module docstring)."""
-    limit = result.thresholds.min_k
-    if args.no_advice or limit is None or result.k >= limit:
-        return None
-    import numpy as np
-
-    from reident_airflow.engine.advice import breach_advice
-    from reident_airflow.engine.classes import ClassSizes
-    from reident_airflow.sources.spark_grouping import spark_errors
-
-    pairs = result.class_size_histogram  # the histogram Spark counted for the assessment
-    table = ClassSizes(
-        result.quasi_identifiers,
-        np.array([size for size, _ in pairs], dtype=np.int64),
-        np.array([count for _, count in pairs], dtype=np.int64),
-        excluded_records=result.excluded_records,
-    )
-    progress(f"k = {result.k} < {limit}: counting the advice in Spark (Datafly on histograms)")
-    with spark_errors(_label(args)):
-        outlook, missing = _outlook(frame, result, hierarchies)
-    ranking = result.attributes or None
-    return breach_advice(table, limit, ranking=ranking, datafly=outlook), missing
-
-
-def _fingerprint(args: argparse.Namespace, result: Assessment) -> dict[str, Any] | None:
-    """A local Parquet file or folder's fingerprint; ``None`` for a table, a glob, a URI."""
-    from pathlib import Path
-
-    if args.no_fingerprint or args.table or "://" in args.input:
-        return None
-    if not Path(args.input).exists():  # a glob: no one file or folder to hash
-        return None
-    from reident_airflow.sources.fingerprint import fingerprint_file
-
-    return fingerprint_file(args.input, rows=result.records + result.excluded_records).to_dict()
-
-
-# ------------------------------------------------------------------------------------ the run
-def _no_fingerprint_reason(args: argparse.Namespace) -> str:
-    if args.table:
-        return "a table has no file to hash: 'input' is null"
-    return "not a local file or folder: 'input' is null"
-
-
-def run_spark(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``assess`` with ``--engine spark``: the handler's work once the options are known."""
-    from reident_airflow.commands.assess import assessment_options
-    from reident_airflow.commands.assess_outcome import finish_assessment, result_lines
-    from reident_airflow.commands.common import Progress, given_hierarchies
-    from reident_airflow.engine.assessment import refuse_per_class
-    from reident_airflow.sources.spark import assess_spark_frame
-    from reident_airflow.sources.spark_grouping import spark_errors
-
-    options = assessment_options(args)
-    try:
-        refuse_per_class(options)
-    except InvalidInputError as exc:
-        flag = "--suda" if options.suda else "--population-table"
-        why = str(exc).split(": ", 1)[-1]
-        raise InvalidInputError(f"{flag} with --engine spark: {why}") from None
-    hierarchies = given_hierarchies(args)
-    with Progress.of("assess", args, err) as progress:
-        where = args.spark_remote or args.spark_master or DEFAULT_MASTER
-        progress(f"starting the Spark session ({where})")
-        with spark_errors(_label(args)):
-            session = spark_session(args)
-            frame = _frame(session, args)
-        progress(f"grouping {_label(args)} on {len(options.quasi_identifiers)} QIs in Spark")
-        result = assess_spark_frame(frame, options)
-        found = _advice(args, progress, frame, result, hierarchies)
-        fingerprint = _fingerprint(args, result)
-        if fingerprint is None and not args.no_fingerprint:
-            progress(_no_fingerprint_reason(args))
-        code = finish_assessment(
-            args, result, found, fingerprint, progress=progress, streams=(out, err)
-        )
-    for line in result_lines(result, found):
-        err.write(f"{line}\n")
-    return code
