@@ -1,4 +1,4 @@
-"""A pandas DataFrame (or Arrow table) as an Arrow table that follows the reading contract.
+"""A DataFrame (pandas, polars) or Arrow table as an Arrow table under the reading contract.
 
 pandas keeps a missing value as ``None``, ``NaN``, ``pd.NA`` or ``NaT`` depending on the
 column (``docs/reading.md``, "pandas DataFrames"): in a column of text, ``NaN`` is pandas'
@@ -105,6 +105,23 @@ def _python_values(series: Any) -> list[Any]:
     return list(series.array)
 
 
+def _arrow_stream(frame: Any, label: str) -> Any:
+    """A frame of another library (polars, ...) through the Arrow stream it exports.
+
+    Such a frame is typed column by column, as an Arrow table is: null is missing and a NaN
+    in a float column is a value (polars keeps the two apart), so no rule of pandas applies.
+    """
+    import pyarrow as pa
+
+    if not hasattr(frame, "__arrow_c_stream__"):
+        lazy = " (a lazy frame: call .collect() first)" if hasattr(frame, "collect") else ""
+        raise InvalidInputError(
+            f"{label}: expected a pandas or polars DataFrame or an Arrow table, got "
+            f"{type(frame).__name__}{lazy}"
+        )
+    return pa.table(frame)
+
+
 def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
     """The columns of ``frame`` as an Arrow table, missing values as the contract says."""
     import pyarrow as pa
@@ -117,9 +134,7 @@ def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
-        raise InvalidInputError(
-            f"{label}: expected a pandas DataFrame or an Arrow table, got {type(frame).__name__}"
-        )
+        return _arrow_stream(frame, label)
     arrays = []
     for i in range(frame.shape[1]):
         series = frame.iloc[:, i]
