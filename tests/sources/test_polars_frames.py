@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.sources.files import aggregates_from_frame, histogram_from_frame
+from reident_airflow.sources.frames import aggregates_from_frame, histogram_from_frame
 
 pl = pytest.importorskip("polars")
 
