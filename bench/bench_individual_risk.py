@@ -186,7 +186,7 @@ def suda_on_adult() -> tuple[dict[str, Any], float, int, int]:
     import pandas as pd
 
     from reident_airflow.engine.suda import suda2
-    from reident_airflow.sources.files import class_table_from_frame
+    from reident_airflow.sources.frames import class_table_from_frame
 
     frame = pd.read_csv(ADULT, sep=";", dtype=str, keep_default_na=False)
     keys = list(frame.columns)

@@ -46,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "notifiers": {"engine", "outcomes", "report", "summary", "_compat"},
     "gx": {"engine", "sources", "report", "summary", "_compat"},
     "examples": {"engine", "sources", "operators", "_atomic"},
+    "api": {"engine", "sources"},
     "get_provider_info": set(),
     "__init__": set(),
     "__main__": {"cli"},

@@ -32,7 +32,9 @@ class Threshold:
     (``l_diversity.<column>.distinct``), so its ``metric`` is only their prefix.
     ``minimum``: the number must be at least the limit (``k``, l-diversity) rather than at
     most (the risks); ``whole``: the limit is a whole number (a count) rather than a share of
-    records. ``label`` is what the report calls the check.
+    records; ``zero_allowed``: a share limit may be 0 (no record at risk), where the other
+    shares are in ``(0, 1]`` (no table has a risk of 0). ``label`` is what the report calls
+    the check.
     """
 
     name: str
@@ -40,6 +42,7 @@ class Threshold:
     label: str
     minimum: bool = False
     whole: bool = False
+    zero_allowed: bool = False
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -72,7 +75,12 @@ THRESHOLDS: Mapping[str, Threshold] = {
             "prosecutor.average_risk",
             "Average re-identification risk (prosecutor)",
         ),
-        Threshold("max_records_at_risk", "prosecutor.records_at_risk", "Records at risk"),
+        Threshold(
+            "max_records_at_risk",
+            "prosecutor.records_at_risk",
+            "Records at risk",
+            zero_allowed=True,
+        ),
         Threshold("min_k", "k", "Smallest class size k", minimum=True, whole=True),
         Threshold("max_global_risk", "individual_risk.global_risk_share", _GLOBAL_RISK),
         Threshold("min_l", "l_diversity", "Distinct l-diversity", minimum=True, whole=True),

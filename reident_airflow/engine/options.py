@@ -79,11 +79,10 @@ PARAMETER_NAMES: Mapping[str, str] = {
 
 _POPULATION_FIELDS = ("population_size", "sampling_fraction", "region")
 
-#: The limits that are shares in ``(0, 1]``, and those that are whole numbers >= 1
-#: (``max_records_at_risk``, a share that may be 0, is checked on its own).
-_SHARE_FIELDS = tuple(
-    t.name for t in THRESHOLDS.values() if t.share and t.name != "max_records_at_risk"
-)
+#: The limits that are shares in ``(0, 1]``, those that are shares in ``[0, 1]``, and those
+#: that are whole numbers >= 1.
+_SHARE_FIELDS = tuple(t.name for t in THRESHOLDS.values() if t.share and not t.zero_allowed)
+_ZERO_SHARE_FIELDS = tuple(t.name for t in THRESHOLDS.values() if t.share and t.zero_allowed)
 _WHOLE_FIELDS = tuple(t.name for t in THRESHOLDS.values() if t.whole)
 
 
@@ -161,17 +160,17 @@ class Thresholds:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, validate_threshold(value, name))
-        if self.max_records_at_risk is not None:
+        for name in _ZERO_SHARE_FIELDS:
+            got = getattr(self, name)
+            if got is None:
+                continue
             try:
-                v = float(self.max_records_at_risk)
+                v = float(got)
             except (TypeError, ValueError):
-                got = self.max_records_at_risk
-                raise InvalidInputError(
-                    f"max_records_at_risk must be a share in [0, 1], got {got!r}"
-                ) from None
+                raise InvalidInputError(f"{name} must be a share in [0, 1], got {got!r}") from None
             if not (0.0 <= v <= 1.0):
-                raise InvalidInputError(f"max_records_at_risk must be in [0, 1], got {v!r}")
-            object.__setattr__(self, "max_records_at_risk", v)
+                raise InvalidInputError(f"{name} must be in [0, 1], got {v!r}")
+            object.__setattr__(self, name, v)
         for name in _WHOLE_FIELDS:
             value = getattr(self, name)
             if value is not None:

@@ -101,13 +101,11 @@ from reident_airflow.engine import (
 from reident_airflow.gx.parameters import metric_quasi_identifiers as _qis
 from reident_airflow.gx.parameters import metric_sensitive_columns as _sensitive
 from reident_airflow.sources.direct_match_sql import direct_match_counts_sql
-from reident_airflow.sources.files import (
+from reident_airflow.sources.files import file_columns, read_columns, resolve_columns
+from reident_airflow.sources.frames import (
     aggregates_from_frame,
     class_table_from_frame,
-    file_columns,
     histogram_from_frame,
-    read_columns,
-    resolve_columns,
 )
 from reident_airflow.sources.spark import aggregates_from_spark
 from reident_airflow.sources.spark_release import direct_match_spark

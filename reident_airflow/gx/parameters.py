@@ -32,7 +32,7 @@ from reident_airflow.engine import (
     validate_recursive_c,
     validate_threshold,
 )
-from reident_airflow.engine.catalogue import MEASURES, Measure
+from reident_airflow.engine.catalogue import MEASURES, THRESHOLDS, Measure
 
 __all__ = [
     "L_DIVERSITY_MEASURES",
@@ -291,7 +291,8 @@ def gate(measure: str, limit: float) -> Thresholds | None:
 def check_limit(measure: str, value: Any) -> float:
     """``max_value`` for a measure: a share in [0, 1] (and what the gate flag accepts)."""
     limit = check_share(value, "max_value")
-    if limit == 0.0 and MEASURES[measure].gate in {"max_highest_risk", "max_average_risk"}:
+    gated = MEASURES[measure].gate
+    if limit == 0.0 and gated is not None and not THRESHOLDS[gated].zero_allowed:
         raise InvalidInputError(
             f"max_value for {measure} must be in (0, 1], got 0.0: no table has that risk at 0"
         )

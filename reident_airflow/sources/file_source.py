@@ -1,8 +1,9 @@
-"""What a file or DataFrame source is, before anything is read: its format and its columns.
+"""What a file source is, before anything is read: its format and its columns.
 
 A CSV file (plain or compressed: gzip, zstd, bzip2), a Parquet file, a directory or glob of
-Parquet files, a pandas DataFrame or an Arrow table is described as a :class:`FileTable`: the
-columns exactly as the source spells them, and what DuckDB is handed
+Parquet files (or, from :mod:`~reident_airflow.sources.frames`, a frame in memory) is
+described as a :class:`FileTable`: the columns exactly as the source spells them, and what
+DuckDB is handed
 (:mod:`~reident_airflow.sources.files` reads it). Column names are resolved here
 (:func:`resolve_columns`): exactly first, then without surrounding spaces; an unknown name lists
 the columns and the closest match, or, when the header came back as one column
@@ -31,13 +32,13 @@ __all__ = [
     "CSV_COMPRESSIONS",
     "PARQUET_SUFFIXES",
     "FileTable",
+    "arrow_kinds",
     "column_hint",
     "csv_compression",
     "file_columns",
     "header_separator",
     "is_parquet",
     "open_file",
-    "open_frame",
     "resolve_columns",
     "unknown_column",
 ]
@@ -334,7 +335,7 @@ def open_file(path: str | Path, *, sep: str = ",") -> FileTable:
             tuple(schema.names),
             target,
             sep,
-            _kinds(schema.types),
+            arrow_kinds(schema.types),
             types=tuple(str(t) for t in schema.types),
         )
     _check_readable(p)
@@ -348,20 +349,7 @@ def file_columns(path: str | Path, *, sep: str = ",") -> list[str]:
     return list(open_file(path, sep=sep).names)
 
 
-def open_frame(frame: Any, *, label: str = "the DataFrame") -> FileTable:
-    """Describe a pandas DataFrame or an Arrow table for reading (see ``docs/reading.md``)."""
-    from reident_airflow.sources._frames import frame_to_arrow
-
-    table = frame_to_arrow(frame, label)
-    names = tuple(str(n) for n in table.column_names)
-    renamed = table.rename_columns([f"c{i}" for i in range(len(names))])
-    types = table.schema.types
-    return FileTable(
-        label, "arrow", names, renamed, ",", _kinds(types), types=tuple(str(t) for t in types)
-    )
-
-
-def _kinds(types: Sequence[Any]) -> tuple[str, ...]:
+def arrow_kinds(types: Sequence[Any]) -> tuple[str, ...]:
     """``"text"``, ``"number"``, ``"nested"`` or ``"other"`` for each Arrow column type."""
     import pyarrow as pa
 

@@ -1,13 +1,15 @@
-"""Files and DataFrames grouped where they are: the embedded analytical engine (DuckDB).
+"""Files grouped where they are: the embedded analytical engine (DuckDB).
 
 A CSV file (plain or compressed: gzip, zstd, bzip2), a Parquet file, a directory or glob of
-Parquet files, a pandas DataFrame or an Arrow table is handed to an in-process DuckDB, which
+Parquet files (or a frame in memory, :mod:`~reident_airflow.sources.frames`) is handed to an
+in-process DuckDB, which
 reads it under the reading contract of ``docs/reading.md`` and groups the records itself. Only
 aggregates come back to Python: the class-size histogram (for the verdict), or one row per class
 with its size, weight sum and per-class sensitive value counts (for the ranking, SUDA2,
 registers, individual risk and l-diversity). :class:`FileSource` is the
-:class:`~reident_airflow.sources.Source` of files and frames; the ``*_from_file`` and
-``*_from_frame`` functions are its readings, one call each.
+:class:`~reident_airflow.sources.Source` of files (frames in memory:
+:mod:`~reident_airflow.sources.frames`); the ``*_from_file`` functions are its readings, one
+call each.
 
 Column names never enter SQL text: every source is exposed to DuckDB with positional column
 names (``c0``, ``c1``, ...), and paths and options are bound as statement parameters. Error
@@ -46,7 +48,6 @@ from reident_airflow.sources.file_source import (
     file_columns,
     is_parquet,
     open_file,
-    open_frame,
     resolve_columns,
 )
 
@@ -62,15 +63,11 @@ __all__ = [
     "FileSource",
     "FileTable",
     "aggregates_from_file",
-    "aggregates_from_frame",
     "class_table_from_file",
-    "class_table_from_frame",
     "file_columns",
     "histogram_from_file",
-    "histogram_from_frame",
     "is_parquet",
     "open_file",
-    "open_frame",
     "read_columns",
     "resolve_columns",
 ]
@@ -462,9 +459,9 @@ def _to_aggregates(
 
 # ------------------------------------------------------------------------------- the source
 class FileSource:
-    """A file -- CSV (also compressed), Parquet, a directory or glob of Parquet files -- or an
-    in-memory frame (:meth:`of_frame`), read and grouped by the embedded DuckDB: the
-    :class:`~reident_airflow.sources.Source` of files.
+    """A file -- CSV (also compressed), Parquet, a directory or glob of Parquet files -- read
+    and grouped by the embedded DuckDB: the :class:`~reident_airflow.sources.Source` of files
+    (and, through :class:`~reident_airflow.sources.frames.FrameSource`, of frames in memory).
 
     Each reading describes the file again (:func:`open_file`: its header or Parquet schema)
     and runs on a cursor of this process's DuckDB for ``memory_limit``; nothing is held
@@ -477,19 +474,12 @@ class FileSource:
         *,
         sep: str = ",",
         memory_limit: str | None = None,
-        frame: Any = None,
         label: str | None = None,
     ) -> None:
         self.path = path
-        self.frame = frame
         self.sep = sep
         self.memory_limit = memory_limit
         self.label = str(path) if label is None else label
-
-    @classmethod
-    def of_frame(cls, frame: Any, *, label: str = "the DataFrame") -> FileSource:
-        """The source of a pandas DataFrame or an Arrow table (read by DuckDB in place)."""
-        return cls(None, frame=frame, label=label)
 
     def __enter__(self) -> Self:
         return self
@@ -501,9 +491,7 @@ class FileSource:
         """Nothing to release: each reading opened and closed its own cursor."""
 
     def _opened(self) -> FileTable:
-        if self.path is None:
-            return open_frame(self.frame, label=self.label)
-        return open_file(self.path, sep=self.sep)
+        return open_file(self._file(), sep=self.sep)
 
     # ------------------------------------------------------------------------ counting
     def count(self, options: AssessmentOptions) -> ClassSizes | ClassTable | ClassAggregates:
@@ -686,11 +674,6 @@ def histogram_from_file(
     return FileSource(path, sep=sep, memory_limit=memory_limit).histogram(qis)
 
 
-def histogram_from_frame(frame: Any, qis: Sequence[str]) -> ClassSizes:
-    """The class-size histogram of a pandas DataFrame or Arrow table."""
-    return FileSource.of_frame(frame).histogram(qis)
-
-
 def aggregates_from_file(
     path: str | Path,
     qis: Sequence[str],
@@ -710,23 +693,11 @@ def aggregates_from_file(
     return source.aggregates(qis, weight=weight, sensitive=sensitive)
 
 
-def aggregates_from_frame(
-    frame: Any, qis: Sequence[str], *, weight: str | None = None, sensitive: Sequence[str] = ()
-) -> ClassAggregates:
-    """:func:`aggregates_from_file` for a pandas DataFrame or an Arrow table."""
-    return FileSource.of_frame(frame).aggregates(qis, weight=weight, sensitive=sensitive)
-
-
 def class_table_from_file(
     path: str | Path, qis: Sequence[str], *, sep: str = ",", memory_limit: str | None = None
 ) -> ClassTable:
     """The class table of a CSV or Parquet file on the given QIs."""
     return FileSource(path, sep=sep, memory_limit=memory_limit).class_table(qis)
-
-
-def class_table_from_frame(frame: Any, qis: Sequence[str]) -> ClassTable:
-    """The class table of a pandas DataFrame or an Arrow table on the given QIs."""
-    return FileSource.of_frame(frame).class_table(qis)
 
 
 # ------------------------------------------------------------------------------ records

@@ -26,7 +26,7 @@ import pytest
 
 from reident_airflow.engine.errors import HierarchyError, InvalidInputError
 from reident_airflow.engine.hierarchies import load_hierarchy
-from reident_airflow.sources.files import histogram_from_frame
+from reident_airflow.sources.frames import histogram_from_frame
 from tests.cli._cli import one_line_error, run
 
 _RUNNER = "import sys; from reident_airflow.cli import main; sys.exit(main(sys.argv[1:]))"

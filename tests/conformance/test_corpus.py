@@ -8,15 +8,18 @@ each entry point that reads that backend:
 backend     entry points
 ==========  ==========================================================================
 CSV         ``reident assess FILE``; the risk operator with ``path=``
-Parquet     ``reident assess FILE``; the risk operator with ``path=``
-pandas      Great Expectations (pandas datasource)
+Parquet     ``reident assess FILE``; the risk operator with ``path=``; the Python API
+            (``reident_airflow.api.assess``) on the Arrow table the file was written from,
+            and on that table as a polars DataFrame
+pandas      Great Expectations (pandas datasource); the Python API on the DataFrame
 SQLite      ``reident assess URL --table``; the operator with ``table=`` and ``sql=``;
             Great Expectations (SQLite datasource)
 PostgreSQL  the CLI; the operator with ``table=``, ``sql=`` and ``table=`` + ``where=``;
             Great Expectations (PostgreSQL datasource)
 MariaDB     the same, Great Expectations through its generic SQL datasource
 Spark       ``reident assess --engine spark --table VIEW``; the operator on a ``spark``
-            connection; Great Expectations (Spark datasource) -- marked ``spark``
+            connection; Great Expectations (Spark datasource); the Python API on the
+            DataFrame -- marked ``spark``
 ==========  ==========================================================================
 
 Each column alone is the QI of one assessment (its class-size histogram must equal
@@ -53,12 +56,12 @@ ALL = "ALL"
 #: the entry points reading each backend
 ENTRIES: dict[str, tuple[str, ...]] = {
     "csv": ("cli", "operator"),
-    "parquet": ("cli", "operator"),
-    "pandas": ("gx",),
+    "parquet": ("cli", "operator", "api_arrow", "api_polars"),
+    "pandas": ("gx", "api"),
     "sqlite": ("cli", "operator", "operator_sql", "gx"),
     "postgresql": ("cli", "operator", "operator_sql", "operator_where", "gx"),
     "mariadb": ("cli", "operator", "operator_sql", "operator_where", "gx"),
-    "spark": ("cli", "operator", "gx"),
+    "spark": ("cli", "operator", "gx", "api"),
 }
 SERVERS = ("postgresql", "mariadb")
 
@@ -143,6 +146,20 @@ def _gx(batch: Any) -> Assess:
     return assess
 
 
+def _api(frame: Any) -> Assess:
+    from reident_airflow.api import assess as assess_frame
+
+    def assess(qis: list[str]) -> Outcome:
+        options = {"quasi_identifiers": qis, "rank_attributes": False}
+        try:
+            result = assess_frame(frame, options)
+        except InvalidInputError as exc:
+            return ("refused", str(exc))
+        return ("histogram", result.to_dict()["class_size_histogram"])
+
+    return assess
+
+
 def _gx_context() -> Any:
     from tests.gx.conftest import new_context
 
@@ -184,8 +201,16 @@ def csv_entries(workdir: Path) -> dict[str, Assess]:
 
 @pytest.fixture(scope="module")
 def parquet_entries(workdir: Path) -> dict[str, Assess]:
+    import polars as pl
+
     path = loaders.write_parquet(workdir / "corpus.parquet")
-    return {"cli": _cli(str(path)), "operator": _operator(path=str(path))}
+    table = loaders.arrow_table("parquet")
+    return {
+        "cli": _cli(str(path)),
+        "operator": _operator(path=str(path)),
+        "api_arrow": _api(table),
+        "api_polars": _api(pl.from_arrow(table)),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +218,11 @@ def pandas_entries() -> dict[str, Assess]:
     context = _gx_context()
     source = context.data_sources.add_pandas(f"pandas_{uuid.uuid4().hex[:8]}")
     definition = source.add_dataframe_asset("corpus").add_batch_definition_whole_dataframe("whole")
-    return {"gx": _gx(definition.get_batch(batch_parameters={"dataframe": loaders.frame()}))}
+    frame = loaders.frame()
+    return {
+        "gx": _gx(definition.get_batch(batch_parameters={"dataframe": frame})),
+        "api": _api(frame),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -248,6 +277,7 @@ def spark_entries(classic_spark: Any) -> Iterator[dict[str, Assess]]:
             "cli": _cli("--engine", "spark", "--spark-master", "local[2]", "--table", view),
             "operator": _operator(conn_id=conn_id, table=view),
             "gx": _gx(batch),
+            "api": _api(df),
         }
     classic_spark.catalog.dropTempView(view)
 

@@ -25,7 +25,7 @@ from reident_airflow.engine.classes import ClassSizes
 from reident_airflow.engine.datafly import datafly
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
 from reident_airflow.engine.hierarchies import Hierarchy, load_hierarchy
-from reident_airflow.sources.files import class_table_from_frame
+from reident_airflow.sources.frames import class_table_from_frame
 from tests.conftest import oracle_data
 
 QIS = ("sex", "age", "race")

@@ -24,7 +24,8 @@ from reident_airflow.engine.aggregates import (
 )
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.files import aggregates_from_file, aggregates_from_frame
+from reident_airflow.sources.files import aggregates_from_file
+from reident_airflow.sources.frames import aggregates_from_frame
 from tests.engine._records import class_values
 
 

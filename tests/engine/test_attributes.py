@@ -7,7 +7,7 @@ import pytest
 
 from reident_airflow.engine.attributes import attribute_risks
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.sources.files import class_table_from_frame
+from reident_airflow.sources.frames import class_table_from_frame
 from tests.conftest import load_reference, oracle_data, reference_files
 
 

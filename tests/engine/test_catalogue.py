@@ -92,3 +92,18 @@ def test_breaches_come_in_the_order_of_the_catalogue() -> None:
     ]
     assert result.breaches[-1] == Breach("k", 1.0, 2.0)
     assert [type(b.observed) for b in result.breaches] == [float, float, float]
+
+
+def test_only_the_limits_the_catalogue_allows_at_zero_may_be_zero() -> None:
+    """A share of records at risk may be 0 (no record at risk); no table has a highest or
+    average risk of 0, so those limits are in (0, 1]."""
+    zero = [t.name for t in THRESHOLDS.values() if t.zero_allowed]
+    assert zero == ["max_records_at_risk"]
+    assert Thresholds(max_records_at_risk=0).max_records_at_risk == 0.0
+    with pytest.raises(InvalidInputError, match=r"max_records_at_risk must be in \[0, 1\]"):
+        Thresholds(max_records_at_risk=1.5)
+    with pytest.raises(InvalidInputError, match="max_records_at_risk must be a share"):
+        Thresholds(max_records_at_risk="many")  # type: ignore[arg-type]
+    for name in ("max_highest_risk", "max_average_risk", "max_global_risk"):
+        with pytest.raises(InvalidInputError, match=name):
+            Thresholds(**{name: 0})

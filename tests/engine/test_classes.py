@@ -19,7 +19,8 @@ from reident_airflow.engine.classes import (
 )
 from reident_airflow.engine.encoding import encode_series
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources.files import class_table_from_file, class_table_from_frame
+from reident_airflow.sources.files import class_table_from_file
+from reident_airflow.sources.frames import class_table_from_frame
 from tests.conftest import load_reference, oracle_data, reference_files
 from tests.engine._records import class_values
 

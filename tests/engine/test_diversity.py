@@ -18,7 +18,7 @@ from reident_airflow.engine.aggregates import ValueCounts
 from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.engine.diversity import l_diversity
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.sources.files import aggregates_from_frame
+from reident_airflow.sources.frames import aggregates_from_frame
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
 from tests.engine._records import class_values, record_classes
 

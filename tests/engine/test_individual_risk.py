@@ -22,7 +22,7 @@ from reident_airflow.engine.individual_risk import (
     individual_risk,
     individual_risk_summary,
 )
-from reident_airflow.sources.files import aggregates_from_frame, class_table_from_frame
+from reident_airflow.sources.frames import aggregates_from_frame, class_table_from_frame
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
 from tests.engine._records import record_classes
 

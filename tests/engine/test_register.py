@@ -7,7 +7,7 @@ import pytest
 
 from reident_airflow.engine.assessment import assess
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.sources.files import class_table_from_frame
+from reident_airflow.sources.frames import class_table_from_frame
 
 
 def test_hand_computed_register() -> None:

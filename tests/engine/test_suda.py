@@ -19,7 +19,7 @@ import pytest
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.suda import MAX_KEYS, missing_codes, suda2
-from reident_airflow.sources.files import class_table_from_frame
+from reident_airflow.sources.frames import class_table_from_frame
 from tests._sdcmicro import sdcmicro_data, sdcmicro_summary
 from tests.conftest import oracle_data
 from tests.engine._records import record_classes

@@ -19,7 +19,7 @@ from reident_airflow.gx import (
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
 )
-from reident_airflow.sources.files import class_table_from_frame
+from reident_airflow.sources.frames import class_table_from_frame
 from tests.gx.conftest import sql_batch
 
 SMALL = pd.DataFrame(

@@ -28,7 +28,7 @@ from reident_airflow._compat import BaseOperator
 from reident_airflow.engine.assessment import Thresholds, assess
 from reident_airflow.notifiers import ReidentBreachNotifier
 from reident_airflow.outcomes import REPORT_XCOM_KEY, ReidentificationBreach
-from reident_airflow.sources.files import class_table_from_frame
+from reident_airflow.sources.frames import class_table_from_frame
 
 WEBHOOK_CONN_ID = "reident_test_webhook"
 DAG_WEBHOOK_CONN_ID = "reident_test_webhook_dag"

@@ -12,7 +12,7 @@ backend     read by                                                          tab
 ==========  ==============================================================  ======
 CSV         ``sources.files.aggregates_from_file`` (all-text tables)           200
 Parquet     ``sources.files.aggregates_from_file`` (every kind)                200
-pandas      ``sources.files.aggregates_from_frame`` (the GE path)             200
+pandas      ``sources.frames.aggregates_from_frame`` (the GE path)             200
 SQLite      ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     200
 PostgreSQL  ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     100
 MariaDB     ``sources.sql.aggregates_from_sql`` and ``histogram_from_sql``     100

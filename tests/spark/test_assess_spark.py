@@ -122,7 +122,7 @@ def test_weights_are_checked_as_the_file_reader_checks_them(spark: Any) -> None:
     """One text weight that is no number, one missing: the error is the DataFrame reader's."""
     import pandas as pd
 
-    from reident_airflow.sources.files import aggregates_from_frame
+    from reident_airflow.sources.frames import aggregates_from_frame
 
     rows = [("a", "2"), ("a", "x"), ("b", None)]
     with pytest.raises(InvalidInputError) as on_spark:
@@ -162,3 +162,19 @@ def test_spark_errors_name_their_kind_never_a_value(session: Any) -> None:
     for caught in (bad, job):
         assert "secret-value" not in str(caught.value)
     assert job.value.deterministic is False
+
+
+def test_the_python_api_counts_a_spark_frame_in_spark(session: Any) -> None:
+    """``reident_airflow.api.assess`` on a Spark DataFrame (classic and Connect) opens the
+    Spark source and reports ARX's histogram (tests/data/arx/arx_C1.json)."""
+    from reident_airflow.api import assess, open_source
+    from reident_airflow.sources.spark import SparkSource
+
+    ref = next(p for p in reference_files() if p.stem == "arx_C1")
+    data = load_reference(ref)
+    qis = list(data["quasi_identifiers"])
+    df = spark_frame(session, oracle_data(data["dataset"]), qis, data["sep"])
+    assert isinstance(open_source(df), SparkSource)
+    got = assess(df, {"quasi_identifiers": qis}).to_dict()
+    assert got["class_size_histogram"] == [list(p) for p in data["class_size_histogram"]]
+    assert got == assess_spark_frame(df, options_of(qis, ())).to_dict()

@@ -1,20 +1,39 @@
-"""A pandas DataFrame (or Arrow table) as an Arrow table that follows the reading contract.
+"""In-memory frames -- pandas and polars DataFrames, Arrow tables -- as a source.
+
+A frame is read by the embedded DuckDB in place, as a file is (:class:`FrameSource` is a
+:class:`~reident_airflow.sources.files.FileSource` whose table is the frame), after it is
+turned into an Arrow table under the reading contract (``docs/reading.md``):
 
 pandas keeps a missing value as ``None``, ``NaN``, ``pd.NA`` or ``NaT`` depending on the
-column (``docs/reading.md``, "pandas DataFrames"): in a column of text, ``NaN`` is pandas'
-marker for a missing value; in a numeric column it is a NaN value, and ``pd.NA`` is missing.
-An object column that mixes kinds of values (``1`` and ``"1"``) cannot be compared by one rule
-and is an error naming the column.
+column: in a column of text, ``NaN`` is pandas' marker for a missing value; in a numeric column
+it is a NaN value, and ``pd.NA`` is missing. An object column that mixes kinds of values (``1``
+and ``"1"``) cannot be compared by one rule and is an error naming the column. A polars
+DataFrame, or any frame that exports an Arrow stream, is typed column by column already.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.sources.file_source import FileTable, arrow_kinds
+from reident_airflow.sources.files import FileSource
 
-__all__ = ["frame_to_arrow"]
+if TYPE_CHECKING:
+    from reident_airflow.engine.aggregates import ClassAggregates
+    from reident_airflow.engine.classes import ClassSizes, ClassTable
+    from reident_airflow.sources.fingerprint import InputFingerprint
+
+__all__ = [
+    "FrameSource",
+    "aggregates_from_frame",
+    "class_table_from_frame",
+    "frame_to_arrow",
+    "histogram_from_frame",
+    "open_frame",
+]
 
 
 def _kind(value: Any) -> str | None:
@@ -105,6 +124,23 @@ def _python_values(series: Any) -> list[Any]:
     return list(series.array)
 
 
+def _arrow_stream(frame: Any, label: str) -> Any:
+    """A frame of another library (polars, ...) through the Arrow stream it exports.
+
+    Such a frame is typed column by column, as an Arrow table is: null is missing and a NaN
+    in a float column is a value (polars keeps the two apart), so no rule of pandas applies.
+    """
+    import pyarrow as pa
+
+    if not hasattr(frame, "__arrow_c_stream__"):
+        lazy = " (a lazy frame: call .collect() first)" if hasattr(frame, "collect") else ""
+        raise InvalidInputError(
+            f"{label}: expected a pandas or polars DataFrame or an Arrow table, got "
+            f"{type(frame).__name__}{lazy}"
+        )
+    return pa.table(frame)
+
+
 def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
     """The columns of ``frame`` as an Arrow table, missing values as the contract says."""
     import pyarrow as pa
@@ -117,9 +153,7 @@ def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
-        raise InvalidInputError(
-            f"{label}: expected a pandas DataFrame or an Arrow table, got {type(frame).__name__}"
-        )
+        return _arrow_stream(frame, label)
     arrays = []
     for i in range(frame.shape[1]):
         series = frame.iloc[:, i]
@@ -145,3 +179,50 @@ def frame_to_arrow(frame: Any, label: str = "the DataFrame") -> Any:
             arrays.append(pa.array(series.array))
     names = [str(c) for c in frame.columns]
     return pa.Table.from_arrays(arrays, names=names) if arrays else pa.table({})
+
+
+def open_frame(frame: Any, *, label: str = "the DataFrame") -> FileTable:
+    """Describe a pandas or polars DataFrame or an Arrow table for reading (``docs/reading.md``)."""
+    table = frame_to_arrow(frame, label)
+    names = tuple(str(n) for n in table.column_names)
+    renamed = table.rename_columns([f"c{i}" for i in range(len(names))])
+    types = table.schema.types
+    return FileTable(
+        label, "arrow", names, renamed, ",", arrow_kinds(types), types=tuple(str(t) for t in types)
+    )
+
+
+# ------------------------------------------------------------------------------- the source
+class FrameSource(FileSource):
+    """A pandas or polars DataFrame or an Arrow table, read by the embedded DuckDB in place:
+    the :class:`~reident_airflow.sources.Source` of frames in memory. It counts as a file
+    source does; it has no file to fingerprint, and its rows are the frame itself."""
+
+    def __init__(self, frame: Any, *, label: str = "the DataFrame") -> None:
+        super().__init__(None, label=label)
+        self.frame = frame
+
+    def _opened(self) -> FileTable:
+        return open_frame(self.frame, label=self.label)
+
+    def fingerprint(self, rows: int | None = None) -> InputFingerprint | None:
+        """``None``: a frame in memory has no file or table to identify it."""
+        return None
+
+
+# ------------------------------------------------------------------------------ functions
+def histogram_from_frame(frame: Any, qis: Sequence[str]) -> ClassSizes:
+    """The class-size histogram of a pandas or polars DataFrame or an Arrow table."""
+    return FrameSource(frame).histogram(qis)
+
+
+def aggregates_from_frame(
+    frame: Any, qis: Sequence[str], *, weight: str | None = None, sensitive: Sequence[str] = ()
+) -> ClassAggregates:
+    """:func:`~reident_airflow.sources.files.aggregates_from_file` for a frame in memory."""
+    return FrameSource(frame).aggregates(qis, weight=weight, sensitive=sensitive)
+
+
+def class_table_from_frame(frame: Any, qis: Sequence[str]) -> ClassTable:
+    """The class table of a pandas or polars DataFrame or an Arrow table on the given QIs."""
+    return FrameSource(frame).class_table(qis)
