@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,6 +18,7 @@ from reident_airflow.operators.datafly import DataflyOperator
 from reident_airflow.outcomes import ReidentificationBreach
 from tests.cli._cli import run
 from tests.conftest import ensure_airflow_db
+from tests.operators._fakes import PushedTI
 
 PREVIOUS = "previous release\n"
 
@@ -57,12 +57,7 @@ def test_operator_refuses_to_publish_an_empty_release(
     source, flat = staged
     target = tmp_path / "release.csv"
     target.write_text(PREVIOUS, encoding="utf-8")
-    pushed: dict[str, Any] = {}
-
-    class _TI:
-        def xcom_push(self, key: str, value: Any) -> None:
-            pushed[key] = value
-
+    ti = PushedTI()
     op = DataflyOperator(
         task_id="anonymize",
         path=str(source),
@@ -73,9 +68,9 @@ def test_operator_refuses_to_publish_an_empty_release(
         target_path=str(target),
     )
     with pytest.raises(ReidentificationBreach) as info:
-        op.execute({"ti": _TI()})
+        op.execute({"ti": ti})
     message = str(info.value)
     assert "every record (4) would be suppressed" in message and "\n" not in message
     assert "10" not in message.replace("(4)", "")  # no zip code quoted
     assert target.read_text(encoding="utf-8") == PREVIOUS
-    assert pushed["return_value"]["passed"] is False
+    assert ti.pushed["return_value"]["passed"] is False

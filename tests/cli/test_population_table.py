@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from reident_airflow.cli import main
 from reident_airflow.operators.risk import ReidentificationRiskOperator
+from tests.operators._fakes import PushedTI
 
 SAMPLE = pd.DataFrame({"q": ["A", "A", "B"], "w": [2.0, 2.0, 2.0]})
 REGISTER = pd.DataFrame({"q": ["A"] * 4 + ["B"] * 2 + ["C"] * 4})
@@ -98,9 +99,5 @@ def test_operator_with_a_register(database: str) -> None:
     engine = sa.create_engine(database)
     op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
 
-    class _TI:
-        def xcom_push(self, key: str, value: Any) -> None:
-            pass
-
-    context: Any = {"ti": _TI()}  # the only key the operator reads
+    context: Any = {"ti": PushedTI()}  # the only key the operator reads
     _check(op.execute(context))

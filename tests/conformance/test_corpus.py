@@ -47,6 +47,7 @@ from tests.cli._cli import run
 from tests.conformance import loaders
 from tests.conformance.corpus import CORPUS, PLACEMENTS, Refused, assessed, expected, placement
 from tests.conftest import require_server
+from tests.operators._fakes import PushedTI
 from tests.spark.sessions import classic_spark
 
 __all__ = ["classic_spark"]  # the Spark fixture, used by name
@@ -103,16 +104,6 @@ def _cli(*source: str) -> Assess:
     return assess
 
 
-class _TI:
-    """Collects what the operator pushes to XCom (the only context it uses)."""
-
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
-
-
 def _operator(engine: sa.Engine | None = None, **staged: Any) -> Assess:
     def assess(qis: list[str]) -> Outcome:
         op = ReidentificationRiskOperator(
@@ -125,7 +116,7 @@ def _operator(engine: sa.Engine | None = None, **staged: Any) -> Assess:
         if engine is not None:
             op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # test seam
         try:
-            report = op.execute({"ti": _TI()})
+            report = op.execute({"ti": PushedTI()})
         except InvalidInputError as exc:
             return ("refused", str(exc))
         return ("histogram", report["class_size_histogram"])

@@ -27,6 +27,7 @@ from reident_airflow.report import (
 )
 from reident_airflow.report.runs import source_text
 from tests.conftest import ensure_airflow_db, oracle_data
+from tests.operators._fakes import PushedTI
 
 # ------------------------------------------------------------------------------ helpers
 _BLOCKS = {"p", "div", "li", "td", "th", "tr", "dt", "dd", "h1", "h2", "h3", "br", "section"}
@@ -465,14 +466,10 @@ def test_cli_report_with_weights_l_diversity_and_suda(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------- operator
-class _TI:
+class _TI(PushedTI):
+    """What the report's run link reads of the task instance, beside XCom."""
+
     dag_id, task_id, run_id, try_number = "release_gate", "assess", "manual__x", 1
-
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> None:

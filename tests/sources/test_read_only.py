@@ -24,20 +24,13 @@ from reident_airflow.sources.connect import query_source, read_only
 from reident_airflow.sources.sql import fingerprint_sql, histogram_from_sql
 from reident_airflow.sources.tables import read_sql_frame
 from tests.conftest import require_server
+from tests.operators._fakes import PushedTI
 
 BACKENDS = [
     pytest.param("sqlite"),
     pytest.param("postgresql", marks=pytest.mark.db),
     pytest.param("mariadb", marks=pytest.mark.db),
 ]
-
-
-class _TI:
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
 
 
 @pytest.fixture(params=BACKENDS)
@@ -116,7 +109,7 @@ def test_where_with_a_second_statement_is_refused_and_drops_nothing(
     staged, other = tables
     op = _risk(engine, table=staged, where=_escape_where(other))
     with pytest.raises(ReidentConfigurationError) as info:
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     assert other in sa.inspect(engine).get_table_names()  # still there
     assert _rows(engine, other) == 6
     message = str(info.value)
@@ -164,17 +157,17 @@ def test_a_union_in_where_cannot_swap_in_another_table(
     ]
     for where in swaps:
         with pytest.raises(ReidentConfigurationError, match="where condition") as info:
-            _risk(engine, table=staged, where=where, min_k=2).execute({"ti": _TI()})
+            _risk(engine, table=staged, where=where, min_k=2).execute({"ti": PushedTI()})
         assert other not in str(info.value)
         with pytest.raises(ReidentConfigurationError, match="where condition"):
-            _datafly(engine, tmp_path, table=staged, where=where).execute({"ti": _TI()})
+            _datafly(engine, tmp_path, table=staged, where=where).execute({"ti": PushedTI()})
     assert not (tmp_path / "release.csv").exists()
 
 
 def test_a_where_filters_its_table(engine: sa.Engine, tables: tuple[str, str]) -> None:
     staged, other = tables
     where = "zip IN (SELECT '10' UNION SELECT '11') AND day = 'd1' -- one day\n"
-    report = _risk(engine, table=staged, where=where).execute({"ti": _TI()})
+    report = _risk(engine, table=staged, where=where).execute({"ti": PushedTI()})
     # zips 10 and 11 of the staged table: 2 records, 2 classes (counted by hand)
     assert (report["records"], report["classes"]) == (2, 2)
     assert _rows(engine, other) == 6
@@ -219,7 +212,7 @@ def test_postgresql_function_with_side_effects_cannot_write(
         with pytest.raises(InvalidInputError, match="25006"):
             histogram_from_sql(engine, ["zip"], sql=f"SELECT zip, {fn}() AS n FROM {staged}")
         with pytest.raises(ReidentConfigurationError, match="25006"):
-            _risk(engine, table=staged, where=f"{fn}() > 0").execute({"ti": _TI()})
+            _risk(engine, table=staged, where=f"{fn}() > 0").execute({"ti": PushedTI()})
         with engine.connect() as conn:
             called = conn.exec_driver_sql(f"SELECT is_called FROM {seq}").scalar()
         assert called is False  # nextval never ran to its end
@@ -247,7 +240,7 @@ def test_mariadb_function_writing_a_non_transactional_table_cannot_write(
         with pytest.raises(InvalidInputError, match="1792"):
             histogram_from_sql(engine, ["zip"], sql=f"SELECT zip, {fn}() AS n FROM {staged}")
         with pytest.raises(ReidentConfigurationError, match="1792"):
-            _risk(engine, table=staged, where=f"{fn}() > 0").execute({"ti": _TI()})
+            _risk(engine, table=staged, where=f"{fn}() > 0").execute({"ti": PushedTI()})
         assert _rows(engine, log) == 0
     finally:
         with engine.begin() as conn:

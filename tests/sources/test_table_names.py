@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -17,6 +16,7 @@ from reident_airflow.outcomes import ReidentConfigurationError
 from reident_airflow.sources.sql import histogram_from_sql
 from tests.cli._cli import one_line_error, run
 from tests.conftest import require_server
+from tests.operators._fakes import PushedTI
 
 # the default schema of each backend, as a user would prefix it
 SCHEMAS = [
@@ -24,11 +24,6 @@ SCHEMAS = [
     pytest.param(("postgresql", "public"), id="postgresql", marks=pytest.mark.db),
     pytest.param(("mariadb", "test"), id="mariadb", marks=pytest.mark.db),
 ]
-
-
-class _TI:
-    def xcom_push(self, key: str, value: Any) -> None:
-        pass
 
 
 @pytest.fixture
@@ -62,7 +57,7 @@ def test_a_dotted_table_name_hints_at_schema(backend: tuple[str, str, str]) -> N
     engine = sa.create_engine(url)
     op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
     with pytest.raises(ReidentConfigurationError, match="does not exist") as failed:
-        op.execute({"ti": _TI()})
+        op.execute({"ti": PushedTI()})
     assert hint in str(failed.value)
 
     code, _, err = run("assess", url, "--table", dotted, "--qi", "zip")

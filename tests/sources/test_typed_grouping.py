@@ -27,6 +27,7 @@ from reident_airflow.sources.sql import (
 )
 from tests.cli._cli import run
 from tests.conftest import database_url, ensure_airflow_db
+from tests.operators._fakes import PushedTI
 
 pytestmark = pytest.mark.db
 
@@ -74,13 +75,9 @@ def operator_gate(engine: sa.Engine, **source: str) -> None:
     from reident_airflow.operators.risk import ReidentificationRiskOperator
     from reident_airflow.outcomes import ReidentificationBreach
 
-    class TI:
-        def xcom_push(self, key: str, value: object) -> None:
-            pass
-
     op = ReidentificationRiskOperator(task_id=unique("gate"), conn_id="x", min_k=2, **source)
     op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
-    context: Any = {"ti": TI()}
+    context: Any = {"ti": PushedTI()}
     with pytest.raises(ReidentificationBreach):
         op.execute(context)
 
