@@ -5,10 +5,9 @@ breach (fail / skip / warn)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from sqlalchemy.engine import Engine
 
@@ -50,10 +49,13 @@ __all__ = [
     "push_report",
 ]
 
-T = TypeVar("T")
-
 if TYPE_CHECKING:
     from reident_airflow.report.signoff import SignOff as SignOffLike
+    from reident_airflow.sources.files import FileSource
+    from reident_airflow.sources.sql import SqlSource
+
+    #: The source of a staged table: a file's or a database's.
+    TableSource: TypeAlias = FileSource | SqlSource
 
 #: How the Rendered Templates tab shows the parameters that are code or JSON.
 RENDERERS = {
@@ -73,8 +75,8 @@ class ReidentOperator(BaseOperator):
     on these steps:
 
     - :meth:`get_engine`: the engine of an Airflow connection (the seam tests replace);
-    - :meth:`read_staged`: a staged table from a file (local or object storage) or through a
-      connection, disposing of the engine afterwards;
+    - :meth:`open_source`: a table as one source, a file (local or object storage) or a
+      table / query of a connection, disposing of the engine afterwards;
     - :meth:`input_errors`: a :class:`~reident_airflow.engine.errors.ReidentError` raised
       inside becomes a :class:`~reident_airflow.outcomes.ReidentConfigurationError` (no
       retries), unless it says a retry may help;
@@ -206,21 +208,35 @@ class ReidentOperator(BaseOperator):
         finally:
             engine.dispose()
 
-    def read_staged(
+    @contextmanager
+    def open_source(
         self,
         *,
         path: str | None,
         conn_id: str | None,
-        from_file: Callable[[Path], T],
-        from_engine: Callable[[Engine], T],
-    ) -> T:
-        """``from_file`` of the local copy of ``path`` when given, else ``from_engine`` of
-        the connection's engine."""
+        sep: str = ",",
+        memory_limit: str | None = None,
+        table: str | None = None,
+        sql: str | None = None,
+        schema: str | None = None,
+        where: str | None = None,
+    ) -> Iterator[FileSource | SqlSource]:
+        """Where a table is, as one source for the block, chosen once: the
+        :class:`~reident_airflow.sources.files.FileSource` of the local copy of ``path`` (an
+        object-storage file downloaded once, at the start), else the
+        :class:`~reident_airflow.sources.sql.SqlSource` of ``table`` or ``sql`` (narrowed by
+        ``where``) through the engine of ``conn_id`` (:meth:`get_engine`), disposed of when
+        the block ends."""
         if path:
+            from reident_airflow.sources.files import FileSource
+
             with local_file(path) as local:
-                return from_file(local)
+                yield FileSource(local, sep=sep, memory_limit=memory_limit)
+            return
+        from reident_airflow.sources.sql import SqlSource
+
         with self.connected(conn_id) as engine:
-            return from_engine(engine)
+            yield SqlSource(engine, table=table, sql=sql, schema=schema, where=where)
 
     @contextmanager
     def input_errors(self) -> Iterator[None]:
@@ -400,7 +416,6 @@ class StagedTableOperator(ReidentOperator):
         self.where = where
         self.path = path
         self.sep = sep
-        self._staged_copy: Path | None = None
 
     def check_staged(self) -> None:
         """The staged table is a file or a table / query of a connection, not both; a
@@ -417,28 +432,6 @@ class StagedTableOperator(ReidentOperator):
                 "or put the condition in sql"
             )
 
-    def staged_query(self, engine: Engine) -> dict[str, Any]:
-        """``table``, ``sql`` and ``schema`` of the staged table, as the sources take them:
-        with ``where``, the SQL ``SELECT * FROM <schema>.<table> WHERE (<where>)``, the table
-        quoted by the engine's dialect and the condition checked to be one condition that
-        only filters the table's rows
-        (:func:`~reident_airflow.sources.sql_text.filter_condition`). The sources read it,
-        as they read ``sql``, as one statement in a read-only transaction."""
-        if not self.where:
-            return {
-                "table": self.table or None,
-                "sql": self.sql or None,
-                "schema": self.schema or None,
-            }
-        import sqlalchemy as sa
-
-        from reident_airflow.sources.sql_text import filter_condition
-
-        condition = filter_condition(str(self.where), engine.dialect.name)
-        source = sa.table(str(self.table), schema=self.schema or None)
-        query = sa.select(sa.text("*")).select_from(source).where(sa.text(condition))
-        return {"table": None, "sql": str(query.compile(dialect=engine.dialect)), "schema": None}
-
     def lineage_inputs(self) -> list[tuple[str | None, str | None, str | None]]:
         if self.path:
             return [(None, None, str(self.path))]
@@ -450,28 +443,21 @@ class StagedTableOperator(ReidentOperator):
             return [(self.conn_id, schema, table) for schema, table in tables_in_sql(self.sql)]
         return []
 
-    @contextmanager
-    def staged_once(self) -> Iterator[None]:
-        """Within the block, an object-storage ``path`` is downloaded once: every
-        :meth:`read_table` reads that copy (the assessment, the advice and the fingerprint
-        then see the same bytes)."""
-        if not self.path or "://" not in str(self.path):
-            yield
-            return
-        with local_file(str(self.path)) as local:
-            self._staged_copy = local
-            try:
-                yield
-            finally:
-                self._staged_copy = None
-
-    def read_table(self, from_file: Callable[[Path], T], from_engine: Callable[[Engine], T]) -> T:
-        """:meth:`read_staged` of the staged table (its one copy inside :meth:`staged_once`)."""
-        copy: Path | None = getattr(self, "_staged_copy", None)  # None on a bare instance
-        if copy is not None:
-            return from_file(copy)
-        return self.read_staged(
-            path=self.path, conn_id=self.conn_id, from_file=from_file, from_engine=from_engine
+    def source(self, *, memory_limit: str | None = None) -> AbstractContextManager[TableSource]:
+        """The staged table as one source for the block (:meth:`open_source`): the file of
+        ``path`` (``sep``; ``memory_limit`` for DuckDB), else ``table`` or ``sql`` of
+        ``conn_id``, ``table`` narrowed by ``where``. Inside the block, an object-storage
+        ``path`` is the one copy downloaded at its start: the assessment, the advice and the
+        fingerprint see the same bytes."""
+        return self.open_source(
+            path=self.path,
+            conn_id=self.conn_id,
+            sep=self.sep,
+            memory_limit=memory_limit,
+            table=self.table or None,
+            sql=self.sql or None,
+            schema=self.schema or None,
+            where=self.where or None,
         )
 
     def source_name(self, query: str = "query") -> str:

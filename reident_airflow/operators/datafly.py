@@ -295,14 +295,15 @@ class DataflyOperator(StagedTableOperator):
 
     # -- work ------------------------------------------------------------------------------
     def _read(self, qis: Sequence[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """The staged table, and the SQL types of its columns when it is a database's."""
-        from reident_airflow.sources.writers import read_file_frame, read_sql_frame
+        """The staged table's rows, read through its source (the QIs of a file as
+        Categoricals), and the SQL types of its columns when it is a database's (a release
+        written back to the source's connection keeps them)."""
+        from reident_airflow.sources.sql import SqlSource
 
-        read: tuple[pd.DataFrame, dict[str, Any]] = self.read_table(
-            from_file=lambda local: (read_file_frame(local, sep=self.sep, categorical=qis), {}),
-            from_engine=lambda engine: read_sql_frame(engine, **self.staged_query(engine)),
-        )
-        return read
+        with self.source() as source:
+            if isinstance(source, SqlSource):
+                return source.typed_rows()
+            return source.rows(categorical=qis), {}
 
     def _write(
         self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any]

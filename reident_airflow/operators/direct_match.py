@@ -209,16 +209,21 @@ class DirectMatchProtectionOperator(ReidentOperator):
     def _frame(
         self, table: str | None, path: str | None, conn_id: str | None, schema: Any
     ) -> pd.DataFrame:
+        """One side, every column Arrow-backed as the engine compares them, through the
+        side's source (:meth:`open_source`): a file's rows (one without records an empty
+        frame: the engine names the empty side), or a whole table typed from its reflected
+        column types (:func:`~reident_airflow.sources.direct_match_sql.read_table_frame`,
+        which :meth:`~reident_airflow.sources.sql.SqlSource.rows` is not: it takes queries
+        and leaves the driver's values untyped)."""
         from reident_airflow.sources.direct_match_sql import read_table_frame
-        from reident_airflow.sources.tables import read_compared_frame
+        from reident_airflow.sources.files import FileSource
 
-        frame: pd.DataFrame = self.read_staged(
-            path=path,
-            conn_id=conn_id,
-            from_file=lambda local: read_compared_frame(local, sep=self.sep),
-            from_engine=lambda engine: read_table_frame(engine, table or "", schema or None),
-        )
-        return frame
+        with self.open_source(
+            path=path, conn_id=conn_id, sep=self.sep, table=table, schema=schema or None
+        ) as source:
+            if isinstance(source, FileSource):
+                return source.rows(dtype_backend="pyarrow", allow_empty=True)
+            return read_table_frame(source.url, table or "", schema or None)
 
     def _compute(self, options: DirectMatchOptions, spark: Any = None) -> DirectMatchResult:
         if spark is not None:

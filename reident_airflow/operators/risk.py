@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import fields
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any, cast
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.aggregates import ClassAggregates
@@ -25,6 +23,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from reident_airflow.engine.advice import BreachAdvice
+    from reident_airflow.sources import Counted, Source
+    from reident_airflow.sources.files import FileSource
+    from reident_airflow.sources.sql import SqlSource
 
 __all__ = ["GATE_FIELDS", "ReidentificationRiskOperator"]
 
@@ -50,7 +51,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
     extras Spark settings; or ``spark_connect``: a Spark Connect server), ``table`` (of the
     session's catalog, ``schema`` its database) or ``path`` (Parquet, any URL Spark reads) is
     read by that connection's ``SparkSession`` -- got or created, never stopped -- and grouped
-    by Spark (:func:`~reident_airflow.sources.spark.assess_spark_frame`); ``where`` is a Spark
+    by Spark (:class:`~reident_airflow.sources.spark.SparkSource`); ``where`` is a Spark
     SQL filter of either. Not on Spark (refused before any reading): ``sql``, ``suda``,
     ``population_table``; the advice is not computed (logged), and ``input`` is the
     fingerprint of a local ``path`` only (else ``None``).
@@ -275,135 +276,79 @@ class ReidentificationRiskOperator(StagedTableOperator):
             raise ReidentConfigurationError("hierarchy_sep must be a single character")
         return parse_mapping(self.hierarchies, "hierarchies")
 
-    def _class_tables(
-        self, qis: list[str], weight: str | None = None, sensitive: Sequence[str] = ()
-    ) -> tuple[ClassAggregates, ClassTable | None]:
-        """The staged table's classes (with weight sums and sensitive value counts when asked
-        for), and the register's, counted where the data is."""
-        from reident_airflow.sources import files, sql
+    # -- the work, one line for every source: options -> the source, chosen once -> what it
+    # counts -> the engine -> the advice and the fingerprint, through that source (an
+    # object-storage file downloaded once for all three, hashed as downloaded and named by
+    # its URL). What the operator adds to an assessment once it is computed (issue 19) is
+    # what ``reident assess`` adds (:mod:`reident_airflow.commands.assess_outcome`).
+    def _source(self, spark: Any) -> AbstractContextManager[Source]:
+        """The staged table as one source: the Spark connection's ``spark``
+        (:func:`~reident_airflow.operators.spark_table.spark_source`), else the file's or the
+        database's (:meth:`source`)."""
+        if spark is None:
+            return self.source(memory_limit=self.memory_limit or None)
+        from reident_airflow.operators.spark_table import spark_source
 
-        limit = self.memory_limit or None
+        return spark_source(self, spark)
 
-        def from_file(local: Path) -> tuple[ClassAggregates, ClassTable | None]:
-            table = files.aggregates_from_file(
-                local, qis, sep=self.sep, weight=weight, sensitive=sensitive, memory_limit=limit
-            )
-            register = None
-            if self.population_table:
-                with local_file(self.population_table) as population:
-                    register = files.class_table_from_file(
-                        population, qis, sep=self.sep, memory_limit=limit
-                    )
-            return table, register
-
-        def from_engine(engine: Engine) -> tuple[ClassAggregates, ClassTable | None]:
-            table = sql.aggregates_from_sql(
-                engine,
-                qis,
-                **self.staged_query(engine),
-                weight=weight,
-                sensitive=sensitive,
-            )
-            register = None
-            if self.population_table:
-                register = sql.class_table_from_sql(
-                    engine, qis, table=self.population_table, schema=self.schema
-                )
-            return table, register
-
-        return self.read_table(from_file, from_engine)
-
-    def _histogram(self, qis: list[str]) -> ClassSizes:
-        """The staged table's class-size histogram, counted where the data is."""
-        from reident_airflow.sources import files, sql
-
-        return self.read_table(
-            from_file=lambda local: files.histogram_from_file(
-                local, qis, sep=self.sep, memory_limit=self.memory_limit or None
-            ),
-            from_engine=lambda engine: sql.histogram_from_sql(
-                engine, qis, **self.staged_query(engine)
-            ),
-        )
-
-    def _assess(self, options: AssessmentOptions) -> tuple[Assessment, ClassSizes | ClassTable]:
-        """The assessment, and the table it was computed from (for the advice)."""
-        qis = list(options.quasi_identifiers)
-        if not options.needs_class_table:
-            histogram = self._histogram(qis)
-            return assess(histogram, options), histogram
-        aggregates, register = self._class_tables(qis, options.weight, options.sensitive)
-        result = assess(
-            aggregates.table,
-            options,
-            population_table=register,
-            weights=aggregates.weights,
-            sensitive=aggregates.sensitive if options.sensitive else None,
-        )
-        return result, aggregates.table
-
-    def _assess_staged(
-        self, options: AssessmentOptions
+    def _assess(
+        self, options: AssessmentOptions, spark: Any = None
     ) -> tuple[Assessment, AdviceFound | None, dict[str, Any]]:
-        """The assessment of a file or a database table, its advice and its report."""
-        with self.input_errors(), self.staged_once():
-            result, table = self._assess(options)
-            found = None
-            if self.advice:
-                found = self._staged_advice(result, table, self._hierarchy_specs())
+        """The assessment of the staged table (``spark``: the Spark connection that reads
+        it), its advice and its report, counted where the data is."""
+        with self.input_errors(), self._source(spark) as source:
+            counted = source.count(options)
+            result = assess(counted, options, population_table=self._register(source, options))
+            found = self._advice(source, result, counted, spark) if self.advice else None
             report = result.to_dict()
             report["advice"] = None if found is None else found[0].to_dict()
-            report["input"] = self._staged_fingerprint(result) if self.fingerprint else None
+            report["input"] = self._fingerprint(source, result, spark) if self.fingerprint else None
         return result, found, report
 
-    # -- what the operator adds to an assessment once it is computed (issue 19), as
-    # ``reident assess`` does (:mod:`reident_airflow.commands.assess_outcome`): the advice
-    # after a breach of ``min_k`` and the fingerprint of the staged table. A file in object
-    # storage is downloaded once for the assessment, the advice and the fingerprint
-    # (:meth:`staged_once`), hashed as downloaded and named by its URL. Aggregates only.
-    def _staged_advice(
-        self,
-        result: Assessment,
-        table: ClassSizes | ClassTable,
-        specs: Mapping[str, Any],
+    def _register(self, source: Source, options: AssessmentOptions) -> ClassTable | None:
+        """The class table of ``population_table`` on the QIs, counted where it is: a table
+        of the staged table's database (through the same engine), or a file when ``path`` is
+        used."""
+        if not self.population_table:
+            return None
+        from reident_airflow.sources.files import FileSource
+        from reident_airflow.sources.sql import SqlSource
+
+        qis = list(options.quasi_identifiers)
+        if isinstance(source, SqlSource):
+            register = SqlSource(source.url, table=self.population_table, schema=self.schema)
+            return register.class_table(qis)
+        with local_file(self.population_table) as population:
+            limit = self.memory_limit or None
+            return FileSource(population, sep=self.sep, memory_limit=limit).class_table(qis)
+
+    def _advice(
+        self, source: Source, result: Assessment, counted: Counted, spark: Any
     ) -> AdviceFound | None:
         """The advice when ``result`` breached ``min_k`` (``None`` otherwise): the staged table
-        read again where it is -- its class table where the data is, then its QI columns
-        alone for Datafly -- with ``specs`` the rendered ``hierarchies`` (specs of
+        read again through ``source`` -- its class table where the data is, then its QI
+        columns alone for Datafly -- with the rendered ``hierarchies`` (specs of
         :mod:`~reident_airflow.operators.hierarchy_specs`), else the bundled ones
-        (:func:`~reident_airflow.sources.advice.advise_on_breach`)."""
+        (:func:`~reident_airflow.sources.advice.advise_on_breach`). Not on Spark (logged)."""
         limit = result.thresholds.min_k
         if limit is None or result.k >= limit:
             return None
+        if spark is not None:
+            self.log.info(
+                "advice: not computed on a Spark connection (it needs the class table and "
+                "the QI columns on the driver)"
+            )
+            return None
+        table = counted.table if isinstance(counted, ClassAggregates) else counted
+        rows = cast("FileSource | SqlSource", source)
         qis = result.quasi_identifiers
-        memory = self.memory_limit or None
-
-        def from_file(local: Path) -> AdviceFound | None:
-            from reident_airflow.sources.files import class_table_from_file
-            from reident_airflow.sources.tables import read_file_frame
-
-            return self._advise(
-                result,
-                table,
-                lambda: class_table_from_file(local, qis, sep=self.sep, memory_limit=memory),
-                lambda: read_file_frame(local, sep=self.sep, categorical=qis, columns=qis),
-                specs,
-            )
-
-        def from_engine(engine: Engine) -> AdviceFound | None:
-            from reident_airflow.sources.sql import class_table_from_sql
-            from reident_airflow.sources.tables import read_sql_frame
-
-            where = self.staged_query(engine)
-            return self._advise(
-                result,
-                table,
-                lambda: class_table_from_sql(engine, qis, **where),
-                lambda: read_sql_frame(engine, **where, columns=qis)[0],
-                specs,
-            )
-
-        return self.read_table(from_file, from_engine)
+        return self._advise(
+            result,
+            cast("ClassSizes | ClassTable", table),
+            lambda: rows.class_table(qis),
+            lambda: rows.rows(qis, categorical=qis),
+            self._hierarchy_specs(),
+        )
 
     def _advise(
         self,
@@ -436,66 +381,26 @@ class ReidentificationRiskOperator(StagedTableOperator):
         inputs = AdviceInputs(class_table=class_table, rows=once, hierarchies=hierarchies)
         return advise_on_breach(result, table, inputs)
 
-    def _staged_fingerprint(self, result: Assessment) -> dict[str, Any]:
-        """The assessment's ``"input"`` object for the staged table: the file's SHA-256, size
-        and row count, or the table's (or query's) row count and snapshot
-        (:mod:`reident_airflow.sources.fingerprint`)."""
-        from reident_airflow.sources.fingerprint import fingerprint_file
-        from reident_airflow.sources.sql import fingerprint_sql
-
-        def from_file(local: Path) -> dict[str, Any]:
-            found = fingerprint_file(local, rows=result.records + result.excluded_records)
-            if str(local) != str(self.path):  # a download: named by its URL
-                found = dataclasses.replace(found, location=str(self.path))
-            return found.to_dict()
-
-        def from_engine(engine: Engine) -> dict[str, Any]:
-            return fingerprint_sql(engine, **self.staged_query(engine)).to_dict()
-
-        return self.read_table(from_file, from_engine)
-
-    def _assess_spark(
-        self, options: AssessmentOptions, conn: Any
-    ) -> tuple[Assessment, None, dict[str, Any]]:
-        """The assessment of a Spark connection's table or path, grouped by Spark. No advice
-        (it would bring the class table and the QI columns to the driver); the fingerprint
-        of a local Parquet path only."""
-        from reident_airflow.operators.spark_table import read_spark_frame, spark_session
-        from reident_airflow.sources.spark import assess_spark_frame
-
-        with self.input_errors():
-            with spark_session(str(self.conn_id), conn) as session:
-                result = assess_spark_frame(read_spark_frame(self, session), options)
-            limit = result.thresholds.min_k
-            if self.advice and limit is not None and result.k < limit:
-                self.log.info(
-                    "advice: not computed on a Spark connection (it needs the class table and "
-                    "the QI columns on the driver)"
-                )
-            report = result.to_dict()
-            report["advice"] = None
-            report["input"] = self._spark_fingerprint(result) if self.fingerprint else None
-        return result, None, report
-
-    def _spark_fingerprint(self, result: Assessment) -> dict[str, Any] | None:
-        """A local Parquet path's fingerprint (a file or a directory); else None."""
-        if not self.path or "://" in str(self.path):
-            self.log.info("fingerprint: only of a local path on a Spark connection")
+    def _fingerprint(self, source: Source, result: Assessment, spark: Any) -> dict[str, Any] | None:
+        """The assessment's ``"input"`` object: the file's SHA-256, size and row count (a
+        download named by its URL), or the table's (or query's) row count and snapshot
+        (:mod:`reident_airflow.sources.fingerprint`); on Spark, of a local Parquet path only
+        (else ``None``, logged)."""
+        found = source.fingerprint(rows=result.records + result.excluded_records)
+        if found is None:
+            if spark is not None:
+                self.log.info("fingerprint: only of a local path on a Spark connection")
             return None
-        from reident_airflow.sources.fingerprint import fingerprint_file
-
-        rows = result.records + result.excluded_records
-        return fingerprint_file(Path(str(self.path)), rows=rows).to_dict()
+        if self.path and spark is None:  # the file as the task names it (a URL: downloaded)
+            found = dataclasses.replace(found, location=str(self.path))
+        return found.to_dict()
 
     def execute(self, context: Context) -> dict[str, Any]:
         from reident_airflow.operators.spark_table import spark_connection
 
         conn = spark_connection(self.conn_id)
         options = self._options(spark=conn is not None)
-        if conn is None:
-            result, found, report = self._assess_staged(options)
-        else:
-            result, found, report = self._assess_spark(options, conn)
+        result, found, report = self._assess(options, conn)
         location = self.publish(context, report, source=self.source_name("SQL query"))
         from reident_airflow.summary import assessment_summary
 

@@ -7,7 +7,7 @@ by a ``SparkSession`` of an Airflow connection of the apache-spark provider.
   provider's ``SparkConnectHook`` (user id, token, ``use_ssl``).
 
 The session is got or created and never stopped: other code of the process may share it.
-The records are grouped by Spark (:func:`~reident_airflow.sources.spark.assess_spark_frame`);
+The records are grouped by Spark (:class:`~reident_airflow.sources.spark.SparkSource`);
 only aggregates reach the driver. PySpark is imported only here, only on this path.
 """
 
@@ -22,6 +22,7 @@ from reident_airflow.outcomes import ReidentConfigurationError
 if TYPE_CHECKING:
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.operators.base import StagedTableOperator
+    from reident_airflow.sources.spark import SparkSource
 
 __all__ = [
     "SPARK_CONN_TYPES",
@@ -31,6 +32,7 @@ __all__ = [
     "read_spark_table",
     "spark_connection",
     "spark_session",
+    "spark_source",
 ]
 
 #: The connection types of the apache-spark provider read by a SparkSession.
@@ -149,6 +151,18 @@ def read_spark_table(session: Any, table: str | None, schema: str | None, path: 
     if table:
         return session.read.table(f"{schema}.{table}" if schema else str(table))
     return session.read.parquet(str(path))
+
+
+@contextmanager
+def spark_source(op: StagedTableOperator, conn: Any) -> Iterator[SparkSource]:
+    """The staged table of the Spark connection ``conn`` as one source for the block: the
+    :class:`~reident_airflow.sources.spark.SparkSource` of :func:`read_spark_frame`, in the
+    session of :func:`spark_session` (``path`` kept for its fingerprint)."""
+    from reident_airflow.sources.spark import SparkSource
+
+    with spark_session(str(op.conn_id), conn) as session:
+        frame = read_spark_frame(op, session)
+        yield SparkSource(frame, label=op.source_name(), path=str(op.path) if op.path else None)
 
 
 def read_spark_frame(op: StagedTableOperator, session: Any) -> Any:

@@ -259,6 +259,10 @@ class SqlSource:
     given is the caller's and stays open. Each reading runs on its own read-only connection
     (:func:`~reident_airflow.sources.connect.reading`), and its errors quote nothing of the
     data.
+
+    ``where`` (with ``table`` only) narrows the table to some rows, one partition, without a
+    whole ``SELECT``: the table is then read as the query ``SELECT * FROM <schema>.<table>
+    WHERE (<where>)`` (:meth:`located`), as ``sql`` is, in a read-only transaction.
     """
 
     def __init__(
@@ -268,17 +272,39 @@ class SqlSource:
         table: str | None = None,
         schema: str | None = None,
         sql: str | None = None,
+        where: str | None = None,
     ) -> None:
         self.url = url
         self.table = table
         self.schema = schema
         self.sql = sql
+        self.where = where
         self._engine: Engine | None = None
 
     @property
     def label(self) -> str:
-        """How messages name the source: ``table 'x'`` or ``the query``."""
+        """How messages name the source: ``table 'x'`` or ``the query`` (also a table
+        narrowed by ``where``, read as a query)."""
+        if self.where:
+            return "the query"
         return source_label(self.table, self.sql)
+
+    def located(self) -> SqlWhere:
+        """``table``, ``sql`` and ``schema`` as the readings take them: with ``where``, the
+        SQL ``SELECT * FROM <schema>.<table> WHERE (<where>)``, the table quoted by the
+        engine's dialect and the condition checked to be one condition that only filters the
+        table's rows (:func:`~reident_airflow.sources.sql_text.filter_condition`)."""
+        if not self.where:
+            return {"table": self.table, "sql": self.sql, "schema": self.schema}
+        if not self.table or self.sql is not None:
+            raise InvalidInputError("where narrows a table: give table (not sql) with it")
+        from reident_airflow.sources.sql_text import filter_condition
+
+        dialect = self._bound().dialect
+        condition = filter_condition(str(self.where), dialect.name)
+        source = sa.table(str(self.table), schema=self.schema or None)
+        query = sa.select(sa.text("*")).select_from(source).where(sa.text(condition))
+        return {"table": None, "sql": str(query.compile(dialect=dialect)), "schema": None}
 
     def __enter__(self) -> Self:
         return self
@@ -298,8 +324,9 @@ class SqlSource:
         return self._engine
 
     def _reading(self) -> AbstractContextManager[tuple[Connection, SqlTable, str]]:
-        source_label(self.table, self.sql)  # neither or both: refused before connecting
-        return reading(self._bound(), table=self.table, sql=self.sql, schema=self.schema)
+        where = self.located()
+        source_label(where.get("table"), where.get("sql"))  # refused before connecting
+        return reading(self._bound(), **where)
 
     # ------------------------------------------------------------------------ counting
     def count(self, options: AssessmentOptions) -> ClassSizes | ClassTable | ClassAggregates:
@@ -369,15 +396,20 @@ class SqlSource:
         self, columns: Sequence[str] | None = None, *, categorical: Sequence[str] = ()
     ) -> pd.DataFrame:
         """Every column of the table (or the query), or only ``columns``, streamed
-        (:func:`~reident_airflow.sources.tables.read_sql_frame`); ``categorical`` is a file's
-        option: a database's values come typed."""
+        (:meth:`typed_rows`); ``categorical`` is a file's option: a database's values come
+        typed."""
+        del categorical
+        return self.typed_rows(columns)[0]
+
+    def typed_rows(
+        self, columns: Sequence[str] | None = None
+    ) -> tuple[pd.DataFrame, dict[str, sa.types.TypeEngine[Any]]]:
+        """:meth:`rows`, and the portable types of a table's columns (empty for a query),
+        for a release written back with them
+        (:func:`~reident_airflow.sources.tables.read_sql_frame`)."""
         from reident_airflow.sources.tables import read_sql_frame
 
-        del categorical
-        frame, _ = read_sql_frame(
-            self._bound(), table=self.table, sql=self.sql, schema=self.schema, columns=columns
-        )
-        return frame
+        return read_sql_frame(self._bound(), **self.located(), columns=columns)
 
     # ---------------------------------------------------------------------- fingerprint
     def fingerprint(self, rows: int | None = None) -> InputFingerprint:
@@ -385,7 +417,7 @@ class SqlSource:
         one, its snapshot, read in one read-only transaction (:func:`fingerprint_sql`);
         ``rows`` is not needed: the database counts them."""
         del rows
-        return fingerprint_sql(self._bound(), self.table, sql=self.sql, schema=self.schema)
+        return fingerprint_sql(self._bound(), **self.located())
 
 
 def grouped_histogram(

@@ -159,6 +159,21 @@ def test_file_source_and_object_storage(tmp_path: Path, monkeypatch: pytest.Monk
     assert fingerprint["sha256"] == hashlib.sha256(csv.read_bytes()).hexdigest()
 
 
+def test_a_glob_of_parquet_files_has_no_fingerprint(tmp_path: Path) -> None:
+    """A glob names no one file to hash: ``input`` is null, as on the command line (the
+    operator used to fail, after assessing, saying the glob did not exist)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": ["1", "1", "2"]}), tmp_path / "p1.parquet")
+    pq.write_table(pa.table({"a": ["2", "3", "3"]}), tmp_path / "p2.parquet")
+    op = make_operator(
+        ReidentificationRiskOperator, path=str(tmp_path / "*.parquet"), quasi_identifiers="a"
+    )
+    report = op.execute({"ti": PushedTI()})
+    assert (report["records"], report["input"]) == (6, None)
+
+
 def test_connection_errors_are_left_to_retries() -> None:
     # an unreachable server is an infrastructure error: not an AirflowFailException
     engine = sa.create_engine("postgresql+psycopg2://postgres@127.0.0.1:1/none")
