@@ -91,7 +91,7 @@ from tests.spark.sessions import connect_server, spark, spark_connect
 
 FILES = "reident_airflow.sources.files"
 SPARK = "reident_airflow.sources.spark"
-FRAMES = "reident_airflow.sources.files"
+FRAMES = "reident_airflow.sources.frames"
 SQL = "reident_airflow.sources.sql"
 
 _COMMON: dict[str, Any] = {
