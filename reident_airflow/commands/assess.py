@@ -327,7 +327,7 @@ def open_source(args: argparse.Namespace, progress: Progress) -> Source:
 def _spark_source(args: argparse.Namespace, progress: Progress) -> Source:
     """INPUT (a Parquet path) or ``--table`` of the Spark catalog, as a lazy DataFrame of the
     session the Spark flags describe (nothing is read yet but the schema)."""
-    from reident_airflow.commands.spark import DEFAULT_MASTER, spark_session
+    from reident_airflow.commands.spark import DEFAULT_MASTER, session_of
     from reident_airflow.sources.spark import SparkSource
     from reident_airflow.sources.spark_grouping import spark_errors
 
@@ -335,10 +335,16 @@ def _spark_source(args: argparse.Namespace, progress: Progress) -> Source:
     where = args.spark_remote or args.spark_master or DEFAULT_MASTER
     progress(f"starting the Spark session ({where})")
     with spark_errors(label):
-        session = spark_session(args)
-        if args.table:
-            return SparkSource(session.table(args.table), label=label)
-        return SparkSource(session.read.parquet(args.input), label=label, path=args.input)
+        block = session_of(args)
+        session = block.__enter__()
+        try:
+            if args.table:
+                return SparkSource(session.table(args.table), label=label, session=block)
+            frame = session.read.parquet(args.input)
+        except BaseException:
+            block.__exit__(None, None, None)
+            raise
+        return SparkSource(frame, label=label, path=args.input, session=block)
 
 
 def _refused_on_spark(options: AssessmentOptions) -> None:

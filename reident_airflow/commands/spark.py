@@ -32,6 +32,7 @@ refused (exit 2), as is ``--memory-limit`` (DuckDB's).
 from __future__ import annotations
 
 import argparse
+from contextlib import AbstractContextManager
 from typing import Any
 
 from reident_airflow.engine.errors import InvalidInputError
@@ -43,7 +44,7 @@ __all__ = [
     "ENGINES",
     "add_spark_arguments",
     "check_engine_arguments",
-    "spark_session",
+    "session_of",
 ]
 
 #: ``--engine``'s choices: ``local`` (DuckDB for a file, the database for a URL), ``spark``.
@@ -152,28 +153,16 @@ def _check_reachable(url: str) -> None:
         ) from None
 
 
-def spark_session(args: argparse.Namespace) -> Any:
-    """The Spark session ``--spark-remote`` / ``--spark-master`` / ``--spark-conf`` describe
-    (an existing one of this process is reused, as ``getOrCreate`` does)."""
-    import warnings
+def session_of(args: argparse.Namespace) -> AbstractContextManager[Any]:
+    """The session block ``--spark-remote`` / ``--spark-master`` / ``--spark-conf`` describe
+    (:func:`~reident_airflow.sources.spark_session.spark_session`: a classic session is got
+    or created and left to the process; a Spark Connect one is stopped when the block ends).
+    """
+    from reident_airflow.sources.spark_session import spark_session
 
+    conf = {**_QUIET_CONF, **dict(args.spark_conf)}
     if args.spark_remote:
         _check_reachable(args.spark_remote)
-    # PySpark 4.2 warns on import that it does not fully support pandas >= 3 (unused here)
-    warnings.filterwarnings(
-        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
-    )
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder
-    if args.spark_remote:
-        builder = builder.remote(args.spark_remote)
-    else:
-        builder = builder.master(args.spark_master or DEFAULT_MASTER).appName("reident")
-    conf = {**_QUIET_CONF, **dict(args.spark_conf)}
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    if not args.spark_remote:
-        session.sparkContext.setLogLevel("ERROR")
-    return session
+        return spark_session(remote=args.spark_remote, conf=conf)
+    master = args.spark_master or DEFAULT_MASTER
+    return spark_session(master=master, conf=conf, app_name="reident", quiet=True)

@@ -89,45 +89,28 @@ def check_spark_staged(op: StagedTableOperator, options: AssessmentOptions) -> N
 
 @contextmanager
 def spark_session(conn_id: str, conn: Any) -> Iterator[Any]:
-    """The session of the Spark connection ``conn``, for the ``with`` block.
+    """The session of the Spark connection ``conn``, for the ``with`` block
+    (:func:`~reident_airflow.sources.spark_session.spark_session`: a classic session is got or
+    created and never stopped here; a Spark Connect session is created for the block and
+    stopped after it). The connection's extras are the session's configuration."""
+    from reident_airflow.sources.spark_session import spark_session as session_block
 
-    A classic session is got or created and never stopped here (other code of the process
-    may share it). A Spark Connect session is created for the block and stopped after it: a
-    Connect client's ``getOrCreate`` would hand back whatever session is active, whichever
-    server it talks to, and one left open makes the process wait for its server at exit.
-    """
     extras = {str(k): str(v) for k, v in _extras(conn_id, conn).items()}
     if (conn.conn_type or "").lower() != "spark_connect":
-        yield _classic_session(conn_id, conn, extras)
+        if not conn.host:
+            raise ReidentConfigurationError(f"Spark connection {conn_id!r} names no master (host)")
+        master = f"{conn.host}:{conn.port}" if conn.port else str(conn.host)
+        with session_block(master=master, conf=extras) as session:
+            yield session
         return
     from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     try:
         url = SparkConnectHook(conn_id).get_connection_url()
     except ValueError as exc:
         raise ReidentConfigurationError(f"connection {conn_id!r}: {exc}") from None
-    connect = ConnectSession.builder.remote(url)
-    for key, value in extras.items():
-        connect = connect.config(key, value)
-    session = connect.create()
-    try:
+    with session_block(remote=url, conf=extras) as session:
         yield session
-    finally:
-        session.stop()
-
-
-def _classic_session(conn_id: str, conn: Any, extras: dict[str, str]) -> Any:
-    """The classic session of the ``spark`` connection ``conn``, got or created."""
-    from pyspark.sql import SparkSession
-
-    if not conn.host:
-        raise ReidentConfigurationError(f"Spark connection {conn_id!r} names no master (host)")
-    master = f"{conn.host}:{conn.port}" if conn.port else str(conn.host)
-    builder = SparkSession.builder.master(master)
-    for key, value in extras.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
 
 
 def _extras(conn_id: str, conn: Any) -> dict[str, Any]:

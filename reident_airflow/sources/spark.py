@@ -23,6 +23,7 @@ PySpark is imported only by the functions that use it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Self, cast
 
 import numpy as np
@@ -286,15 +287,26 @@ class SparkSource:
     Spark (classic sessions and Spark Connect).
 
     ``label`` names it in messages (a table's name or a path); ``path`` is the Parquet file or
-    folder it was read from, if any (for the fingerprint). The session is the caller's:
-    :meth:`close` leaves it open. Only aggregates reach the driver, so the options needing one
-    row per class (SUDA2, a register) are refused, as is :meth:`class_table`.
+    folder it was read from, if any (for the fingerprint). ``session``: the
+    :func:`~reident_airflow.sources.spark_session.spark_session` block the source was opened
+    in, ended by :meth:`close` (a Spark Connect session is then stopped); without it the
+    session is the caller's and :meth:`close` leaves it open. Only aggregates reach the
+    driver, so the options needing one row per class (SUDA2, a register) are refused, as is
+    :meth:`class_table`.
     """
 
-    def __init__(self, frame: Any, *, label: str = "Spark DataFrame", path: str | None = None):
+    def __init__(
+        self,
+        frame: Any,
+        *,
+        label: str = "Spark DataFrame",
+        path: str | None = None,
+        session: AbstractContextManager[Any] | None = None,
+    ):
         self.frame = frame
         self.label = label
         self.path = path
+        self.session = session
 
     def __enter__(self) -> Self:
         return self
@@ -303,7 +315,10 @@ class SparkSource:
         self.close()
 
     def close(self) -> None:
-        """Nothing to release: the session (and its cache) is the caller's."""
+        """End the session block the source was opened in, if it was given one."""
+        session, self.session = self.session, None
+        if session is not None:
+            session.__exit__(None, None, None)
 
     def count(self, options: AssessmentOptions) -> Distributions:
         """What Spark counts for an assessment under ``options``
