@@ -31,7 +31,7 @@ from reident_airflow.gx.metrics import (
     SENSITIVE_COUNTS_METRIC,
     MetricError,
 )
-from reident_airflow.sources import files
+from reident_airflow.sources import frames
 from tests.conftest import oracle_data
 from tests.gx.conftest import QIS, sql_batch
 
@@ -244,7 +244,7 @@ def test_ge_hands_the_metric_value_to_the_expectation_as_it_is(
     expectation evaluates (not a copy, not a serialised form)."""
     returned: list[Any] = []
     seen: list[Any] = []
-    read = files.histogram_from_frame
+    read = frames.histogram_from_frame
     evaluate = ExpectTableToBeKAnonymous._evaluate
 
     def spy_read(frame: Any, qis: Any) -> Any:
