@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources.fingerprint import InputFingerprint
 
-__all__ = ["Counted", "Source"]
+__all__ = ["ClassCounting", "Counted", "Source"]
 
 #: What a source counts for an assessment: the class-size histogram, the class table, the
 #: class aggregates (with weight sums and sensitive value counts), or Spark's aggregates.
@@ -64,3 +64,29 @@ class Source(Protocol):
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc: Any) -> None: ...
+
+
+class ClassCounting:
+    """What a source that groups into class tables counts for the options (files, frames,
+    databases): the class aggregates with a weight or sensitive columns, else the class table
+    when a measure needs it, else the class-size histogram. A subclass reads the three."""
+
+    def count(self, options: AssessmentOptions) -> ClassSizes | ClassTable | ClassAggregates:
+        """What ``options`` need, counted where the data is (the class docstring)."""
+        qis = options.quasi_identifiers
+        if options.weight or options.sensitive:
+            return self.aggregates(qis, weight=options.weight, sensitive=options.sensitive)
+        if options.needs_class_table:
+            return self.class_table(qis)
+        return self.histogram(qis)
+
+    def histogram(self, qis: Sequence[str]) -> ClassSizes:
+        raise NotImplementedError
+
+    def class_table(self, qis: Sequence[str]) -> ClassTable:
+        raise NotImplementedError
+
+    def aggregates(
+        self, qis: Sequence[str], *, weight: str | None = None, sensitive: Sequence[str] = ()
+    ) -> ClassAggregates:
+        raise NotImplementedError

@@ -42,7 +42,7 @@ from reident_airflow.engine.errors import (
     ResourceExhaustedError,
     resource_error,
 )
-from reident_airflow.sources import scratch
+from reident_airflow.sources import ClassCounting, scratch
 from reident_airflow.sources.file_source import (
     FileTable,
     file_columns,
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from reident_airflow.engine.aggregates import ClassAggregates
-    from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources.fingerprint import InputFingerprint
 
 __all__ = [
@@ -458,7 +457,7 @@ def _to_aggregates(
 
 
 # ------------------------------------------------------------------------------- the source
-class FileSource:
+class FileSource(ClassCounting):
     """A file -- CSV (also compressed), Parquet, a directory or glob of Parquet files -- read
     and grouped by the embedded DuckDB: the :class:`~reident_airflow.sources.Source` of files
     (and, through :class:`~reident_airflow.sources.frames.FrameSource`, of frames in memory).
@@ -494,16 +493,6 @@ class FileSource:
         return open_file(self._file(), sep=self.sep)
 
     # ------------------------------------------------------------------------ counting
-    def count(self, options: AssessmentOptions) -> ClassSizes | ClassTable | ClassAggregates:
-        """What ``options`` need: the class aggregates with a weight or sensitive columns,
-        else the class table when a measure needs it, else the class-size histogram."""
-        qis = options.quasi_identifiers
-        if options.weight or options.sensitive:
-            return self.aggregates(qis, weight=options.weight, sensitive=options.sensitive)
-        if options.needs_class_table:
-            return self.class_table(qis)
-        return self.histogram(qis)
-
     def histogram(self, qis: Sequence[str]) -> ClassSizes:
         """The class-size histogram, counted by DuckDB: one row per distinct size."""
         source = self._opened()

@@ -31,7 +31,7 @@ import hashlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Self, Unpack
+from typing import Any, Self, Unpack
 
 import numpy as np
 import pandas as pd
@@ -52,6 +52,7 @@ from reident_airflow.engine.classes import (
 )
 from reident_airflow.engine.encoding import validate_quasi_identifiers
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
+from reident_airflow.sources import ClassCounting
 from reident_airflow.sources.connect import (
     SqlWhere,
     connect,
@@ -90,9 +91,6 @@ from reident_airflow.sources.sql_grouping import (
     histogram_statement,
     plan_grouping,
 )
-
-if TYPE_CHECKING:
-    from reident_airflow.engine.options import AssessmentOptions
 
 __all__ = [
     "COPY_BLOCK_BYTES",
@@ -250,7 +248,7 @@ def grouped_value_counts(
 
 
 # ------------------------------------------------------------------------------ the source
-class SqlSource:
+class SqlSource(ClassCounting):
     """A database table (``table=``, in ``schema=``) or a ``SELECT`` (``sql=``), grouped by
     the database: the :class:`~reident_airflow.sources.Source` of databases.
 
@@ -329,16 +327,6 @@ class SqlSource:
         return reading(self._bound(), **where)
 
     # ------------------------------------------------------------------------ counting
-    def count(self, options: AssessmentOptions) -> ClassSizes | ClassTable | ClassAggregates:
-        """What ``options`` need: the class aggregates with a weight or sensitive columns,
-        else the class table when a measure needs it, else the class-size histogram."""
-        qis = options.quasi_identifiers
-        if options.weight or options.sensitive:
-            return self.aggregates(qis, weight=options.weight, sensitive=options.sensitive)
-        if options.needs_class_table:
-            return self.class_table(qis)
-        return self.histogram(qis)
-
     def class_table(self, qis: Sequence[str]) -> ClassTable:
         """The class table of the table (or of the query), computed by the database."""
         with self._reading() as (conn, source, what):
