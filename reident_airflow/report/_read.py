@@ -7,6 +7,8 @@ is missing or of another type; it never substitutes a placeholder.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, Self
@@ -19,12 +21,15 @@ __all__ = [
     "Number",
     "bool_or_none",
     "mapping_or_none",
+    "name_or_none",
     "names",
     "number_or_none",
     "optional_view",
+    "real_or_none",
     "require_mapping",
     "string_or_none",
     "text_or_none",
+    "whole_or_none",
 ]
 
 #: A count or a share as the JSON holds it: an int or a finite float, never a bool.
@@ -34,6 +39,25 @@ Number = int | float
 # ------------------------------------------------------------------------------- readers
 def number_or_none(value: Any) -> Number | None:
     return value if is_number(value) else None
+
+
+def real_or_none(value: Any) -> Number | None:
+    """A finite real number of any numeric type (numpy's too) as a plain ``int`` (a whole
+    type) or ``float``; anything else (text, a bool, NaN) is ``None``. For a result still in
+    memory, whose numbers may not have been through JSON yet."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def whole_or_none(value: Any) -> int | None:
+    """A count of a whole numeric type (numpy's too) as a plain ``int``; a float (even
+    ``5.0``) or anything else is ``None``."""
+    number = real_or_none(value)
+    return number if isinstance(number, int) else None
 
 
 def string_or_none(value: Any) -> str | None:
@@ -47,6 +71,14 @@ def text_or_none(value: Any) -> str | None:
 
 def bool_or_none(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
+
+
+def name_or_none(value: Any, limit: int) -> str | None:
+    """A non-empty string cut to ``limit`` characters; anything else (a number, ``""``) is
+    ``None``: unlike :func:`names`, a number is not taken for a name."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value[:limit]
 
 
 def names(value: Any) -> tuple[str, ...]:

@@ -4,7 +4,8 @@ The JSON documents (``reident.assessment/v1``, ``reident.direct_match/v1``,
 ``reident.datafly/v1``; ``docs/contract.md``) arrive as dicts: from the engine in the same
 process, or read back from a file written by another version, a hand-edited file, an XCom.
 The adapters that show them -- the HTML report, the plain-text summary, the notifiers -- read
-this view instead of walking the dict each on its own::
+these views instead of walking the dict each on its own (the notifiers read
+:class:`VerdictView`, the part of any check's result an alert may carry)::
 
     from reident_airflow.report.view import AssessmentView
 
@@ -41,12 +42,14 @@ from reident_airflow.report._read import (
     Number,
     bool_or_none,
     mapping_or_none,
+    name_or_none,
     names,
     number_or_none,
     optional_view,
     require_mapping,
     string_or_none,
     text_or_none,
+    whole_or_none,
 )
 from reident_airflow.report._release_view import (
     ColumnProtection,
@@ -56,8 +59,10 @@ from reident_airflow.report._release_view import (
     DirectMatchView,
 )
 from reident_airflow.report._thresholds import BreachView
+from reident_airflow.report._verdict_view import MAX_NAME, VerdictView
 
 __all__ = [
+    "MAX_NAME",
     "MODEL_NAMES",
     "POPULATION_MODELS",
     "AdviceView",
@@ -82,6 +87,9 @@ __all__ = [
     "RiskBand",
     "RiskMeasures",
     "SudaView",
+    "VerdictView",
+    "name_or_none",
+    "whole_or_none",
 ]
 
 

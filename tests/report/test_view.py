@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from reident_airflow.engine.assessment import Breach, Thresholds
 from reident_airflow.engine.catalogue import THRESHOLDS, threshold_of
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.report._read import real_or_none
 from reident_airflow.report.view import (
+    MAX_NAME,
     AssessmentView,
     BreachView,
     DataflyView,
     DirectMatchView,
     RiskMeasures,
+    VerdictView,
+    name_or_none,
+    whole_or_none,
 )
 from reident_airflow.summary import assessment_summary
 
@@ -109,3 +116,89 @@ def test_the_summary_reads_a_view_or_a_dict(breaching_assessment: dict[str, Any]
     assert "BREACH k: 1 < minimum 5" in text
     assert "BREACH prosecutor.highest_risk: 1 > limit 0.5" in text
     assert "records           : n/a" in assessment_summary({})
+
+
+# --------------------------------------------------------------- the verdict an alert reads
+def test_the_verdict_of_an_engine_assessment_with_its_advice(
+    breaching_assessment: dict[str, Any], adult_advice: dict[str, Any]
+) -> None:
+    a = dict(breaching_assessment, advice=adult_advice, outcome="skip", report_url="https://r/x")
+    verdict = VerdictView.from_dict(a)
+    assert verdict.breached and verdict.schema == "reident.assessment/v1"
+    assert verdict.quasi_identifiers == ("sex", "age", "race")
+    assert (verdict.records, verdict.classes, verdict.k) == (a["records"], a["classes"], 1)
+    assert [(b.metric, b.observed, b.limit) for b in verdict.breaches] == [
+        (b["metric"], b["observed"], b["limit"]) for b in a["breaches"]
+    ]
+    assert (verdict.outcome, verdict.report_url, verdict.report_location) == (
+        "skip",
+        "https://r/x",
+        None,
+    )
+    assert verdict.advice is not None and verdict.advice.to_dict() == adult_advice
+    assert not VerdictView.from_dict(breaching_assessment).advice
+    assert not VerdictView.from_dict(dict(a, passed=True)).breached
+    assert not VerdictView.from_dict("not a result").breached  # type: ignore[arg-type]
+
+
+def test_the_verdict_reads_names_as_strings_and_numbers_of_any_type() -> None:
+    result = {
+        "schema": 3,
+        "passed": False,
+        "records": np.int64(40),  # a result still in memory: numpy's count is a count
+        "classes": 10.0,  # not a whole type: no count
+        "k": True,
+        "quasi_identifiers": ["age", 7, "", "x" * 300],
+        "breaches": [{"metric": 42, "observed": np.float64(0.5), "limit": math.nan}, "nope"],
+        "below_target": "zip",  # a string is no list of names
+        "outcome": ["fail"],
+    }
+    verdict = VerdictView.from_dict(result)
+    assert verdict.schema is None and verdict.outcome is None
+    assert verdict.records == 40 and type(verdict.records) is int
+    assert verdict.classes is None and verdict.k is None
+    assert verdict.quasi_identifiers == ("age", "x" * MAX_NAME)
+    assert verdict.breaches == (BreachView("unknown", 0.5, None),)
+    assert type(verdict.breaches[0].observed) is float
+    assert verdict.below_target == () and verdict.breached
+
+
+def test_the_verdict_reads_the_first_hundred_items_only() -> None:
+    result = {
+        "breaches": [{"metric": f"m{i}", "observed": i, "limit": 0} for i in range(150)],
+        # the bound is on the items read, not on the names found among them
+        "quasi_identifiers": [7] * 100 + ["late"],
+        "report_location": "/" + "y" * 3000,
+    }
+    verdict = VerdictView.from_dict(result)
+    assert len(verdict.breaches) == 100 and verdict.breaches[-1].metric == "m99"
+    assert verdict.quasi_identifiers == ()
+    assert verdict.report_location is not None and len(verdict.report_location) == 2000
+
+
+def test_the_verdict_reads_an_advice_only_when_every_count_is_given() -> None:
+    # the engine's hand-checked small case (tests/engine/test_advice.py): classes of sizes
+    # 1, 1, 2, 5 and k = 3 -> 3 of 4 classes, holding 4 of 9 records, are below k
+    advice = {"k": 3, "records": 9, "classes": 4, "classes_below_k": 3, "records_below_k": 4}
+    found = VerdictView.from_dict({"advice": advice}).advice
+    assert found is not None and (found.driver, found.datafly) == (None, None)
+    assert "3 of 4 classes, holding 4 of 9 records, are smaller than k=3" in found.describe()
+    for key in advice:
+        assert VerdictView.from_dict({"advice": dict(advice, **{key: None})}).advice is None
+    assert VerdictView.from_dict({"advice": dict(advice, k=3.0)}).advice is None
+    odd = dict(
+        advice,
+        driver={"column": "age", "distinction": "high", "distinction_without": 0.1},
+        datafly={"k": 3, "feasible": "yes", "levels": {"age": 2, "sex": "x", "": 1}},
+    )
+    found = VerdictView.from_dict({"advice": odd}).advice
+    assert found is not None and found.driver is None and found.datafly is not None
+    assert found.datafly.levels == {"age": 2} and found.datafly.feasible is False
+
+
+def test_the_strict_readers() -> None:
+    assert real_or_none(np.int64(3)) == 3 and type(real_or_none(np.int64(3))) is int
+    assert real_or_none(math.inf) is None and real_or_none(True) is None
+    assert whole_or_none(5.0) is None and whole_or_none(np.int32(5)) == 5
+    assert name_or_none("", 5) is None and name_or_none(7, 5) is None
+    assert name_or_none("abcdef", 3) == "abc"
