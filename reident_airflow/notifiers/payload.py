@@ -1,14 +1,27 @@
 """The alert's content: a JSON-safe dict built field by field from a breach (or the report
-the operator pushed to XCom), never the report or the exception's message wholesale."""
+the operator pushed to XCom), never the report or the exception's message wholesale.
+
+The report is read through :class:`~reident_airflow.report.view.VerdictView`, the part of a
+result an alert may carry (names that are strings, numbers that are numbers, lists and names
+bounded); the exception's own fields are read the same way.
+"""
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reident_airflow.outcomes import ReidentificationBreach
+from reident_airflow.report.view import (
+    MAX_NAME,
+    BreachView,
+    VerdictView,
+    name_or_none,
+    whole_or_none,
+)
+
+if TYPE_CHECKING:
+    from reident_airflow.engine.advice import BreachAdvice
 
 __all__ = [
     "ALERT_SCHEMA",
@@ -35,8 +48,6 @@ _CHECK_OF_SCHEMA = {
     "reident.assessment/v1": "reidentification_risk",
     "reident.direct_match/v1": "direct_match",
 }
-_MAX_NAME = 200
-_MAX_LOCATION = 2000
 #: The outcomes of a breach (the operators' ``on_breach``): each alerts unless opted out.
 OUTCOMES = ("fail", "skip", "warn")
 OUTCOME_TEXT = {
@@ -44,56 +55,8 @@ OUTCOME_TEXT = {
     "skip": "the task was skipped (on_breach='skip'): downstream tasks did not run",
     "warn": "the task succeeded with a warning (on_breach='warn'): the release went ahead",
 }
-_MAX_ITEMS = 100
 #: What happened when only warning levels were crossed.
 WARNING_ONLY_TEXT = "the task succeeded: the release went ahead"
-
-
-def _number(value: Any) -> int | float | None:
-    """A finite number as a plain ``int``/``float``; anything else (text, bool, NaN) is None."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _count(value: Any) -> int | None:
-    number = _number(value)
-    return int(number) if isinstance(number, int) else None
-
-
-def _name(value: Any) -> str | None:
-    """A column, metric or check name (a string, cut to a sane length); else None."""
-    if not isinstance(value, str) or not value:
-        return None
-    return value[:_MAX_NAME]
-
-
-def _names(values: Any) -> list[str]:
-    if isinstance(values, str) or not isinstance(values, Sequence):
-        return []
-    names = (_name(v) for v in list(values)[:_MAX_ITEMS])
-    return [n for n in names if n is not None]
-
-
-def _breaches(values: Any) -> list[dict[str, Any]]:
-    """``[{"metric", "observed", "limit"}]`` rebuilt field by field (nothing else is kept)."""
-    if isinstance(values, str) or not isinstance(values, Sequence):
-        return []
-    out: list[dict[str, Any]] = []
-    for item in list(values)[:_MAX_ITEMS]:
-        if not isinstance(item, Mapping):
-            continue
-        out.append(
-            {
-                "metric": _name(item.get("metric")) or "unknown",
-                "observed": _number(item.get("observed")),
-                "limit": _number(item.get("limit")),
-            }
-        )
-    return out
 
 
 def as_text(value: int | float | None) -> str:
@@ -165,68 +128,71 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
     payload = _empty_payload(context, exc)
     source = _breach_fields(payload, exc, report)
     if source is not None:
-        outcome = source.get("outcome")
-        location = source.get("report_location")
-        url = source.get("report_url")
         payload.update(  # the payload's keys keep the order of _empty_payload
-            report_schema=_name(source.get("schema")),
-            records=_count(source.get("records")),
-            classes=_count(source.get("classes")),
-            columns_below_target=_names(source.get("below_target")),
-            outcome=outcome if outcome in OUTCOMES else "fail",
-            warnings=_breaches(source.get("warnings")),
-            advice=advice_of(source.get("advice")),
-            report_location=location[:_MAX_LOCATION] if isinstance(location, str) else None,
-            report_url=url[:_MAX_LOCATION] if isinstance(url, str) else None,
+            report_schema=source.schema,
+            records=source.records,
+            classes=source.classes,
+            columns_below_target=list(source.below_target),
+            outcome=source.outcome if source.outcome in OUTCOMES else "fail",
+            warnings=_crossings(source.warnings),
+            advice=advice_of(source.advice),
+            report_location=source.report_location,
+            report_url=source.report_url,
         )
     payload["text"] = _summary(payload)
     return payload
+
+
+def _crossings(items: Sequence[BreachView]) -> list[dict[str, Any]]:
+    """``[{"metric", "observed", "limit"}]`` of the breaches (or warnings) read."""
+    return [{"metric": b.metric, "observed": b.observed, "limit": b.limit} for b in items]
 
 
 def _task_ids(context: Mapping[str, Any]) -> dict[str, Any]:
     """Which task try failed: from the task instance, else the DAG, task and run."""
     ti = context.get("ti") or context.get("task_instance")
     dag_run = context.get("dag_run")
-    map_index = _count(_attr(ti, "map_index"))
+    map_index = whole_or_none(_attr(ti, "map_index"))
     return {
         "dag_id": _text(_attr(ti, "dag_id") or _attr(context.get("dag"), "dag_id")),
         "task_id": _text(_attr(ti, "task_id") or _attr(context.get("task"), "task_id")),
         "run_id": _text(_attr(ti, "run_id") or context.get("run_id") or _attr(dag_run, "run_id")),
-        "try_number": _count(_attr(ti, "try_number")),
+        "try_number": whole_or_none(_attr(ti, "try_number")),
         "map_index": map_index if map_index is not None and map_index >= 0 else None,
         "log_url": _text(_attr(ti, "log_url")),
     }
 
 
-def _breach_fields(payload: dict[str, Any], exc: Any, report: Any) -> Mapping[str, Any] | None:
+def _breach_fields(payload: dict[str, Any], exc: Any, report: Any) -> VerdictView | None:
     """Fill the breach's fields of ``payload`` from the exception (or, without one, from the
-    XCom report); returns the report they came from, or None when it was no breach."""
+    XCom report); returns the verdict of the report they came from, or None when it was no
+    breach."""
     if isinstance(exc, ReidentificationBreach):
-        source: Mapping[str, Any] = exc.report if isinstance(exc.report, Mapping) else {}
+        source = VerdictView.from_dict(exc.report)
+        given = VerdictView.from_dict(
+            {"breaches": exc.breaches, "quasi_identifiers": exc.quasi_identifiers, "k": exc.k}
+        )
         payload.update(
             event=BREACH_EVENT,
-            check=_name(exc.check),
-            breaches=_breaches(exc.breaches) or _breaches(source.get("breaches")),
-            quasi_identifiers=_names(exc.quasi_identifiers)
-            or _names(source.get("quasi_identifiers")),
-            k=_count(exc.k) if _count(exc.k) is not None else _count(source.get("k")),
+            check=name_or_none(exc.check, MAX_NAME),
+            breaches=_crossings(given.breaches or source.breaches),
+            quasi_identifiers=list(given.quasi_identifiers or source.quasi_identifiers),
+            k=given.k if given.k is not None else source.k,
         )
         return source
-    if (
-        isinstance(exc, BaseException)
-        or not isinstance(report, Mapping)
-        or report.get("passed") is not False
-        or not _breaches(report.get("breaches"))
-    ):
+    if isinstance(exc, BaseException) or not isinstance(report, Mapping):
+        return None
+    source = VerdictView.from_dict(report)
+    if not source.breached:
         return None
     payload.update(
         event=BREACH_EVENT,
-        check=_CHECK_OF_SCHEMA.get(str(report.get("schema"))),
-        breaches=_breaches(report.get("breaches")),
-        quasi_identifiers=_names(report.get("quasi_identifiers")),
-        k=_count(report.get("k")),
+        check=_CHECK_OF_SCHEMA.get(source.schema or ""),
+        breaches=_crossings(source.breaches),
+        quasi_identifiers=list(source.quasi_identifiers),
+        k=source.k,
     )
-    return report
+    return source
 
 
 def _where(payload: Mapping[str, Any]) -> str:
@@ -284,49 +250,11 @@ def _summary(payload: Mapping[str, Any]) -> str:
     return text
 
 
-def _levels(value: Any) -> dict[str, int]:
-    if not isinstance(value, Mapping):
-        return {}
-    items = list(value.items())[:_MAX_ITEMS]
-    return {n: c for n, c in ((_name(k), _count(v)) for k, v in items) if n and c is not None}
-
-
-def advice_of(value: Any) -> dict[str, Any] | None:
-    """The advice on a ``min_k`` breach (the report's ``advice``), rebuilt field by field --
-    counts, the driving column's name and its distinctions, Datafly's levels per QI -- with
-    its ``sentence`` written from those fields alone; None when the report holds none."""
-    from reident_airflow.engine.advice import BreachAdvice, DataflyOutlook, RiskDriver
-
-    if not isinstance(value, Mapping):
+def advice_of(advice: BreachAdvice | None) -> dict[str, Any] | None:
+    """The advice on a ``min_k`` breach as the alert carries it (the report's advice read by
+    :class:`~reident_airflow.report.view.VerdictView`: counts, the driving column's name and
+    its distinctions, Datafly's levels per QI), with its ``sentence`` written from those
+    fields alone; None when the report holds none."""
+    if advice is None:
         return None
-    counts = {
-        key: _count(value.get(key))
-        for key in ("k", "records", "classes", "classes_below_k", "records_below_k")
-    }
-    if any(v is None for v in counts.values()):
-        return None
-    driver = value.get("driver")
-    column = _name(driver.get("column")) if isinstance(driver, Mapping) else None
-    found_driver = None
-    if isinstance(driver, Mapping) and column is not None:
-        full, without = (
-            _number(driver.get("distinction")),
-            _number(driver.get("distinction_without")),
-        )
-        if full is not None and without is not None:
-            found_driver = RiskDriver(
-                column=column, distinction=float(full), distinction_without=float(without)
-            )
-    outlook = value.get("datafly")
-    found_outlook = None
-    if isinstance(outlook, Mapping) and _count(outlook.get("k")) is not None:
-        found_outlook = DataflyOutlook(
-            k=int(outlook["k"]),
-            feasible=outlook.get("feasible") is True,
-            levels=_levels(outlook.get("levels")),
-            suppressed_records=_count(outlook.get("suppressed_records")),
-            below_k=_count(outlook.get("below_k")),
-            suppression_limit=_count(outlook.get("suppression_limit")),
-        )
-    advice = BreachAdvice(**counts, driver=found_driver, datafly=found_outlook)  # type: ignore[arg-type]
     return {**advice.to_dict(), "sentence": advice.describe()}
