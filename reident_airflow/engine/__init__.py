@@ -14,8 +14,9 @@ with ``_`` from another module. Modules whose own name starts with ``_`` (``_exa
 ``_parallel``, ``_model_input``, ``_pitman_sums``) are internal to the engine: their names
 carry no underscore and only engine modules (and the engine's tests) import them.
 
-Two functions share their module's name and are imported from it: ``datafly`` from
-:mod:`reident_airflow.engine.datafly` and ``individual_risk`` from
+Three functions share their module's name and are imported from it: ``datafly`` from
+:mod:`reident_airflow.engine.datafly`, ``differencing`` from
+:mod:`reident_airflow.engine.differencing` and ``individual_risk`` from
 :mod:`reident_airflow.engine.individual_risk` (as a package attribute the name is the module).
 """
 
@@ -36,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "classes": "ClassSizes ClassTable class_table_from_grouped",
     "datafly": "DataflyResult DataflySummary",
     "datafly_search": "DataflyAttempt DataflyStep",
+    "differencing": "DIFFERENCING_SCHEMA Movement ReleaseChanges ReleaseDifference",
     "defaults": "DEFAULT_RECORD_THRESHOLD DEFAULT_RECURSIVE_C DEFAULT_TARGET REGIONS",
     "direct_match": (
         "ColumnProtection DirectMatchResult column_protection direct_match_from_counts "
@@ -94,6 +96,10 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.defaults import DEFAULT_RECURSIVE_C as DEFAULT_RECURSIVE_C
     from reident_airflow.engine.defaults import DEFAULT_TARGET as DEFAULT_TARGET
     from reident_airflow.engine.defaults import REGIONS as REGIONS
+    from reident_airflow.engine.differencing import DIFFERENCING_SCHEMA as DIFFERENCING_SCHEMA
+    from reident_airflow.engine.differencing import Movement as Movement
+    from reident_airflow.engine.differencing import ReleaseChanges as ReleaseChanges
+    from reident_airflow.engine.differencing import ReleaseDifference as ReleaseDifference
     from reident_airflow.engine.direct_match import ColumnProtection as ColumnProtection
     from reident_airflow.engine.direct_match import DirectMatchResult as DirectMatchResult
     from reident_airflow.engine.direct_match import column_protection as column_protection
