@@ -326,7 +326,15 @@ def _value_profiles(counts: ValueCounts) -> ValueProfiles:
 
 
 def _dense(left: IntArray, right: IntArray) -> IntArray:
-    """Dense ids ``0..g-1`` of the pairs ``(left[i], right[i])``: equal pairs, equal ids."""
-    stacked = np.stack([np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)])
-    _, ids = np.unique(stacked, axis=1, return_inverse=True)
-    return ids.reshape(-1).astype(np.int64)
+    """Dense ids ``0..g-1`` of the pairs ``(left[i], right[i])`` of non-negative integers:
+    equal pairs, equal ids."""
+    import pandas as pd
+
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    span = int(right.max()) + 1
+    if int(left.max()) < (1 << 62) // span:  # one int64 key per pair
+        ids, _ = pd.factorize(left * span + right)
+        return ids.astype(np.int64, copy=False)
+    _, inverse = np.unique(np.stack([left, right]), axis=1, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64)

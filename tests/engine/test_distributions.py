@@ -327,3 +327,16 @@ def test_distributions_of_random_aggregates_equal_plain_python(seed: int) -> Non
         got_sizes, got_counts = got.subsets.histograms[cols]
         assert got_sizes.tolist() == want_sizes.tolist()
         assert got_counts.tolist() == want_counts.tolist()
+
+
+def test_pairs_too_wide_for_one_key_are_still_told_apart() -> None:
+    """Profiles are told apart by pairs (group, count) packed into one int64 key when it fits;
+    beyond, by a sort of the pairs: the same ids either way (hand-made: the first two pairs
+    equal, the third not, the fourth equal to the third)."""
+    from reident_airflow.engine import distributions
+
+    wide = np.array([1 << 61, 1 << 61, 0, 0], dtype=np.int64)  # (2^61) * 6 overflows 2^62
+    ids = distributions._dense(wide, np.array([5, 5, 5, 5], dtype=np.int64))
+    assert ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2]
+    narrow = distributions._dense(np.array([3, 3, 0, 0]), np.array([5, 5, 5, 5]))
+    assert narrow[0] == narrow[1] and narrow[2] == narrow[3] and narrow[0] != narrow[2]
