@@ -35,7 +35,7 @@ per-class arrays one entry per distinct profile, not per class.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import TYPE_CHECKING
@@ -237,40 +237,17 @@ def _histogram_of(sizes: IntArray) -> tuple[IntArray, IntArray]:
 def _subset_histograms(table: ClassTable, max_subset_size: int | None) -> SubsetHistograms:
     """Each ranked subset's classes: the table's classes merged on the subset, weighted by
     their sizes."""
-    wanted = ranked_subsets(len(table.quasi_identifiers), max_subset_size)
+    from reident_airflow.engine.attributes import subset_groupings
+
+    wanted = set(ranked_subsets(len(table.quasi_identifiers), max_subset_size))
+    deepest = max((len(cols) for cols in wanted), default=0)
     sizes = table.sizes.astype(np.float64)  # exact: a class size is far below 2^53
     hists: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {}
-    for cols, ids, count in _merged_classes(table, set(wanted)):
-        merged = np.bincount(ids, weights=sizes, minlength=count).astype(np.int64)
-        hists[cols] = _histogram_of(merged)
-    return SubsetHistograms(hists)
-
-
-def _merged_classes(
-    table: ClassTable, wanted: set[tuple[int, ...]]
-) -> Iterator[tuple[tuple[int, ...], IntArray, int]]:
-    """``(columns, ids, count)`` of each subset of ``wanted``: each class's id among the
-    ``count`` classes of the subset. Depth first, each subset regrouping its prefix's ids
-    with one more column, so that at most one grouping per column is alive at once."""
-    import pandas as pd
-
-    m = len(table.quasi_identifiers)
-    deepest = max((len(cols) for cols in wanted), default=0)
-    stack: list[tuple[tuple[int, ...], IntArray, int]] = [
-        ((), np.zeros(table.classes, dtype=np.int64), 1)
-    ]
-    while stack:
-        cols, ids, count = stack.pop()
+    for cols, ids, count in subset_groupings(table, deepest):
         if cols in wanted:
-            yield cols, ids, count
-        if len(cols) >= deepest:
-            continue
-        start = cols[-1] + 1 if cols else 0
-        for j in range(m - 1, start - 1, -1):  # lower columns expanded first
-            card = max(int(table.cardinalities[j]), 1)
-            key = ids * card + np.asarray(table.codes[:, j], dtype=np.int64)
-            found, uniques = pd.factorize(key)
-            stack.append(((*cols, j), found.astype(np.int64, copy=False), len(uniques)))
+            merged = np.bincount(ids, weights=sizes, minlength=count).astype(np.int64)
+            hists[cols] = _histogram_of(merged)
+    return SubsetHistograms(hists)
 
 
 def _runs(new: NDArray[np.bool_]) -> tuple[IntArray, IntArray]:
