@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
         "ColumnProtection DirectMatchResult column_protection direct_match_from_counts "
         "direct_match_protection validate_target"
     ),
-    "distributions": "Distributions SubsetHistograms ValueProfiles WeightPairs",
+    "distributions": "Distributions SubsetHistograms ValueProfiles WeightPairs distributions_of",
     "diversity": "LDiversity l_diversity validate_recursive_c",
     "encoding": "SUPPRESSION_MARKER encode_arrow_column encoded_columns validate_quasi_identifiers",
     "errors": (
@@ -114,6 +114,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.distributions import SubsetHistograms as SubsetHistograms
     from reident_airflow.engine.distributions import ValueProfiles as ValueProfiles
     from reident_airflow.engine.distributions import WeightPairs as WeightPairs
+    from reident_airflow.engine.distributions import distributions_of as distributions_of
     from reident_airflow.engine.diversity import LDiversity as LDiversity
     from reident_airflow.engine.diversity import l_diversity as l_diversity
     from reident_airflow.engine.diversity import validate_recursive_c as validate_recursive_c

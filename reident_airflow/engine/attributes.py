@@ -31,7 +31,7 @@ from reident_airflow.engine._arrays import IntArray
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import InvalidInputError
 
-__all__ = ["DEFAULT_MAX_SUBSET_SIZE", "AttributeRisk", "attribute_risks"]
+__all__ = ["DEFAULT_MAX_SUBSET_SIZE", "AttributeRisk", "attribute_risks", "subset_groupings"]
 
 
 #: Above this many QIs only subsets up to :data:`DEFAULT_MAX_SUBSET_SIZE` columns are ranked
@@ -86,8 +86,12 @@ def _measures(ids: IntArray, count: int, sizes: NDArray[np.float64], n: int) -> 
     return count / n, separation
 
 
-def _walk(table: ClassTable, max_size: int) -> Iterator[tuple[tuple[int, ...], IntArray, int]]:
-    """Yield ``(columns, ids, count)`` for every subset up to ``max_size`` columns."""
+def subset_groupings(
+    table: ClassTable, max_size: int
+) -> Iterator[tuple[tuple[int, ...], IntArray, int]]:
+    """Yield ``(columns, ids, count)`` for every QI subset up to ``max_size`` columns: each
+    class's id among the ``count`` classes of the subset. Depth first, each subset regrouping
+    its prefix's ids with one more column, so that one grouping per column is alive at once."""
     m = len(table.quasi_identifiers)
     zeros = np.zeros(table.classes, dtype=np.int64)
     stack: list[tuple[tuple[int, ...], IntArray, int]] = [((), zeros, 1)]
@@ -272,7 +276,7 @@ def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[Att
             found.append((cols, count / n, separation))
         return _ranked(table, found)
     sizes = table.sizes.astype(np.float64)
-    for cols, ids, count in _walk(table, max_size):
+    for cols, ids, count in subset_groupings(table, max_size):
         d, s = _measures(ids, count, sizes, n)
         found.append((cols, d, s))
     if max_size < m:  # the full set is always reported: it is the table's own distinction

@@ -22,6 +22,10 @@ the engine's own functions, so that its value is the one computed from the full 
   are those over the classes), the homogeneous records counted with each profile's
   multiplicity.
 
+A source that does hand over a class table (DuckDB, a database) gets the same distributions
+from it with :func:`distributions_of`, so that a caller that reads only distributions (the GX
+metrics, whatever the execution engine) needs no second path.
+
 What needs one row per class -- SUDA2 (its minimal sample uniques are combinations of QI
 values) and a population register (matched class by class) -- is refused
 (:func:`~reident_airflow.engine.assessment.refuse_per_class`). In the results,
@@ -37,14 +41,16 @@ from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from reident_airflow.engine._arrays import FloatArray, IntArray
 from reident_airflow.engine._exact import order_free_sum
 from reident_airflow.engine.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from reident_airflow.engine.aggregates import ClassWeights, ValueCounts
     from reident_airflow.engine.attributes import AttributeRisk
-    from reident_airflow.engine.classes import ClassSizes
+    from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.diversity import LDiversity
     from reident_airflow.engine.individual_risk import IndividualRisk
 
@@ -53,6 +59,7 @@ __all__ = [
     "SubsetHistograms",
     "ValueProfiles",
     "WeightPairs",
+    "distributions_of",
     "individual_risk_of",
     "l_diversity_of",
     "ranked_subsets",
@@ -183,3 +190,128 @@ def l_diversity_of(profiles: ValueProfiles, c: float) -> LDiversity:
     n = int(records.sum())
     homogeneous = int(np.sum(records, where=per_profile.per_class_distinct == 1))
     return replace(per_profile, records=n, homogeneous_records=homogeneous / n)
+
+
+# -------------------------------------------------------------- from a class table to them
+def distributions_of(
+    table: ClassTable,
+    *,
+    weights: ClassWeights | None = None,
+    sensitive: Mapping[str, ValueCounts] | None = None,
+    rank_attributes: bool = False,
+    max_subset_size: int | None = None,
+) -> Distributions:
+    """The distributions of a class table and its aggregates: what Spark counts
+    (:func:`~reident_airflow.sources.spark.aggregates_from_spark`) for the same options.
+
+    The histogram always; the ranked subsets' histograms if ``rank_attributes``
+    (``max_subset_size`` sizing the ranking as :func:`ranked_subsets` does); the distinct
+    ``(f, F)`` pairs of ``weights`` (sums aligned with ``table``); for each column of
+    ``sensitive``, the distinct profiles of its value counts (checked against the class
+    sizes first). ``collected_rows`` is 0: nothing was collected to hand them over.
+    """
+    from reident_airflow.engine.aggregates import check_weight_sums
+    from reident_airflow.engine.classes import ClassSizes
+
+    histogram = ClassSizes(
+        table.quasi_identifiers, *table.histogram(), excluded_records=table.excluded_records
+    )
+    subsets = _subset_histograms(table, max_subset_size) if rank_attributes else None
+    pairs = None
+    if weights is not None:
+        check_weight_sums(table.sizes, weights)
+        pairs = _weight_pairs(table.sizes, weights)
+    profiles = {
+        column: _value_profiles(counts.checked(table.sizes))
+        for column, counts in (sensitive or {}).items()
+    }
+    return Distributions(histogram, subsets, pairs, profiles)
+
+
+def _histogram_of(sizes: IntArray) -> tuple[IntArray, IntArray]:
+    """The distinct sizes ascending and how many classes have each."""
+    found, counts = np.unique(sizes, return_counts=True)
+    return found.astype(np.int64), counts.astype(np.int64)
+
+
+def _subset_histograms(table: ClassTable, max_subset_size: int | None) -> SubsetHistograms:
+    """Each ranked subset's classes: the table's classes merged on the subset, weighted by
+    their sizes."""
+    from reident_airflow.engine.attributes import subset_groupings
+
+    wanted = set(ranked_subsets(len(table.quasi_identifiers), max_subset_size))
+    deepest = max((len(cols) for cols in wanted), default=0)
+    sizes = table.sizes.astype(np.float64)  # exact: a class size is far below 2^53
+    hists: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {}
+    for cols, ids, count in subset_groupings(table, deepest):
+        if cols in wanted:
+            merged = np.bincount(ids, weights=sizes, minlength=count).astype(np.int64)
+            hists[cols] = _histogram_of(merged)
+    return SubsetHistograms(hists)
+
+
+def _runs(new: NDArray[np.bool_]) -> tuple[IntArray, IntArray]:
+    """Where each run starts (``new[i]``: element i starts one) and how long it is."""
+    starts = np.flatnonzero(new)
+    return starts, np.diff(np.r_[starts, new.shape[0]]).astype(np.int64)
+
+
+def _weight_pairs(sizes: IntArray, weights: ClassWeights) -> WeightPairs:
+    """The distinct ``(f, F)`` pairs, ascending, and how many classes have each."""
+    f = np.asarray(sizes, dtype=np.int64)
+    sums = np.asarray(weights.sums, dtype=np.float64)
+    order = np.lexsort((sums, f))
+    f, sums = f[order], sums[order]
+    new = np.ones(f.shape[0], dtype=np.bool_)
+    new[1:] = (f[1:] != f[:-1]) | (sums[1:] != sums[:-1])
+    starts, classes = _runs(new)
+    return WeightPairs(weights.column, sizes=f[starts], sums=sums[starts], classes=classes)
+
+
+def _value_profiles(counts: ValueCounts) -> ValueProfiles:
+    """The distinct profiles ``(class size, value counts ascending)`` of checked counts.
+
+    Each class's counts are sorted; classes are then told apart one position at a time
+    (first by size and number of values, then by the count at position 0, 1, ...), so that
+    two classes end in one group exactly when their profiles are equal.
+    """
+    assert counts.starts is not None and counts.sizes is not None  # checked counts
+    sizes = counts.sizes
+    first = np.asarray(counts.starts, dtype=np.int64)
+    pairs = np.asarray(counts.counts, dtype=np.int64)
+    owner = np.asarray(counts.classes, dtype=np.int64)
+    pairs = pairs[np.lexsort((pairs, owner))]  # each class's counts ascending
+    lengths = np.diff(np.r_[first, pairs.shape[0]]).astype(np.int64)
+    group = _dense(sizes, lengths)
+    for position in range(int(lengths.max())):
+        longer = np.flatnonzero(lengths > position)
+        refined = _dense(group[longer], pairs[first[longer] + position])
+        # the classes as long as `position` or shorter are in groups of their own lengths
+        group[longer] = refined + int(group.max()) + 1
+    _, representative, classes = np.unique(group, return_index=True, return_counts=True)
+    kept = lengths[representative]
+    starts = np.zeros(kept.shape[0], dtype=np.int64)
+    np.cumsum(kept[:-1], out=starts[1:])
+    taken = np.repeat(first[representative] - starts, kept) + np.arange(int(kept.sum()))
+    return ValueProfiles(
+        counts.column,
+        sizes=sizes[representative],
+        counts=pairs[taken],
+        starts=starts,
+        classes=classes.astype(np.int64),
+    )
+
+
+def _dense(left: IntArray, right: IntArray) -> IntArray:
+    """Dense ids ``0..g-1`` of the pairs ``(left[i], right[i])`` of non-negative integers:
+    equal pairs, equal ids."""
+    import pandas as pd
+
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    span = int(right.max()) + 1
+    if int(left.max()) < (1 << 62) // span:  # one int64 key per pair
+        ids, _ = pd.factorize(left * span + right)
+        return ids.astype(np.int64, copy=False)
+    _, inverse = np.unique(np.stack([left, right]), axis=1, return_inverse=True)
+    return inverse.reshape(-1).astype(np.int64)

@@ -3,9 +3,10 @@
 Importing this package registers, explicitly and once:
 
 - the metrics ``reident.class_table``, ``reident.class_size_histogram``,
-  ``reident.direct_match_counts`` and ``reident.sensitive_value_counts`` (pandas and
-  SQLAlchemy implementations,
-  :mod:`reident_airflow.gx.metrics`);
+  ``reident.direct_match_counts``, ``reident.sensitive_value_counts`` (pandas and
+  SQLAlchemy) and ``reident.class_distributions`` (also Spark, as are the histogram and
+  the direct match counts), each returning one type on every engine
+  (:mod:`reident_airflow.gx.metrics`);
 - the expectations ``expect_table_reidentification_risk_to_be_below``,
   ``expect_table_to_be_k_anonymous``, ``expect_table_direct_match_protection_to_be_above``
   and ``expect_table_to_be_l_diverse`` (:mod:`reident_airflow.gx.expectations`);
@@ -49,10 +50,12 @@ from reident_airflow.gx.guard import (
     is_guard,
 )
 from reident_airflow.gx.metrics import (
+    CLASS_DISTRIBUTIONS_METRIC,
     CLASS_TABLE_METRIC,
     DIRECT_MATCH_METRIC,
     HISTOGRAM_METRIC,
     SENSITIVE_COUNTS_METRIC,
+    ClassDistributionsMetric,
     ClassSizeHistogramMetric,
     ClassTableMetric,
     DirectMatchCountsMetric,
@@ -60,6 +63,7 @@ from reident_airflow.gx.metrics import (
 )
 
 __all__ = [
+    "CLASS_DISTRIBUTIONS_METRIC",
     "CLASS_TABLE_METRIC",
     "DIRECT_MATCH_METRIC",
     "EXPECTATION_TYPES",
@@ -69,6 +73,7 @@ __all__ = [
     "MEASURES",
     "METRIC_NAMES",
     "SENSITIVE_COUNTS_METRIC",
+    "ClassDistributionsMetric",
     "ClassSizeHistogramMetric",
     "ClassTableMetric",
     "DirectMatchCountsMetric",
@@ -98,6 +103,7 @@ METRIC_NAMES: tuple[str, ...] = (
     HISTOGRAM_METRIC,
     DIRECT_MATCH_METRIC,
     SENSITIVE_COUNTS_METRIC,
+    CLASS_DISTRIBUTIONS_METRIC,
 )
 ACTION_TYPE = ReidentAlertAction.__fields__["type"].default
 
@@ -119,6 +125,7 @@ def register() -> dict[str, tuple[str, ...]]:
         ClassSizeHistogramMetric,
         DirectMatchCountsMetric,
         SensitiveValueCountsMetric,
+        ClassDistributionsMetric,
     ):
         if provider.metric_name not in registry._registered_metrics:
             provider._register_metric_functions()

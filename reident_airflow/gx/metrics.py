@@ -1,7 +1,8 @@
 """Great Expectations metrics: count where the data is, compute nothing else.
 
-Four table metrics, each with one implementation per execution engine (pandas, SQLAlchemy and
-Spark). A DataFrame batch is
+Five table metrics. Each returns one type whatever the execution engine (pandas, SQLAlchemy,
+Spark), as GE's own metrics do; a metric whose type needs one row per class is not offered on
+Spark. A DataFrame batch is
 read by the embedded engine (DuckDB, :mod:`reident_airflow.sources.files`) under the reading
 contract of ``docs/reading.md``, exactly as ``reident assess`` reads a file; a SQLAlchemy batch
 is grouped by its database. A metric's value is the engine's own object, handed to the
@@ -15,26 +16,33 @@ holds no value of any record.
     :class:`~reident_airflow.engine.classes.ClassSizes`: how many classes have each size, and
     nothing per class. Every verdict of the risk and k-anonymity expectations needs no more.
     pandas: one DuckDB statement returns one row per distinct class size. SQLAlchemy: for now
-    the class table below, reduced to its histogram.
+    the class table below, reduced to its histogram. Spark: one row per distinct class size
+    collected.
 
-``reident.class_table`` (value key ``quasi_identifiers``)
+``reident.class_distributions`` (value keys ``quasi_identifiers``, ``sensitive_columns``,
+``rank_attributes``, ``max_subset_size``)
+    What every assessing expectation reads when it needs more than the histogram, a
+    :class:`~reident_airflow.engine.distributions.Distributions`: the histogram, the ranked QI
+    subsets' histograms (unless ``rank_attributes`` is false; ``max_subset_size`` sizes the
+    ranking as ``reident assess`` does) and, for each of ``sensitive_columns`` (optional), the
+    distinct profiles of per-class value counts. pandas and SQLAlchemy: the class table (with
+    its value counts) below, summarised by the engine
+    (:func:`~reident_airflow.engine.distributions.distributions_of`); Spark: counted by Spark
+    (:func:`~reident_airflow.sources.spark.aggregates_from_spark`), no row per class reaching
+    the driver. The engine assesses them with the same arithmetic either way.
+
+``reident.class_table`` (value key ``quasi_identifiers``; pandas and SQLAlchemy)
     The equivalence classes of the batch (``docs/metrics.md`` §1), a
     :class:`~reident_airflow.engine.classes.ClassTable` (``sizes``, ``codes``,
-    ``cardinalities``: numpy arrays), for the QI ranking. pandas: DuckDB groups the DataFrame;
-    SQLAlchemy: one ``GROUP BY`` in the database, one row per class fetched, never a record.
-    Spark: no row per class reaches the driver; what it counts instead is the engine's
-    :class:`~reident_airflow.engine.distributions.Distributions` (the histogram and the ranked
-    QI subsets' histograms, ``max_subset_size`` sizing the ranking as ``reident assess``
-    does), which the engine assesses with the same arithmetic.
+    ``cardinalities``: numpy arrays). pandas: DuckDB groups the DataFrame; SQLAlchemy: one
+    ``GROUP BY`` in the database, one row per class fetched, never a record.
 
-``reident.sensitive_value_counts`` (value keys ``quasi_identifiers``, ``sensitive_columns``)
+``reident.sensitive_value_counts`` (value keys ``quasi_identifiers``, ``sensitive_columns``;
+pandas and SQLAlchemy)
     The class table as above, plus, for each sensitive column, how many records of each class
     hold each of its values: a :class:`~reident_airflow.engine.aggregates.ClassAggregates`
     (one ``GROUP BY qis, column`` per column in the database). Only the counts are returned,
-    never a value: l-diversity (``docs/metrics.md`` §7) needs nothing more. Spark: the
-    :class:`~reident_airflow.engine.distributions.Distributions` of the QIs (ranked unless
-    ``rank_attributes`` is false) with, per sensitive column, the distinct profiles of
-    per-class value counts.
+    never a value.
 
 ``reident.direct_match_counts`` (value keys ``original_table``, ``original_schema``, ``key``,
 ``columns``, ``sep``)
@@ -96,6 +104,7 @@ from reident_airflow.engine import (
     check_extra_columns,
     class_table_from_grouped,
     direct_match_protection,
+    distributions_of,
     validate_quasi_identifiers,
 )
 from reident_airflow.gx.parameters import metric_quasi_identifiers as _qis
@@ -118,10 +127,12 @@ from reident_airflow.sources.sql import (
 )
 
 __all__ = [
+    "CLASS_DISTRIBUTIONS_METRIC",
     "CLASS_TABLE_METRIC",
     "DIRECT_MATCH_METRIC",
     "HISTOGRAM_METRIC",
     "SENSITIVE_COUNTS_METRIC",
+    "ClassDistributionsMetric",
     "ClassSizeHistogramMetric",
     "ClassTableMetric",
     "DirectMatchCountsMetric",
@@ -132,6 +143,7 @@ __all__ = [
 ]
 
 CLASS_TABLE_METRIC = "reident.class_table"
+CLASS_DISTRIBUTIONS_METRIC = "reident.class_distributions"
 HISTOGRAM_METRIC = "reident.class_size_histogram"
 DIRECT_MATCH_METRIC = "reident.direct_match_counts"
 SENSITIVE_COUNTS_METRIC = "reident.sensitive_value_counts"
@@ -346,47 +358,119 @@ def _sql_class_counts(
     return grouped, value_counts
 
 
-# --------------------------------------------------------------------------- class table metric
+# ---------------------------------------------------------------- class table and aggregates
+def _frame_table(frame: pd.DataFrame, qis: Sequence[str]) -> ClassTable:
+    """The class table of a DataFrame batch, grouped by DuckDB."""
+    return class_table_from_frame(_read_columns(frame, qis), qis)
+
+
+def _frame_aggregates(
+    frame: pd.DataFrame, qis: Sequence[str], columns: Sequence[str]
+) -> ClassAggregates:
+    """The class table of a DataFrame batch with the value counts of ``columns``."""
+    return aggregates_from_frame(_read_columns(frame, qis, columns), qis, sensitive=columns)
+
+
+def _sql_table(batch: SqlBatch, qis: Sequence[str]) -> ClassTable:
+    """The class table of a SQLAlchemy batch: one ``GROUP BY`` in the database."""
+    grouped, _ = _sql_class_counts(batch, qis)
+    return class_table_from_grouped(grouped, qis, COUNT_LABEL)
+
+
+def _sql_aggregates(batch: SqlBatch, qis: Sequence[str], columns: Sequence[str]) -> ClassAggregates:
+    """The class table of a SQLAlchemy batch with the value counts of ``columns``."""
+    counts, value_counts = _sql_class_counts(batch, qis, sensitive=columns)
+    return aggregate_grouped(counts, qis, COUNT_LABEL, value_counts=value_counts)
+
+
 def _class_table_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> ClassTable:
-    qis = _qis(kwargs)
-    return codes_only(class_table_from_frame(_read_columns(frame, qis), qis))
+    return codes_only(_frame_table(frame, _qis(kwargs)))
 
 
 def _class_table_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassTable:
-    qis = _qis(kwargs)
-    grouped, _ = _sql_class_counts(batch, qis)
-    return codes_only(class_table_from_grouped(grouped, qis, COUNT_LABEL))
-
-
-def _ranked_spark(
-    frame: Any, kwargs: Mapping[str, Any], *, rank: bool, sensitive: Sequence[str] = ()
-) -> Distributions:
-    """What Spark counts on the QIs: the ranked subsets' histograms if ``rank``
-    (``max_subset_size`` sizes the ranking, as ``reident assess`` does)."""
-    size = kwargs.get("max_subset_size")
-    return aggregates_from_spark(
-        frame,
-        _qis(kwargs),
-        sensitive=sensitive,
-        rank_attributes=rank,
-        max_subset_size=None if size is None or not rank else int(size),
-    )
-
-
-def _class_table_spark(frame: Any, kwargs: Mapping[str, Any]) -> Distributions:
-    """Read for the QI ranking: the histogram and the ranked QI subsets' histograms."""
-    return _ranked_spark(frame, kwargs, rank=True)
+    return codes_only(_sql_table(batch, _qis(kwargs)))
 
 
 class ClassTableMetric(_ReidentTableMetric):
-    """``reident.class_table``: the batch's equivalence classes on ``quasi_identifiers``."""
+    """``reident.class_table``: the batch's equivalence classes on ``quasi_identifiers``.
+
+    pandas and SQLAlchemy only: on Spark no row per class reaches the driver.
+    """
 
     metric_name = CLASS_TABLE_METRIC
-    value_keys = ("quasi_identifiers", "max_subset_size")  # the size: Spark's ranking only
+    value_keys = ("quasi_identifiers",)
 
     _pandas = _on_pandas(_class_table_pandas)
     _sqlalchemy = _on_sql(_class_table_sql)
-    _spark = _on_spark(_class_table_spark)
+
+
+# ------------------------------------------------------------------ class distributions metric
+def _ranking(kwargs: Mapping[str, Any]) -> tuple[bool, int | None]:
+    """Whether to rank the QI subsets (unless ``rank_attributes`` is false) and up to which
+    size (``max_subset_size``, as ``reident assess`` sizes the ranking)."""
+    rank = kwargs.get("rank_attributes") is not False
+    size = kwargs.get("max_subset_size")
+    return rank, None if size is None or not rank else int(size)
+
+
+def _sensitive_if_any(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``sensitive_columns`` value key when given, else none."""
+    return () if kwargs.get("sensitive_columns") is None else _sensitive(kwargs)
+
+
+def _distributions_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> Distributions:
+    qis, columns = _qis(kwargs), _sensitive_if_any(kwargs)
+    rank, size = _ranking(kwargs)
+    if not columns:
+        table = _frame_table(frame, qis)
+        return distributions_of(table, rank_attributes=rank, max_subset_size=size)
+    aggregates = _frame_aggregates(frame, qis, columns)
+    return distributions_of(
+        aggregates.table,
+        sensitive=aggregates.sensitive,
+        rank_attributes=rank,
+        max_subset_size=size,
+    )
+
+
+def _distributions_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> Distributions:
+    qis, columns = _qis(kwargs), _sensitive_if_any(kwargs)
+    rank, size = _ranking(kwargs)
+    if not columns:
+        table = _sql_table(batch, qis)
+        return distributions_of(table, rank_attributes=rank, max_subset_size=size)
+    aggregates = _sql_aggregates(batch, qis, columns)
+    return distributions_of(
+        aggregates.table,
+        sensitive=aggregates.sensitive,
+        rank_attributes=rank,
+        max_subset_size=size,
+    )
+
+
+def _distributions_spark(frame: Any, kwargs: Mapping[str, Any]) -> Distributions:
+    """Counted by Spark: one row per distinct class size (per ranked subset) and per distinct
+    profile of sensitive value counts reaches the driver."""
+    rank, size = _ranking(kwargs)
+    return aggregates_from_spark(
+        frame,
+        _qis(kwargs),
+        sensitive=_sensitive_if_any(kwargs),
+        rank_attributes=rank,
+        max_subset_size=size,
+    )
+
+
+class ClassDistributionsMetric(_ReidentTableMetric):
+    """``reident.class_distributions``: the batch's class-size histogram, its ranked QI
+    subsets' histograms and its sensitive columns' value-count profiles, on every engine."""
+
+    metric_name = CLASS_DISTRIBUTIONS_METRIC
+    value_keys = ("quasi_identifiers", "sensitive_columns", "rank_attributes", "max_subset_size")
+
+    _pandas = _on_pandas(_distributions_pandas)
+    _sqlalchemy = _on_sql(_distributions_sql)
+    _spark = _on_spark(_distributions_spark)
 
 
 # ---------------------------------------------------------------------- class size histogram
@@ -538,33 +622,23 @@ class DirectMatchCountsMetric(_ReidentTableMetric):
 
 # --------------------------------------------------------------- sensitive value counts metric
 def _sensitive_counts_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> ClassAggregates:
-    qis, columns = _qis(kwargs), _sensitive(kwargs)
-    df = _read_columns(frame, qis, columns)
-    return _aggregates_codes_only(aggregates_from_frame(df, qis, sensitive=columns))
-
-
-def _sensitive_counts_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassAggregates:
-    qis, columns = _qis(kwargs), _sensitive(kwargs)
-    counts, value_counts = _sql_class_counts(batch, qis, sensitive=columns)
-    aggregates = aggregate_grouped(counts, qis, COUNT_LABEL, value_counts=value_counts)
+    aggregates = _frame_aggregates(frame, _qis(kwargs), _sensitive(kwargs))
     return _aggregates_codes_only(aggregates)
 
 
-def _sensitive_counts_spark(frame: Any, kwargs: Mapping[str, Any]) -> Distributions:
-    """The histogram, the ranked subsets' histograms unless ``rank_attributes`` is false and,
-    per sensitive column, the distinct profiles of per-class value counts."""
-    rank = kwargs.get("rank_attributes") is not False
-    return _ranked_spark(frame, kwargs, rank=rank, sensitive=_sensitive(kwargs))
+def _sensitive_counts_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ClassAggregates:
+    aggregates = _sql_aggregates(batch, _qis(kwargs), _sensitive(kwargs))
+    return _aggregates_codes_only(aggregates)
 
 
 class SensitiveValueCountsMetric(_ReidentTableMetric):
-    """``reident.sensitive_value_counts``: classes and per-class counts of sensitive values."""
+    """``reident.sensitive_value_counts``: classes and per-class counts of sensitive values.
+
+    pandas and SQLAlchemy only: on Spark no row per class reaches the driver.
+    """
 
     metric_name = SENSITIVE_COUNTS_METRIC
-    # the ranking's keys: read on Spark only (it counts the subsets' histograms), elsewhere
-    # the engine ranks the class table
-    value_keys = ("quasi_identifiers", "sensitive_columns", "rank_attributes", "max_subset_size")
+    value_keys = ("quasi_identifiers", "sensitive_columns")
 
     _pandas = _on_pandas(_sensitive_counts_pandas)
     _sqlalchemy = _on_sql(_sensitive_counts_sql)
-    _spark = _on_spark(_sensitive_counts_spark)

@@ -1,7 +1,8 @@
 """The metrics: DataFrames read by DuckDB under docs/reading.md, values handed over in memory.
 
 Each metric value is the engine's own object (numpy arrays of codes and counts, never a value
-of a record); the class-size histogram metric answers the expectations that do not rank QIs.
+of a record), of one type whatever the engine; the class-size histogram metric answers the
+expectations that do not rank QIs, the class distributions metric the others.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from great_expectations.validator.metric_configuration import MetricConfiguratio
 from reident_airflow import cli
 from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.classes import ClassSizes, ClassTable
+from reident_airflow.engine.distributions import Distributions
 from reident_airflow.gx import (
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
@@ -26,6 +28,7 @@ from reident_airflow.gx import (
     metrics,
 )
 from reident_airflow.gx.metrics import (
+    CLASS_DISTRIBUTIONS_METRIC,
     CLASS_TABLE_METRIC,
     HISTOGRAM_METRIC,
     SENSITIVE_COUNTS_METRIC,
@@ -33,7 +36,7 @@ from reident_airflow.gx.metrics import (
 )
 from reident_airflow.sources import frames
 from tests.conftest import oracle_data
-from tests.gx.conftest import QIS, sql_batch
+from tests.gx.conftest import QIS, read_adult, sql_batch
 
 NAN = float("nan")
 
@@ -123,11 +126,11 @@ MIXED_MESSAGE = (
     "expectation",
     [
         k_anonymous(["sex", "code"], 2, rank_attributes=False),  # the histogram metric
-        k_anonymous(["sex", "code"], 2),  # the class table metric
+        k_anonymous(["sex", "code"], 2),  # the class distributions metric
         ExpectTableReidentificationRiskToBeBelow(quasi_identifiers=["sex", "code"], max_value=1),
         ExpectTableToBeLDiverse(quasi_identifiers=["sex"], sensitive_columns=["code"], l=1),
     ],
-    ids=["histogram", "class_table", "risk", "sensitive"],
+    ids=["histogram", "class_distributions", "risk", "sensitive"],
 )
 def test_a_column_of_mixed_kinds_fails_with_the_reader_message(
     pandas_batch: Any, expectation: Any
@@ -339,6 +342,86 @@ def test_l_diversity_without_ranking(pandas_batch: Any) -> None:
     assert document["attributes"] == []
     assert document["l_diversity"]["diagnosis"]["distinct"] == 3
     assert math.isclose(result.result["observed_value"], 3)
+
+
+def test_class_distributions_on_pandas_and_sqlite(
+    context: Any, pandas_batch: Any, sqlite_url: str
+) -> None:
+    """One type on both engines: :class:`Distributions`. SMALL (hand computation above):
+    histogram sizes [3, 4], counts [2, 1]; ranked subsets (sex) -> classes of 6 and 4 records,
+    (zip) -> 7 and 3; diagnosis profiles (3, [1, 1, 1]) twice and (4, [1, 1, 2]) once. On
+    Adult the histogram is ARX 3.9.2's (tests/data/arx/arx_C1.json: 528 classes, 62 of size
+    1), on the DataFrame and in SQLite."""
+    counted = metric(
+        context,
+        pandas_batch(SMALL),
+        CLASS_DISTRIBUTIONS_METRIC,
+        quasi_identifiers=["sex", "zip"],
+        sensitive_columns=["diagnosis"],
+    )
+    assert isinstance(counted, Distributions)
+    assert histogram(counted.histogram) == ([3, 4], [2, 1])
+    assert counted.subsets is not None
+    hists = {c: (s.tolist(), n.tolist()) for c, (s, n) in counted.subsets.histograms.items()}
+    assert hists == {(0,): ([4, 6], [1, 1]), (1,): ([3, 7], [1, 1])}
+    profiles = counted.profiles["diagnosis"]
+    assert (profiles.sizes.tolist(), profiles.classes.tolist()) in (
+        ([3, 4], [2, 1]),
+        ([4, 3], [1, 2]),
+    )
+    assert sorted(profiles.counts.tolist()) == [1, 1, 1, 1, 1, 2]
+    unranked = metric(
+        context,
+        pandas_batch(SMALL),
+        CLASS_DISTRIBUTIONS_METRIC,
+        quasi_identifiers=["sex", "zip"],
+        rank_attributes=False,
+    )
+    assert unranked.subsets is None and not unranked.profiles
+    for batch in (pandas_batch(read_adult()), sql_batch(context, sqlite_url, "adult")):
+        adult = metric(context, batch, CLASS_DISTRIBUTIONS_METRIC, quasi_identifiers=QIS)
+        assert isinstance(adult, Distributions)
+        assert (adult.histogram.classes, int(adult.histogram.counts[0])) == (528, 62)
+        assert adult.subsets is not None and len(adult.subsets.histograms) == 6
+    error = metric(context, batch, CLASS_DISTRIBUTIONS_METRIC, quasi_identifiers=["nope"])
+    assert isinstance(error, MetricError)
+
+
+def test_the_expectations_read_distributions_built_by_the_engine(
+    pandas_batch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On pandas the ranked and l-diversity expectations read the class distributions metric,
+    which the engine's ``distributions_of`` builds from the class table."""
+    built: list[Any] = []
+    build = metrics.distributions_of
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        built.append(build(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(metrics, "distributions_of", spy)
+    batch = pandas_batch(SMALL)
+    assert batch.validate(k_anonymous(["sex", "zip"], 3)).success
+    assert len(built) == 1 and built[0].subsets is not None
+    diverse = ExpectTableToBeLDiverse(
+        quasi_identifiers=["sex", "zip"], sensitive_columns=["diagnosis"], l=3
+    )
+    assert batch.validate(diverse).success
+    assert len(built) == 2 and list(built[1].profiles) == ["diagnosis"]
+
+
+def test_one_type_per_metric_whatever_the_engine() -> None:
+    """The metrics of one row per class are not offered on Spark; the others are on all."""
+    from great_expectations.expectations import registry
+
+    def engines(name: str) -> set[str]:
+        return set(registry._registered_metrics[name]["providers"])
+
+    both = {"PandasExecutionEngine", "SqlAlchemyExecutionEngine"}
+    for name in (CLASS_TABLE_METRIC, SENSITIVE_COUNTS_METRIC):
+        assert both <= engines(name) and "SparkDFExecutionEngine" not in engines(name)
+    for name in (CLASS_DISTRIBUTIONS_METRIC, HISTOGRAM_METRIC):
+        assert {*both, "SparkDFExecutionEngine"} <= engines(name)
 
 
 def test_the_histogram_metric_is_registered_for_both_engines() -> None:

@@ -27,7 +27,9 @@ expectations do, a result's ``observed_value`` is the one number the verdict che
     ``--min-l L`` for ``distinct``).
 
 The three assessing expectations rank the QI subsets (the ``attributes`` section) as
-``reident assess`` does, which needs the class table. ``rank_attributes=False`` skips the
+``reident assess`` does, from the ``reident.class_distributions`` metric (the subsets'
+histograms; the l-diversity expectation also reads its sensitive columns' value-count
+profiles there), one type on every execution engine. ``rank_attributes=False`` skips the
 ranking, as ``--no-ranking`` does (and as the operator's ``rank_attributes=False``): the risk
 and k-anonymity expectations then read only the class-size histogram metric, which is all their
 verdicts need.

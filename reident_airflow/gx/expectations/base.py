@@ -46,15 +46,13 @@ from great_expectations.render.renderer_configuration import RendererConfigurati
 
 from reident_airflow.engine import (
     Assessment,
-    ClassAggregates,
     ClassSizes,
-    ClassTable,
     Distributions,
     InvalidInputError,
     assess,
     options_for,
 )
-from reident_airflow.gx.metrics import CLASS_TABLE_METRIC, HISTOGRAM_METRIC, MetricError
+from reident_airflow.gx.metrics import CLASS_DISTRIBUTIONS_METRIC, HISTOGRAM_METRIC, MetricError
 from reident_airflow.gx.parameters import (
     CrossCheck,
     FieldCheck,
@@ -276,7 +274,7 @@ class ReidentExpectation(BatchExpectation, abc.ABC):
         """GE's dependencies on ``metric_dependencies``, less those this configuration skips.
 
         An expectation that can be answered from the class-size histogram lists it beside the
-        class table; only the one :meth:`_metric` names is computed.
+        class distributions; only the one :meth:`_metric` names is computed.
         """
         dependencies = super().get_validation_dependencies(
             execution_engine=execution_engine, runtime_configuration=runtime_configuration
@@ -443,7 +441,7 @@ class QuasiIdentifierExpectation(ReidentExpectation):
 
     def _assess(
         self,
-        counted: ClassTable | ClassSizes | ClassAggregates | Distributions,
+        counted: ClassSizes | Distributions,
         **options: Any,
     ) -> Assessment:
         """:func:`~reident_airflow.engine.assess` of what the metric counted (whatever the
@@ -465,11 +463,11 @@ class QuasiIdentifierExpectation(ReidentExpectation):
 class ClassSizeExpectation(QuasiIdentifierExpectation):
     """An expectation whose verdict is a function of the class sizes alone.
 
-    It lists both the class-size histogram and the class table; it reads the histogram unless
-    the QI ranking, which needs the classes themselves, is asked for.
+    It lists both the class-size histogram and the class distributions; it reads the histogram
+    unless the QI ranking, which needs the subsets' histograms too, is asked for.
     """
 
-    metric_dependencies = (HISTOGRAM_METRIC, CLASS_TABLE_METRIC)
+    metric_dependencies = (HISTOGRAM_METRIC, CLASS_DISTRIBUTIONS_METRIC)
 
     def _metric(self) -> str:
-        return CLASS_TABLE_METRIC if self.rank_attributes else HISTOGRAM_METRIC
+        return CLASS_DISTRIBUTIONS_METRIC if self.rank_attributes else HISTOGRAM_METRIC

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from great_expectations.compatibility import pydantic
 
-from reident_airflow.engine import ClassSizes, ClassTable, Distributions, Thresholds
+from reident_airflow.engine import ClassSizes, Distributions, Thresholds
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import ClassSizeExpectation, preset_words, verdict
 from reident_airflow.gx.presets import apply_k_preset, check_preset
@@ -48,7 +48,7 @@ class ExpectTableToBeKAnonymous(ClassSizeExpectation):
             f"their values must be shared by at least $k records{preset_words(kwargs, params)}."
         )
 
-    def _evaluate(self, counted: ClassTable | ClassSizes | Distributions) -> dict[str, Any]:
+    def _evaluate(self, counted: ClassSizes | Distributions) -> dict[str, Any]:
         k = p.check_whole(self.k, "k", 1)
         assessment = self._assess(counted, thresholds=Thresholds(min_k=k), preset=self.preset)
         return verdict(

@@ -7,12 +7,7 @@ from typing import Any, ClassVar
 
 from great_expectations.compatibility import pydantic
 
-from reident_airflow.engine import (
-    DEFAULT_RECURSIVE_C,
-    ClassAggregates,
-    Distributions,
-    Thresholds,
-)
+from reident_airflow.engine import DEFAULT_RECURSIVE_C, Distributions, Thresholds
 from reident_airflow.gx import parameters as p
 from reident_airflow.gx.expectations.base import (
     QuasiIdentifierExpectation,
@@ -20,7 +15,7 @@ from reident_airflow.gx.expectations.base import (
     template_list,
     verdict,
 )
-from reident_airflow.gx.metrics import SENSITIVE_COUNTS_METRIC
+from reident_airflow.gx.metrics import CLASS_DISTRIBUTIONS_METRIC
 
 __all__ = ["ExpectTableToBeLDiverse"]
 
@@ -60,7 +55,7 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
         default=DEFAULT_RECURSIVE_C, description="c of recursive (c, l)-diversity."
     )
 
-    metric_dependencies = (SENSITIVE_COUNTS_METRIC,)
+    metric_dependencies = (CLASS_DISTRIBUTIONS_METRIC,)
     args_keys = ("quasi_identifiers", "sensitive_columns", "l")
     field_checks: ClassVar[Mapping[str, p.FieldCheck]] = {
         "sensitive_columns": p.check_sensitive_columns,
@@ -85,7 +80,7 @@ class ExpectTableToBeLDiverse(QuasiIdentifierExpectation):
         sharing = f"Every group of records sharing quasi-identifiers {qis}"
         return f"{sharing} {what} in each of {sensitive}."
 
-    def _evaluate(self, counted: ClassAggregates | Distributions) -> dict[str, Any]:
+    def _evaluate(self, counted: Distributions) -> dict[str, Any]:
         limit = p.check_l(self.l, self.measure)
         gate = Thresholds(min_l=int(limit)) if self.measure == "distinct" else None
         assessment = self._assess(counted, recursive_c=self.c, thresholds=gate)

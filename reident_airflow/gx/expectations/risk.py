@@ -10,7 +10,6 @@ from great_expectations.compatibility import pydantic
 from reident_airflow.engine import (
     DEFAULT_RECORD_THRESHOLD,
     ClassSizes,
-    ClassTable,
     Distributions,
 )
 from reident_airflow.gx import parameters as p
@@ -133,7 +132,7 @@ class ExpectTableReidentificationRiskToBeBelow(ClassSizeExpectation):
                 template += f", assuming {words}"
         return template + preset_words(kwargs, params) + "."
 
-    def _evaluate(self, counted: ClassTable | ClassSizes | Distributions) -> dict[str, Any]:
+    def _evaluate(self, counted: ClassSizes | Distributions) -> dict[str, Any]:
         measure = str(self.measure)  # resolved by apply_risk_preset
         limit = p.check_limit(measure, self.max_value)
         p.check_population(self.__dict__)
