@@ -51,13 +51,12 @@ def open_source(data: Any, *, label: str | None = None) -> Source:
     return FrameSource(data, label=label or "the DataFrame")
 
 
-def _register(options: AssessmentOptions) -> ClassTable | None:
-    """The population register the options name (a CSV or Parquet file), on their QIs."""
+def _register(source: Source, options: AssessmentOptions) -> ClassTable | None:
+    """The population register the options name (a CSV or Parquet file, next to
+    ``source``: :meth:`~reident_airflow.sources.Source.register`), on their QIs."""
     if not options.population_table:
         return None
-    from reident_airflow.sources.files import FileSource
-
-    with FileSource(options.population_table) as register:
+    with source.register(options.population_table) as register:
         return register.class_table(options.quasi_identifiers)
 
 
@@ -82,4 +81,5 @@ def assess(
         )
     with open_source(data, label=label) as source:
         counted = source.count(options)
-    return assess_counted(counted, options, population_table=_register(options))
+        register = _register(source, options)
+    return assess_counted(counted, options, population_table=register)

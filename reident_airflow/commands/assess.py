@@ -74,9 +74,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources import Counted, Source
-    from reident_airflow.sources.files import FileSource
     from reident_airflow.sources.spark import SparkSource
-    from reident_airflow.sources.sql import SqlSource
 
 __all__ = [
     "EXIT_CODES",
@@ -365,7 +363,8 @@ def _count(
     args: argparse.Namespace, source: Source, options: AssessmentOptions, progress: Progress
 ) -> tuple[Counted, ClassTable | None]:
     """What the options need of INPUT, counted where it is, and the register's class table
-    if one is given (a file, or a table of the same database)."""
+    if one is given, next to INPUT (:meth:`~reident_airflow.sources.Source.register`: a
+    file, or a table of the same database)."""
     qis = len(options.quasi_identifiers)
     if args.engine == "spark":
         progress(f"grouping {source.label} on {qis} QIs in Spark")
@@ -377,20 +376,9 @@ def _count(
     register = None
     if options.population_table:
         progress("reading and grouping the population register")
-        register = _register(args, options.population_table)
+        with source.register(options.population_table) as population:
+            register = population.class_table(args.qi)
     return counted, register
-
-
-def _register(args: argparse.Namespace, where: str) -> ClassTable:
-    """The class table of the register: a table of INPUT's database, or a file."""
-    if "://" in args.input:
-        from reident_airflow.sources.sql import SqlSource
-
-        with SqlSource(args.input, table=where, schema=args.schema) as register:
-            return register.class_table(args.qi)
-    from reident_airflow.sources.files import FileSource
-
-    return FileSource(where, sep=args.sep, memory_limit=args.memory_limit).class_table(args.qi)
 
 
 def _assessed(
@@ -438,9 +426,7 @@ def _advice(
         return cast("SparkSource", source).advise(result, hierarchies)
     progress(f"k = {result.k} < {limit}: reading {source.label} again for the advice")
     table = _parts(counted)[0]
-    return breach_advice_of(
-        args, result, table, cast("FileSource | SqlSource", source), hierarchies
-    )
+    return breach_advice_of(args, result, table, source, hierarchies)
 
 
 def _fingerprint(

@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.assessment import Assessment, Breach
     from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.hierarchies import Hierarchy
-    from reident_airflow.sources.files import FileSource
-    from reident_airflow.sources.sql import SqlSource
+    from reident_airflow.sources import Source
 
 __all__ = [
     "AdviceFound",
@@ -72,7 +71,7 @@ def breach_advice_of(
     args: argparse.Namespace,
     result: Assessment,
     table: ClassSizes | ClassTable,
-    source: FileSource | SqlSource,
+    source: Source,
     hierarchies: Mapping[str, Hierarchy],
 ) -> AdviceFound:
     """The advice when ``result`` breached ``--min-k`` (``None`` otherwise, or with
@@ -88,7 +87,7 @@ def breach_advice_of(
     qis = result.quasi_identifiers
     inputs = AdviceInputs(
         class_table=lambda: source.class_table(qis),
-        rows=lambda: source.rows(qis, categorical=qis),
+        rows=lambda: source.release_rows(qis, qis)[0],
         hierarchies=hierarchies,
     )
     return advise_on_breach(result, table, inputs)

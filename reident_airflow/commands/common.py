@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeGuard
 
 if TYPE_CHECKING:
     from reident_airflow.sources.files import FileSource
@@ -48,12 +48,14 @@ __all__ = [
     "given_hierarchies",
     "hierarchy_arg",
     "html_path",
+    "is_database",
     "memory_size",
     "open_table",
     "positive_int",
     "positive_number",
     "separator",
     "share",
+    "table_source",
     "write_atomic",
 ]
 
@@ -363,24 +365,51 @@ class Progress:
         progress.close()
 
 
-def open_table(args: argparse.Namespace) -> FileSource | SqlSource:
-    """INPUT as a source, chosen once: a database's for a SQLAlchemy URL (``--table``, in
-    ``--schema``), else a file's (``--sep``, ``--memory-limit`` where the command has it).
-    Its ``label`` names the file or the table, never the URL (it may hold a password)."""
-    from reident_airflow.engine.errors import InvalidInputError
+def is_database(location: str | None) -> TypeGuard[str]:
+    """Whether a command's input (INPUT, ORIGINAL, AVATAR) names a database -- a SQLAlchemy
+    URL (``postgresql://...``, ``sqlite:///file.db``) -- rather than a file: the one test
+    by which the commands choose a backend (:func:`table_source`)."""
+    return bool(location) and "://" in str(location)
 
-    if "://" in args.input:
-        if not args.table:
-            raise InvalidInputError("a database URL needs --table NAME")
+
+def table_source(
+    location: str,
+    *,
+    table: str | None,
+    schema: str | None = None,
+    sep: str = ",",
+    memory_limit: str | None = None,
+) -> FileSource | SqlSource:
+    """A table as a source, its backend chosen once (:func:`is_database`): a database's
+    ``table`` (in ``schema``) for a SQLAlchemy URL, else the file's (``sep``,
+    ``memory_limit``)."""
+    if is_database(location):
         from reident_airflow.sources.sql import SqlSource
 
-        return SqlSource(args.input, table=args.table, schema=args.schema)
-    if args.table:
-        raise InvalidInputError("--table applies only to a database URL")
+        return SqlSource(location, table=table, schema=schema)
     from reident_airflow.sources.files import FileSource
 
-    memory_limit = getattr(args, "memory_limit", None)
-    return FileSource(args.input, sep=args.sep, memory_limit=memory_limit)
+    return FileSource(location, sep=sep, memory_limit=memory_limit)
+
+
+def open_table(args: argparse.Namespace) -> FileSource | SqlSource:
+    """INPUT as a source, chosen once (:func:`table_source`): a database's for a SQLAlchemy
+    URL (``--table``, in ``--schema``), else a file's (``--sep``, ``--memory-limit`` where
+    the command has it). Its ``label`` names the file or the table, never the URL (it may
+    hold a password)."""
+    from reident_airflow.engine.errors import InvalidInputError
+
+    if is_database(args.input) and not args.table:
+        raise InvalidInputError("a database URL needs --table NAME")
+    if not is_database(args.input) and args.table:
+        raise InvalidInputError("--table applies only to a database URL")
+    return table_source(
+        args.input,
+        table=args.table,
+        schema=args.schema,
+        sep=args.sep,
+        memory_limit=getattr(args, "memory_limit", None),
+    )
 
 
 @contextmanager
@@ -391,7 +420,7 @@ def database_located(source: str | None) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        if not source or "://" not in source:
+        if not is_database(source):
             raise
         from reident_airflow.sources.db_errors import located_error
 
@@ -478,7 +507,7 @@ def check_run_paths(args: argparse.Namespace) -> None:
     ):
         inputs.append((label, getattr(args, name, None)))
     population = getattr(args, "population_table", None)
-    if population and "://" not in str(getattr(args, "input", "") or ""):
+    if population and not is_database(getattr(args, "input", None)):
         inputs.append(("the --population-table file", population))
     for column, path in getattr(args, "hierarchy", None) or []:
         inputs.append((f"the hierarchy file of {column}", path))

@@ -42,6 +42,7 @@ from reident_airflow.commands.common import (
     database_located,
     finish,
     given_hierarchies,
+    is_database,
     open_table,
 )
 from reident_airflow.engine.errors import InvalidInputError
@@ -123,7 +124,7 @@ def _read_input(args: argparse.Namespace) -> Any:
     from reident_airflow.sources.file_source import unknown_column
 
     with database_located(args.input), open_table(args) as source:
-        frame = source.rows(categorical=args.qi)
+        frame = source.release_rows(args.qi)[0]
     names = [str(c) for c in frame.columns]
     for qi in args.qi:
         if qi not in names:
@@ -136,7 +137,7 @@ def _check_output(args: argparse.Namespace) -> Path:
 
     output = Path(args.output)
     file_format(output)
-    if "://" not in args.input and same_file(args.input, output):
+    if not is_database(args.input) and same_file(args.input, output):
         raise InvalidInputError(
             f"--output {output} is the input file: Datafly never overwrites its input; "
             "choose another path"

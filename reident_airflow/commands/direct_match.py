@@ -37,7 +37,9 @@ from reident_airflow.commands.common import (
     column_names,
     database_located,
     finish,
+    is_database,
     separator,
+    table_source,
 )
 from reident_airflow.engine.defaults import DEFAULT_TARGET
 from reident_airflow.engine.errors import InvalidInputError
@@ -54,10 +56,6 @@ EXIT_CODES = ("the protection is at least --target", "the protection is below --
 
 
 # ----------------------------------------------------------------------------------- inputs
-def _is_url(source: str) -> bool:
-    return "://" in source
-
-
 def _same_database(a: str, b: str) -> bool:
     import sqlalchemy as sa
     from sqlalchemy.exc import ArgumentError
@@ -79,14 +77,13 @@ def _target(text: str) -> float:
 
 
 def _frame(source: str, table: str | None, schema: str | None, sep: str) -> pd.DataFrame:
-    if _is_url(source):
-        from reident_airflow.sources.direct_match_sql import read_table_frame
-
-        with database_located(source):
-            return read_table_frame(source, table or "", schema)
-    from reident_airflow.sources.tables import read_compared_frame
-
-    return read_compared_frame(source, sep=sep)
+    """One side as direct match compares it, read through its source
+    (:meth:`~reident_airflow.sources.Source.comparison_rows`)."""
+    with (
+        database_located(source),
+        table_source(source, table=table, schema=schema, sep=sep) as side,
+    ):
+        return side.comparison_rows()
 
 
 def _check_sides(args: argparse.Namespace) -> None:
@@ -98,11 +95,11 @@ def _check_sides(args: argparse.Namespace) -> None:
         ("AVATAR", "--avatar-table", args.avatar, args.avatar_table),
     )
     for name, flag, source, table in sides:
-        if _is_url(source) and not table:
+        if is_database(source) and not table:
             raise InvalidInputError(f"{name} is a database URL: give {flag} NAME")
-        if not _is_url(source) and table:
+        if not is_database(source) and table:
             raise InvalidInputError(f"{flag} applies only when {name} is a database URL")
-    has_db = _is_url(args.original) or _is_url(args.avatar)
+    has_db = is_database(args.original) or is_database(args.avatar)
     if not has_db and (args.schema or args.avatar_schema):
         raise InvalidInputError("--schema and --avatar-schema apply only to database URLs")
     if has_db and not args.key:
@@ -135,8 +132,8 @@ def compute(args: argparse.Namespace, progress: Progress | None = None) -> Direc
     _check_sides(args)
     avatar_schema = args.avatar_schema or args.schema
     if (
-        _is_url(args.original)
-        and _is_url(args.avatar)
+        is_database(args.original)
+        and is_database(args.avatar)
         and _same_database(args.original, args.avatar)
     ):
         from reident_airflow.sources.direct_match_sql import direct_match_in_database

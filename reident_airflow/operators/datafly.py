@@ -295,15 +295,12 @@ class DataflyOperator(StagedTableOperator):
 
     # -- work ------------------------------------------------------------------------------
     def _read(self, qis: Sequence[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """The staged table's rows, read through its source (the QIs of a file as
+        """The staged table's rows, read through its source
+        (:meth:`~reident_airflow.sources.Source.release_rows`: the QIs of a file as
         Categoricals), and the SQL types of its columns when it is a database's (a release
         written back to the source's connection keeps them)."""
-        from reident_airflow.sources.sql import SqlSource
-
         with self.source() as source:
-            if isinstance(source, SqlSource):
-                return source.typed_rows()
-            return source.rows(categorical=qis), {}
+            return source.release_rows(qis)
 
     def _write(
         self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any]

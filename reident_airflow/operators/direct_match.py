@@ -210,20 +210,14 @@ class DirectMatchProtectionOperator(ReidentOperator):
         self, table: str | None, path: str | None, conn_id: str | None, schema: Any
     ) -> pd.DataFrame:
         """One side, every column Arrow-backed as the engine compares them, through the
-        side's source (:meth:`open_source`): a file's rows (one without records an empty
-        frame: the engine names the empty side), or a whole table typed from its reflected
-        column types (:func:`~reident_airflow.sources.direct_match_sql.read_table_frame`,
-        which :meth:`~reident_airflow.sources.sql.SqlSource.rows` is not: it takes queries
-        and leaves the driver's values untyped)."""
-        from reident_airflow.sources.direct_match_sql import read_table_frame
-        from reident_airflow.sources.files import FileSource
-
+        side's source (:meth:`open_source`,
+        :meth:`~reident_airflow.sources.Source.comparison_rows`): a file's rows (one without
+        records an empty frame: the engine names the empty side), or a whole table typed
+        from its reflected column types."""
         with self.open_source(
             path=path, conn_id=conn_id, sep=self.sep, table=table, schema=schema or None
         ) as source:
-            if isinstance(source, FileSource):
-                return source.rows(dtype_backend="pyarrow", allow_empty=True)
-            return read_table_frame(source.url, table or "", schema or None)
+            return source.comparison_rows()
 
     def _compute(self, options: DirectMatchOptions, spark: Any = None) -> DirectMatchResult:
         if spark is not None:

@@ -94,6 +94,17 @@ def parse_mapping(value: Any, field: str) -> dict[str, Any]:
 
 
 @contextmanager
+def local_name(name: str) -> Iterator[str]:
+    """``name`` as given -- a local path, or a table a source finds next to itself -- or
+    the local copy of an object-storage URL (:func:`local_file`)."""
+    if "://" not in name:
+        yield name
+        return
+    with local_file(name) as local:
+        yield str(local)
+
+
+@contextmanager
 def local_file(path: str) -> Iterator[Path]:
     """A local path for ``path``; object-storage URLs are streamed to a temporary file."""
     if "://" not in path:

@@ -15,7 +15,7 @@ from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.options import AssessmentOptions, Thresholds
 from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import hierarchy_files
-from reident_airflow.operators.params import local_file, parse_flag, parse_mapping
+from reident_airflow.operators.params import local_name, parse_flag, parse_mapping
 from reident_airflow.operators.spark_table import check_spark_staged
 from reident_airflow.outcomes import ReidentConfigurationError
 
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.sources import Counted, Source
-    from reident_airflow.sources.files import FileSource
-    from reident_airflow.sources.sql import SqlSource
 
 __all__ = ["GATE_FIELDS", "ReidentificationRiskOperator"]
 
@@ -306,21 +304,15 @@ class ReidentificationRiskOperator(StagedTableOperator):
         return result, found, report
 
     def _register(self, source: Source, options: AssessmentOptions) -> ClassTable | None:
-        """The class table of ``population_table`` on the QIs, counted where it is: a table
-        of the staged table's database (through the same engine), or a file when ``path`` is
-        used."""
+        """The class table of ``population_table`` on the QIs, counted where it is, next to
+        the staged table (:meth:`~reident_airflow.sources.Source.register`): a table of its
+        database (through the same engine), or a file (an object-storage one downloaded
+        first) when ``path`` is used."""
         if not self.population_table:
             return None
-        from reident_airflow.sources.files import FileSource
-        from reident_airflow.sources.sql import SqlSource
-
         qis = list(options.quasi_identifiers)
-        if isinstance(source, SqlSource):
-            register = SqlSource(source.url, table=self.population_table, schema=self.schema)
+        with local_name(self.population_table) as name, source.register(name) as register:
             return register.class_table(qis)
-        with local_file(self.population_table) as population:
-            limit = self.memory_limit or None
-            return FileSource(population, sep=self.sep, memory_limit=limit).class_table(qis)
 
     def _advice(
         self, source: Source, result: Assessment, counted: Counted, spark: Any
@@ -340,13 +332,12 @@ class ReidentificationRiskOperator(StagedTableOperator):
             )
             return None
         table = counted.table if isinstance(counted, ClassAggregates) else counted
-        rows = cast("FileSource | SqlSource", source)
         qis = result.quasi_identifiers
         return self._advise(
             result,
             cast("ClassSizes | ClassTable", table),
-            lambda: rows.class_table(qis),
-            lambda: rows.rows(qis, categorical=qis),
+            lambda: source.class_table(qis),
+            lambda: source.release_rows(qis, qis)[0],
             self._hierarchy_specs(),
         )
 

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from reident_airflow.engine.aggregates import ClassAggregates
     from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.distributions import Distributions
@@ -54,12 +56,28 @@ class Source(Protocol):
     QIs (for the advice and a register); ``fingerprint`` what identifies the input
     (``rows``: the records the reader counted, for a CSV file), or ``None`` where there is
     nothing to fingerprint. ``close`` releases what the source holds (also on leaving a
-    ``with`` block)."""
+    ``with`` block).
+
+    The whole-table steps read through the source too, so that no adapter chooses the
+    backend again: ``release_rows`` the rows Datafly generalizes (every column, or only
+    ``columns``: a file's QIs as pandas Categoricals; a database table's values as the
+    driver types them) and the SQL types of a database table's columns, which a release
+    written back keeps (``{}`` for files, frames and queries); ``comparison_rows`` one side of
+    Column Direct Match Protection, every column Arrow-backed (a file without records an
+    empty frame: the engine names the empty side); ``register`` the source of the population
+    register ``name`` next to this one (a table of the same database, or a file). Spark
+    refuses the three: it runs Datafly and direct match where the data is
+    (:mod:`~reident_airflow.sources.spark_release`), and a register needs a class table."""
 
     @property
     def label(self) -> str: ...
     def count(self, options: AssessmentOptions) -> Counted: ...
     def class_table(self, qis: Sequence[str]) -> ClassTable: ...
+    def release_rows(
+        self, qis: Sequence[str], columns: Sequence[str] | None = None
+    ) -> tuple[pd.DataFrame, dict[str, Any]]: ...
+    def comparison_rows(self) -> pd.DataFrame: ...
+    def register(self, name: str) -> Source: ...
     def fingerprint(self, rows: int | None = None) -> InputFingerprint | None: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...

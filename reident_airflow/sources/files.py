@@ -574,7 +574,8 @@ class FileSource(ClassCounting):
         dtype_backend: Literal["numpy", "pyarrow"] = "numpy",
         allow_empty: bool = False,
     ) -> pd.DataFrame:
-        """Every column of a CSV (as text) or Parquet file, read under ``docs/reading.md``, or
+        """Every column of a CSV (as text) or Parquet file (or of a frame, as
+        :mod:`~reident_airflow.sources.frames` turns it over), read under ``docs/reading.md``, or
         only ``columns`` (the advice on a k breach reads the QIs alone): the rows Datafly
         generalizes and direct match compares.
 
@@ -588,11 +589,12 @@ class FileSource(ClassCounting):
         """
         import pandas as pd
 
-        p = self._file()
-        names = file_columns(p, sep=self.sep) if columns is None else list(columns)
-        table = read_columns(p, names, sep=self.sep)
+        source = self._opened()
+        names = list(source.names) if columns is None else list(columns)
+        table = _read_columns(source, names)
         if table.num_rows == 0 and not allow_empty:
-            raise EmptyDatasetError(f"{p}: the table has no records")
+            where = self.label if self.path is None else Path(self.path)
+            raise EmptyDatasetError(f"{where}: the table has no records")
         if dtype_backend == "pyarrow":
             arrow_frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
             return arrow_frame
@@ -613,9 +615,26 @@ class FileSource(ClassCounting):
             )
         return frame
 
+    def release_rows(
+        self, qis: Sequence[str], columns: Sequence[str] | None = None
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """The rows Datafly generalizes (:meth:`rows`, the QIs as Categoricals), and no
+        column types: a file's release is written with the types of its values."""
+        return self.rows(columns, categorical=qis), {}
+
+    def comparison_rows(self) -> pd.DataFrame:
+        """One side of direct match: every column Arrow-backed, a file without records an
+        empty frame (:meth:`rows`)."""
+        return self.rows(dtype_backend="pyarrow", allow_empty=True)
+
+    def register(self, name: str) -> FileSource:
+        """The population register in the file ``name``, read as this source is (``sep``,
+        ``memory_limit``)."""
+        return FileSource(name, sep=self.sep, memory_limit=self.memory_limit)
+
     def _file(self) -> Path:
         if self.path is None:
-            raise TypeError(f"{self.label} is a frame: its rows are the frame itself")
+            raise TypeError(f"{self.label} is a frame: it has no file")
         return Path(self.path)
 
     # ---------------------------------------------------------------------- fingerprint
@@ -703,7 +722,11 @@ def read_columns(
     unquoted field missing). ``dictionary`` is accepted for compatibility and ignored.
     """
     del dictionary
-    source = open_file(path, sep=sep)
+    return _read_columns(open_file(path, sep=sep), columns)
+
+
+def _read_columns(source: FileTable, columns: Sequence[str]) -> Any:
+    """The named columns of a described file or frame as an Arrow table (names as given)."""
     pos = source.positions(columns, kind="column")
     select = ", ".join(f"c{i}" for i in pos)
     with _duckdb() as con, _readable(source) as readable:

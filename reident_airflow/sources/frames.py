@@ -196,7 +196,8 @@ def open_frame(frame: Any, *, label: str = "the DataFrame") -> FileTable:
 class FrameSource(FileSource):
     """A pandas or polars DataFrame or an Arrow table, read by the embedded DuckDB in place:
     the :class:`~reident_airflow.sources.Source` of frames in memory. It counts as a file
-    source does; it has no file to fingerprint, and its rows are the frame itself."""
+    source does, and reads its rows as a file's (its columns turned over under the reading
+    contract: :func:`frame_to_arrow`); it has no file to fingerprint."""
 
     def __init__(self, frame: Any, *, label: str = "the DataFrame") -> None:
         super().__init__(None, label=label)

@@ -50,6 +50,8 @@ from reident_airflow.sources.spark_grouping import (
 )
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.engine.classes import ClassTable
     from reident_airflow.engine.hierarchies import Hierarchy
@@ -338,6 +340,34 @@ class SparkSource:
         raise InvalidInputError(
             f"{self.label}: a class table has one row per class; it is not read on Spark "
             "(only aggregates reach the driver)"
+        )
+
+    def release_rows(
+        self, qis: Sequence[str], columns: Sequence[str] | None = None
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """Refused: Spark runs Datafly where the data is
+        (:func:`~reident_airflow.sources.spark_release_datafly.datafly_spark`), and its rows
+        never reach the driver."""
+        raise InvalidInputError(
+            f"{self.label}: Datafly on Spark runs where the data is (in Spark's executors); "
+            "its rows are not read on the driver"
+        )
+
+    def comparison_rows(self) -> pd.DataFrame:
+        """Refused: Spark counts direct match where the data is
+        (:func:`~reident_airflow.sources.spark_release.direct_match_spark`), and its rows
+        never reach the driver."""
+        raise InvalidInputError(
+            f"{self.label}: direct match on Spark is counted where the data is (in Spark's "
+            "executors); its rows are not read on the driver"
+        )
+
+    def register(self, name: str) -> SparkSource:
+        """Refused: a register is read as a class table, one row per class, and only
+        aggregates reach the driver."""
+        raise InvalidInputError(
+            f"{self.label}: a population register is read as a class table, one row per "
+            "class; it is not read on Spark (only aggregates reach the driver)"
         )
 
     def fingerprint(self, rows: int | None = None) -> InputFingerprint | None:

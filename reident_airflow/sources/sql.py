@@ -399,6 +399,33 @@ class SqlSource(ClassCounting):
 
         return read_sql_frame(self._bound(), **self.located(), columns=columns)
 
+    def release_rows(
+        self, qis: Sequence[str], columns: Sequence[str] | None = None
+    ) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """The rows Datafly generalizes and the portable types of the table's columns
+        (:meth:`typed_rows`): a release written back to this database keeps them.
+        ``qis`` are not read apart: a database's values come typed."""
+        del qis
+        return self.typed_rows(columns)
+
+    def comparison_rows(self) -> pd.DataFrame:
+        """One side of direct match: the whole table, every column Arrow-backed and typed
+        from its reflected column types
+        (:func:`~reident_airflow.sources.direct_match_sql.read_table_frame`). A query (or a
+        table narrowed by ``where``) has no reflected types: refused."""
+        from reident_airflow.sources.direct_match_sql import read_table_frame
+
+        if self.sql is not None or self.where or not self.table:
+            raise InvalidInputError(
+                "direct match compares whole tables: give a table, not a query or where"
+            )
+        return read_table_frame(self._bound(), self.table, self.schema or None)
+
+    def register(self, name: str) -> SqlSource:
+        """The population register in the table ``name`` of this database (in ``schema``),
+        read through the same engine (closing the register leaves it open)."""
+        return SqlSource(self._bound(), table=name, schema=self.schema)
+
     # ---------------------------------------------------------------------- fingerprint
     def fingerprint(self, rows: int | None = None) -> InputFingerprint:
         """The table's or the query's row count, the server's clock and, where the server has
