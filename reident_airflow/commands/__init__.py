@@ -12,9 +12,7 @@ Each module listed in :data:`COMMAND_MODULES` is one sub-command, named after th
 ``run`` raises :class:`~reident_airflow.engine.errors.ReidentError` for input errors (exit 2)
 and returns 0 (passed) or 1 (breached) (:mod:`reident_airflow.commands.common`). What the
 commands share -- exit codes, argument types, progress lines, writing ``--json`` and
-``--report`` -- is in :mod:`~reident_airflow.commands.common`; what ``assess`` adds after the
-gate (warnings, the advice on a k breach, the input's fingerprint) in
-:mod:`~reident_airflow.commands.assess_outcome`.
+``--report`` -- is in :mod:`~reident_airflow.commands.common`.
 """
 
 from __future__ import annotations

@@ -278,7 +278,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
     # counts -> the engine -> the advice and the fingerprint, through that source (an
     # object-storage file downloaded once for all three, hashed as downloaded and named by
     # its URL). What the operator adds to an assessment once it is computed (issue 19) is
-    # what ``reident assess`` adds (:mod:`reident_airflow.commands.assess_outcome`).
+    # what ``reident assess`` adds (:mod:`reident_airflow.commands.assess`).
     def _source(self, spark: Any) -> AbstractContextManager[Source]:
         """The staged table as one source: the Spark connection's ``spark``
         (:func:`~reident_airflow.operators.spark_table.spark_source`), else the file's or the

@@ -29,7 +29,7 @@ def test_no_command_imports_the_entry_point() -> None:
 
 def test_every_command_module_is_registered_in_help_order() -> None:
     # a command module is one that defines run() and add_arguments(); the others (common,
-    # assess_outcome, spark) are helpers of the commands
+    # spark) are helpers of the commands
     names = sorted(
         p.stem
         for p in COMMANDS_DIR.glob("*.py")
@@ -40,7 +40,7 @@ def test_every_command_module_is_registered_in_help_order() -> None:
             if isinstance(node, ast.FunctionDef)
         }
     )
-    assert "assess_outcome" not in names and "assess" in names
+    assert "spark" not in names and "assess" in names
     assert sorted(m.rsplit(".", 1)[1] for m in commands.COMMAND_MODULES) == names
     help_text = build_parser().format_help()
     positions = [help_text.index(name) for name in ("assess", "direct-match", "datafly")]
