@@ -46,6 +46,7 @@ from tests.notifiers.conftest import (
     WebhookReceiver,
     subprocess_env,
 )
+from tests.operators._fakes import RunTI
 
 LOG_URL = "http://airflow.test:8080/dags/release_gate/runs/manual__2024-06-01/tasks/assess"
 QIS = ["zip", "birth_date", "sex"]
@@ -86,29 +87,13 @@ def breach_exception(report: dict[str, Any] | None = None) -> ReidentificationBr
     )
 
 
-@dataclass
-class FakeTI:
-    """The parts of Airflow 3's RuntimeTaskInstance the notifier reads."""
-
-    dag_id: str = "release_gate"
-    task_id: str = "assess"
-    run_id: str = "manual__2024-06-01"
-    try_number: int = 1
-    map_index: int = -1
-    log_url: str = LOG_URL
-    xcom: Any = None
-    xcom_error: Exception | None = None
-    pulls: list[dict[str, Any]] = field(default_factory=list)
-
-    def xcom_pull(self, **kwargs: Any) -> Any:
-        self.pulls.append(kwargs)
-        if self.xcom_error is not None:
-            raise self.xcom_error
-        return self.xcom
+def run_ti(**kwargs: Any) -> RunTI:
+    """The task instance of this module's run (its ``run_id`` and ``log_url``)."""
+    return RunTI(**{"run_id": "manual__2024-06-01", "log_url": LOG_URL, **kwargs})
 
 
-def context_of(exception: Any, ti: FakeTI | None = None) -> dict[str, Any]:
-    ti = ti or FakeTI()
+def context_of(exception: Any, ti: RunTI | None = None) -> dict[str, Any]:
+    ti = ti or run_ti()
     return {"ti": ti, "task_instance": ti, "exception": exception, "run_id": ti.run_id}
 
 
@@ -529,21 +514,21 @@ def test_xcom_fallback_without_exception(
 ) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_HOOK", http_conn(webhook_server))
     notifier = ReidentBreachNotifier(webhook_conn_id="hook")
-    ti = FakeTI(xcom=assessment_report())
+    ti = run_ti(xcom=assessment_report())
     notifier({"ti": ti, "reason": "task_failure"})  # what a DAG-level callback gets
     # the report (return_value), then where the HTML report went
     assert ti.pulls == [
         {"task_ids": "assess", "key": key}
         for key in (REPORT_XCOM_KEY, REPORT_PATH_XCOM_KEY, REPORT_URL_XCOM_KEY)
     ]
-    broken = FakeTI(xcom_error=ImportError("no task runtime"))
+    broken = run_ti(xcom_error=ImportError("no task runtime"))
     with capture_logs() as logs:
         notifier({"ti": broken, "reason": "task_failure"})
     events = [r.json()["event"] for r in webhook_server.requests]
     assert events == [BREACH_EVENT, FAILURE_EVENT]
     assert [e["log_level"] for e in logs].count("warning") == 1
     # with the exception at hand, XCom is not read
-    ti_with_exc = FakeTI(xcom=assessment_report())
+    ti_with_exc = run_ti(xcom=assessment_report())
     notifier(context_of(breach_exception(), ti_with_exc))
     assert ti_with_exc.pulls == []
 
@@ -555,7 +540,7 @@ def test_templated_recipients_and_a_mapped_task(
     notifier = ReidentBreachNotifier(
         smtp_conn_id="mail", to="{{ params.team }}@example.org", from_email="f@example.org"
     )
-    context = context_of(breach_exception(), FakeTI(map_index=3))
+    context = context_of(breach_exception(), run_ti(map_index=3))
     context["params"] = {"team": "privacy"}
     notifier(context)
     [mail] = smtp_server.mails

@@ -24,30 +24,11 @@ from reident_airflow.notifiers.breach import BREACH_EVENT
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import REPORT_PATH_XCOM_KEY, REPORT_XCOM_KEY, ReidentificationBreach
 from tests.notifiers.conftest import WebhookReceiver
+from tests.operators._fakes import RunTI
 
 #: Record values of the staged table: no alert may carry them.
 SECRETS = ("Alice Sensitive-Smith", "HIV-POSITIVE-7731", "99501-0042")
 QIS = ["zip", "sex"]
-
-
-class FakeTI:
-    """What the operator and the notifier read of Airflow 3's RuntimeTaskInstance."""
-
-    dag_id = "release_gate"
-    task_id = "assess"
-    run_id = "manual__2026-12-01"
-    try_number = 1
-    map_index = -1
-    log_url = "http://airflow.test/log"
-
-    def __init__(self) -> None:
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.pushed[key] = value
-
-    def xcom_pull(self, **kwargs: Any) -> Any:
-        return self.pushed.get(kwargs.get("key", "return_value"))
 
 
 def staged_csv(tmp_path: Path) -> Path:
@@ -77,8 +58,8 @@ def gate(
     )
 
 
-def run(op: ReidentificationRiskOperator) -> tuple[dict[str, Any], FakeTI, BaseException | None]:
-    ti = FakeTI()
+def run(op: ReidentificationRiskOperator) -> tuple[dict[str, Any], RunTI, BaseException | None]:
+    ti = RunTI()
     context: dict[str, Any] = {"ti": ti, "task_instance": ti, "task": op, "run_id": ti.run_id}
     try:
         op.execute(context)  # type: ignore[arg-type]

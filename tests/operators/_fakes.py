@@ -1,5 +1,6 @@
 """What the operator tests share: a task instance that collects what an operator pushes to
-XCom (:class:`PushedTI`, the only part of the task context the operators use), and
+XCom (:class:`PushedTI`, the only part of the task context the operators use; :class:`RunTI`
+adds what a notifier and the report's run link read: the run's identity and ``xcom_pull``), and
 :func:`make_operator`, an operator with a task id of its own and, optionally, the
 SQLAlchemy engine its connections stand for (the operators' test seam, ``get_engine``)."""
 
@@ -12,7 +13,7 @@ import sqlalchemy as sa
 
 from reident_airflow.operators.base import ReidentOperator
 
-__all__ = ["PushedTI", "context", "make_operator"]
+__all__ = ["PushedTI", "RunTI", "context", "make_operator"]
 
 OperatorT = TypeVar("OperatorT", bound=ReidentOperator)
 
@@ -25,6 +26,37 @@ class PushedTI:
 
     def xcom_push(self, key: str, value: Any) -> None:
         self.pushed[key] = value
+
+
+class RunTI(PushedTI):
+    """A :class:`PushedTI` with the parts of Airflow 3's RuntimeTaskInstance a notifier
+    reads: the run's identity, ``log_url`` and ``xcom_pull``, which returns what was pushed
+    under the key, else ``xcom``, or raises ``xcom_error``; each pull's arguments are kept in
+    ``pulls``."""
+
+    def __init__(
+        self,
+        *,
+        dag_id: str = "release_gate",
+        task_id: str = "assess",
+        run_id: str = "manual__2026-12-01",
+        try_number: int = 1,
+        map_index: int = -1,
+        log_url: str = "http://airflow.test/log",
+        xcom: Any = None,
+        xcom_error: Exception | None = None,
+    ) -> None:
+        super().__init__()
+        self.dag_id, self.task_id, self.run_id = dag_id, task_id, run_id
+        self.try_number, self.map_index, self.log_url = try_number, map_index, log_url
+        self.xcom, self.xcom_error = xcom, xcom_error
+        self.pulls: list[dict[str, Any]] = []
+
+    def xcom_pull(self, **kwargs: Any) -> Any:
+        self.pulls.append(kwargs)
+        if self.xcom_error is not None:
+            raise self.xcom_error
+        return self.pushed.get(kwargs.get("key", "return_value"), self.xcom)
 
 
 def context(ti: PushedTI | None = None) -> Any:

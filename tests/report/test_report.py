@@ -27,7 +27,7 @@ from reident_airflow.report import (
 )
 from reident_airflow.report.runs import source_text
 from tests.conftest import ensure_airflow_db, oracle_data
-from tests.operators._fakes import PushedTI
+from tests.operators._fakes import RunTI
 
 # ------------------------------------------------------------------------------ helpers
 _BLOCKS = {"p", "div", "li", "td", "th", "tr", "dt", "dd", "h1", "h2", "h3", "br", "section"}
@@ -466,12 +466,6 @@ def test_cli_report_with_weights_l_diversity_and_suda(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------- operator
-class _TI(PushedTI):
-    """What the report's run link reads of the task instance, beside XCom."""
-
-    dag_id, task_id, run_id, try_number = "release_gate", "assess", "manual__x", 1
-
-
 def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> None:
     ensure_airflow_db()
     from reident_airflow.operators.risk import ReidentificationRiskOperator
@@ -479,7 +473,7 @@ def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> N
 
     csv = tmp_path / "t.csv"
     csv.write_text("a,b\n1,x\n1,x\n2,y\n", encoding="utf-8")
-    ti = _TI()
+    ti = RunTI(run_id="manual__x")
     target = tmp_path / "reports" / "t.html"
     op = ReidentificationRiskOperator(
         task_id="r", path=str(csv), quasi_identifiers="a,b", report_path=str(target)
@@ -491,7 +485,7 @@ def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> N
     text = check_page(target.read_text(encoding="utf-8"))
     assert "NOT GATED" in text and "release_gate" in text and "manual__x" in text
     # on a breach the report is written before the task fails, to object storage here
-    ti = _TI()
+    ti = RunTI(run_id="manual__x")
     url = f"file://{tmp_path}/breach.html"
     op = ReidentificationRiskOperator(
         task_id="b", path=str(csv), quasi_identifiers="a,b", min_k=2, report_path=url
@@ -549,7 +543,7 @@ def test_datafly_operator_writes_the_report(tmp_path: Path) -> None:
     from reident_airflow.operators.datafly import DataflyOperator
 
     qis = ["sex", "age", "race"]
-    ti = _TI()
+    ti = RunTI(run_id="manual__x")
     op = DataflyOperator(
         task_id="anonymize",
         path=str(oracle_data("adult.csv")),
