@@ -47,7 +47,7 @@ from tests.cli._cli import run
 from tests.conformance import loaders
 from tests.conformance.corpus import CORPUS, PLACEMENTS, Refused, assessed, expected, placement
 from tests.conftest import require_server
-from tests.operators._fakes import PushedTI
+from tests.operators._fakes import PushedTI, make_operator
 from tests.spark.sessions import classic_spark
 
 __all__ = ["classic_spark"]  # the Spark fixture, used by name
@@ -106,15 +106,14 @@ def _cli(*source: str) -> Assess:
 
 def _operator(engine: sa.Engine | None = None, **staged: Any) -> Assess:
     def assess(qis: list[str]) -> Outcome:
-        op = ReidentificationRiskOperator(
-            task_id=f"t_{uuid.uuid4().hex[:6]}",
+        op = make_operator(
+            ReidentificationRiskOperator,
+            engine,
             quasi_identifiers=qis,
             fingerprint=False,
             advice=False,
             **staged,
         )
-        if engine is not None:
-            op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # test seam
         try:
             report = op.execute({"ti": PushedTI()})
         except InvalidInputError as exc:
