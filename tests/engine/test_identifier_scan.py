@@ -8,6 +8,7 @@ reason is worked out in the comment beside it from SCAN_THRESHOLDS (unique share
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 import pytest
@@ -227,6 +228,35 @@ def test_a_partial_sample_scales_the_matches() -> None:
     )
     # 20 of the 40 sampled records verified: 1000 * 20 / 40 = 500
     assert verified_count("phone", profile, ("US",)) == (500, True)
+
+
+@pytest.mark.parametrize(
+    ("kind", "inside", "outside"),
+    [
+        # each sampled value is searched for the kind's pattern and the match checked without
+        # the boundary characters the pattern needs; the numbers are those of
+        # test_identifier_scan_checks.py (Stripe's test Visa, the registry's GB IBAN, ...)
+        ("card", "paid with 4242 4242 4242 4242 today", "order 4242 4242 4242 4241 shipped"),
+        ("iban", "to GB82 WEST 1234 5698 7654 32, ref 7", "to GB82 WEST 1234 5698 7654 33"),
+        ("us_ssn", "ssn 123-45-6789 on file", "form 666-12-3456 void"),
+        ("date", "seen on 29/02/2024 again", "seen on 30/02/2024 again"),
+        ("ipv6", "from 2001:db8::1 at noon", "at 12:30:45 sharp"),
+        ("phone", "call (201) 555-0123.", "code 1234 5678 9012"),
+    ],
+)
+def test_candidates_are_found_inside_values(kind: str, inside: str, outside: str) -> None:
+    assert re.search(CONTENT_PATTERNS[kind], inside) and re.search(CONTENT_PATTERNS[kind], outside)
+    profile = _string(
+        "note",
+        10,
+        nulls=0,
+        distinct=2,
+        singletons=0,
+        matches={kind: 10},
+        samples={kind: ((inside, 3), (outside, 7))},
+        complete={kind: True},
+    )
+    assert verified_count(kind, profile, ("US",)) == (3, False)
 
 
 def test_counts_without_a_sample_are_not_available() -> None:
