@@ -269,6 +269,8 @@ ID_SUFFIXES = _terms(
     "reference, bangou, 番号"
 )
 
+_SUFFIXES = tuple(_compact(suffix) for suffix in ID_SUFFIXES)
+
 #: Words that, anywhere in a name, say the column describes an identifier without holding
 #: one (``email_count``, ``phone_type``, ``has_address``, ``email_domain``).
 GENERIC_QUALIFIERS = _terms(
@@ -302,6 +304,10 @@ class NameRule:
     whole: tuple[str, ...] = ()
     suffixed: bool = False
     safe_harbor: bool = False
+    # the words above as names are read, computed once (a name is checked against them all)
+    _read: tuple[_Words, _Words, frozenset[str], frozenset[str]] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -309,29 +315,51 @@ class NameRule:
         words = (*self.terms, *self.qualifiers, *self.tails, *self.whole)
         if (not self.terms and not self.whole) or any(not _compact(w) for w in words):
             raise InvalidInputError(f"name rule {self.category!r} has a blank term")
+        terms = {_compact(t) for t in self.terms}
+        qualifiers = _Words.of(_compact(q) for q in (*GENERIC_QUALIFIERS, *self.qualifiers))
+        bare = set() if self.suffixed else terms
+        suffixed = {t + s for t in terms for s in _SUFFIXES}
+        whole = frozenset(_compact(w) for w in self.whole)
+        tails = frozenset(_compact(t) for t in self.tails)
+        read = (qualifiers, _Words.of(bare | suffixed), whole, tails)
+        object.__setattr__(self, "_read", read)
 
     def matches(self, name: str) -> bool:
         """Whether the column ``name`` matches this rule (see the class docstring)."""
         return self._matches(_Name.of(name))
 
     def _matches(self, name: _Name) -> bool:
-        qualifiers = {_compact(q) for q in (*GENERIC_QUALIFIERS, *self.qualifiers)}
-        if any(name.has(q) for q in qualifiers):
+        qualifiers, terms, whole, tails = self._read
+        if qualifiers.found_in(name):
             return False
-        for term in self.terms:
-            compact = _compact(term)
-            if not self.suffixed and name.has(compact):
-                return True
-            if any(name.has(compact + _compact(suffix)) for suffix in ID_SUFFIXES):
-                return True
-        if any(name.compact == _compact(w) for w in self.whole):
+        if name.compact in whole or terms.found_in(name):
             return True
-        for tail in map(_compact, self.tails):
+        for tail in tails:
             for token in name.tokens:
                 head = token[: -len(tail)]
-                if token.endswith(tail) and head and head not in qualifiers:
+                if token.endswith(tail) and head and head not in qualifiers.spaced:
                     return True
         return False
+
+
+@dataclass(frozen=True)
+class _Words:
+    """Normalized words, split by how a name holds them: as a run of its words (``spaced``)
+    or inside it (``unspaced``: kana and kanji)."""
+
+    spaced: frozenset[str]
+    unspaced: tuple[str, ...]
+
+    @classmethod
+    def of(cls, words: Iterable[str]) -> _Words:
+        distinct = set(words)
+        inside = tuple(sorted(w for w in distinct if _unspaced(w)))
+        return cls(frozenset(distinct.difference(inside)), inside)
+
+    def found_in(self, name: _Name) -> bool:
+        return not self.spaced.isdisjoint(name.runs) or any(
+            w in name.compact for w in self.unspaced
+        )
 
 
 @dataclass(frozen=True)
@@ -350,11 +378,6 @@ class _Name:
             "".join(tokens[i:j]) for i in range(len(tokens)) for j in range(i + 1, len(tokens) + 1)
         )
         return cls(tokens, runs, "".join(tokens))
-
-    def has(self, compact: str) -> bool:
-        if _unspaced(compact):
-            return compact in self.compact
-        return compact in self.runs
 
 
 # Words of other families that make a "name" column something else than a person's name
