@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -200,13 +200,17 @@ SCHEMA: Final = "reident.identifier_scan/v1"
 #:   share, under Safe Harbor, make an undeclared quasi-identifier;
 #: - ``possible_share``: below ``content_share``, from this share on, a possible identifier;
 #: - ``free_text_share``: a string column is free text when this share of its values hold four
-#:   words or more; then a single verified match makes it a possible identifier.
+#:   words or more (not counting phone numbers) ...
+#: - ``free_text_distinct``: ... and its distinct values are at least this share of its values
+#:   (a label of four words, repeated, is a category); then a single verified match makes it
+#:   a possible identifier.
 SCAN_THRESHOLDS: Mapping[str, float] = {
     "unique_share": 0.9,
     "min_unique_values": 10,
     "content_share": 0.5,
     "possible_share": 0.05,
     "free_text_share": 0.5,
+    "free_text_distinct": 0.2,
 }
 
 _SEVERITY = {verdict: len(VERDICTS) - i for i, verdict in enumerate(VERDICTS)}
@@ -739,7 +743,7 @@ class ScanOptions:
         """:data:`NAME_RULES`, and a rule of :attr:`extra_names` if any."""
         if not self.extra_names:
             return NAME_RULES
-        return (*NAME_RULES, NameRule("user's name", IDENTIFIER, terms=self.extra_names))
+        return (*NAME_RULES, NameRule("extra_names", IDENTIFIER, terms=self.extra_names))
 
     def to_dict(self) -> dict[str, Any]:
         """The options as a JSON object (lists for the tuples)."""
@@ -806,7 +810,7 @@ def _sample_size(value: Any, key: str) -> int:
     return size
 
 
-_CONVERTERS: dict[str, Any] = {
+_CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "policy": _text,
     "safe_harbor": parse_flag,
     "allow_columns": _listed,
@@ -1089,7 +1093,7 @@ def _verdict(
         if rule is not None:
             findings.append((rule.verdict, f"name: {rule.category}"))
         findings.extend(_unique_findings(profile, values, unique, unique_estimated))
-        findings.extend(_content_findings(profile.kind, content, values, options))
+        findings.extend(_content_findings(profile, content, values, options))
         findings.extend(_safe_harbor_findings(profile, options))
     verdict = max((v for v, _ in findings), key=_SEVERITY.__getitem__, default=CLEAR)
     return ColumnVerdict(
@@ -1134,10 +1138,14 @@ def _unique(profile: ColumnProfile, values: int) -> tuple[int | None, bool]:
     return max(2 * distinct - values, 0), True
 
 
-def _free_text(content: tuple[ContentShare, ...]) -> bool:
+def _free_text(profile: ColumnProfile, content: tuple[ContentShare, ...], values: int) -> bool:
     shares = {c.kind: c for c in content}
     text = shares.get("text")
     if text is None or text.share is None:
+        return False
+    if profile.distinct is not None and profile.distinct < (
+        SCAN_THRESHOLDS["free_text_distinct"] * values
+    ):
         return False
     # a phone number written in four groups reads as four words
     phone = shares.get("phone")
@@ -1165,11 +1173,11 @@ def _unique_findings(
 
 
 def _content_findings(
-    kind: str, content: tuple[ContentShare, ...], values: int, options: ScanOptions
+    profile: ColumnProfile, content: tuple[ContentShare, ...], values: int, options: ScanOptions
 ) -> list[tuple[str, str]]:
-    if kind != "string":
+    if profile.kind != "string":
         return []
-    free_text = _free_text(content)
+    free_text = _free_text(profile, content, values)
     where = " in free text" if free_text else ""
 
     def reason(share: ContentShare) -> str:

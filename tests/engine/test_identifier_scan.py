@@ -510,6 +510,26 @@ def test_safe_harbor_checks() -> None:
     assert not result.passed
 
 
+def test_long_category_labels_are_not_free_text() -> None:
+    # 600 of 1000 values hold four words ("American Indian or Alaska Native"), but 5 distinct
+    # values are fewer than 0.2 * 1000: a category, not free text, so Safe Harbor leaves it
+    def ethnicity(distinct: int) -> ColumnProfile:
+        return _string(
+            "ethnicity",
+            1000,
+            nulls=0,
+            distinct=distinct,
+            singletons=0,
+            matches={"date": 0, "text": 600},
+        )
+
+    options = ScanOptions(safe_harbor=True)
+    assert scan([ethnicity(5)], options).columns[0].verdict == "clear"
+    # 200 distinct values = 0.2 * 1000: read as free text
+    column = scan([ethnicity(200)], options).columns[0]
+    assert (column.verdict, column.reasons) == ("possible identifier", ("free text (safe harbor)",))
+
+
 def test_without_safe_harbor_only_the_postcode_name_counts() -> None:
     result = scan(SAFE_HARBOR, ScanOptions(quasi_identifiers=("sex",)))
     assert result.flagged == ("zip",)

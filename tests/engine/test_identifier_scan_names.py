@@ -219,7 +219,7 @@ def test_user_names_extend_the_rules() -> None:
     assert match_name("matricule") is None
     options = ScanOptions(extra_names=("matricule", "kd nr"))
     rule = match_name("Matricule", options.name_rules)
-    assert rule is not None and (rule.category, rule.verdict) == ("user's name", "identifier")
+    assert rule is not None and (rule.category, rule.verdict) == ("extra_names", "identifier")
     assert match_name("KDNR", options.name_rules) is not None
     assert match_name("kd_nr", options.name_rules) is not None
 
