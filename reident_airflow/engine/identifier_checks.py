@@ -19,7 +19,9 @@ boundary characters) at a time:
 - a phone number that Google's libphonenumber (the ``phonenumbers`` package) says is valid:
   written internationally (``+`` or ``00``), or in the national format of one of the regions
   given, with the region's trunk prefix where one is always written (``0`` in most of Europe
-  and Japan; not for the North American ``1``); never a string shaped as a date or an SSN.
+  and Japan; not for the North American ``1``); never a string shaped as an SSN or holding a
+  date (the phone pattern matches ``2024-01-15 10`` in a timestamp written as text, which
+  libphonenumber calls a valid US number).
 
 The trunk-prefix rule is there because national validity alone says little: measured on
 1,000 random digit strings of each length from 7 to 12, libphonenumber 9.0.43 calls 75 to 81 %
@@ -186,10 +188,11 @@ def _valid_phone(text: str, region: str | None) -> bool:
 def phone_number(candidate: str, regions: Iterable[str]) -> bool:
     """A phone number libphonenumber calls valid: international (``+`` or ``00`` then the
     country code), or national in one of ``regions``, its trunk prefix written where the
-    region always writes one. A candidate shaped as a calendar date or ``ddd-dd-dddd`` is
-    never a phone number."""
+    region always writes one. A candidate shaped as ``ddd-dd-dddd`` or holding a calendar
+    date is never a phone number."""
     text = candidate.strip()
-    if calendar_date(text) or _SSN.fullmatch(text):
+    # the phone pattern takes "2024-01-15 10" out of a timestamp written as text
+    if any(calendar_date(part) for part in text.split()) or _SSN.fullmatch(text):
         return False
     if text.startswith("+"):
         return _valid_phone(text, None)

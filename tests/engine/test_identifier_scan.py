@@ -287,6 +287,18 @@ def test_a_clean_table_is_clear() -> None:
         # an e-mail opt-in flag named "email": a boolean says nothing of whom
         ColumnProfile("email", "boolean", 1000, 0, 2, 0),
         ColumnProfile("country_id", "integer", 1000, 0, 3, 0),
+        # timestamps written as text: the phone pattern matches "2024-01-15 10" in each, and
+        # none is a phone number
+        _string(
+            "created",
+            1000,
+            nulls=0,
+            distinct=2,
+            singletons=0,
+            matches={"phone": 1000},
+            samples={"phone": (("2024-01-15 10:30:00", 600), ("2024-02-01 08:15:00", 400))},
+            complete={"phone": True},
+        ),
     ]
     result = scan(profiles, ScanOptions(policy="fail"))
     assert [c.verdict for c in result.columns] == ["clear"] * len(profiles)

@@ -149,6 +149,8 @@ def test_fictional_phone_numbers_pass(number: str) -> None:
     "text",
     [
         "2024-01-15",  # an ISO date: libphonenumber alone calls it a valid German number
+        "2024-01-15 10",  # what the phone pattern matches in "2024-01-15 10:30:00": alone, a
+        # valid US number (202 401 1510)
         "123-45-6789",  # SSN-shaped: alone, a valid French and Japanese number
         "20240115",  # German without the trunk prefix 0: not how a German number is written
         "12345678",
