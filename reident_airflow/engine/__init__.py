@@ -51,6 +51,10 @@ _EXPORTS: dict[str, str] = {
         "ReidentError ThresholdBreached"
     ),
     "hierarchies": "Hierarchy date_hierarchy interval_hierarchy load_hierarchy masking_hierarchy",
+    "identifiers": (
+        "NAME_RULES ColumnPlan ColumnProfile ColumnVerdict ContentShare IdentifierScan NameRule "
+        "ScanOptions match_name scan scan_plan"
+    ),
     "individual_risk": "IndividualRisk",
     "options": "AssessmentOptions Breach OptionError Thresholds",
     "presets": "PRESETS Preset find_preset",
@@ -137,6 +141,17 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.hierarchies import interval_hierarchy as interval_hierarchy
     from reident_airflow.engine.hierarchies import load_hierarchy as load_hierarchy
     from reident_airflow.engine.hierarchies import masking_hierarchy as masking_hierarchy
+    from reident_airflow.engine.identifiers import NAME_RULES as NAME_RULES
+    from reident_airflow.engine.identifiers import ColumnPlan as ColumnPlan
+    from reident_airflow.engine.identifiers import ColumnProfile as ColumnProfile
+    from reident_airflow.engine.identifiers import ColumnVerdict as ColumnVerdict
+    from reident_airflow.engine.identifiers import ContentShare as ContentShare
+    from reident_airflow.engine.identifiers import IdentifierScan as IdentifierScan
+    from reident_airflow.engine.identifiers import NameRule as NameRule
+    from reident_airflow.engine.identifiers import ScanOptions as ScanOptions
+    from reident_airflow.engine.identifiers import match_name as match_name
+    from reident_airflow.engine.identifiers import scan as scan
+    from reident_airflow.engine.identifiers import scan_plan as scan_plan
     from reident_airflow.engine.individual_risk import IndividualRisk as IndividualRisk
     from reident_airflow.engine.options import AssessmentOptions as AssessmentOptions
     from reident_airflow.engine.options import Breach as Breach
