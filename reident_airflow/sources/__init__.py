@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.aggregates import ClassAggregates
     from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.distributions import Distributions
+    from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources.fingerprint import InputFingerprint
 
@@ -54,7 +55,18 @@ class Source(Protocol):
     QIs (for the advice and a register); ``fingerprint`` what identifies the input
     (``rows``: the records the reader counted, for a CSV file), or ``None`` where there is
     nothing to fingerprint. ``close`` releases what the source holds (also on leaving a
-    ``with`` block)."""
+    ``with`` block).
+
+    For the identifier scan (issue 27): ``column_kinds`` gives every column's kind (of
+    :data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`; a CSV's are all ``string``; a
+    name two columns share is refused), and ``profile`` counts each
+    :class:`~reident_airflow.engine.identifiers.ColumnPlan` where the data is -- in one pass
+    of aggregate queries, no row to the client -- into a
+    :class:`~reident_airflow.engine.identifiers.ColumnProfile`: records, nulls, distinct
+    values and singletons under the same exact equality as classes, the records matching
+    each planned pattern, a bounded sample of matched values (kept in memory, never shown),
+    values over 89, restricted ZIP3 codes. ``approximate`` (Spark only; refused elsewhere)
+    estimates the distinct values and leaves ``singletons`` out."""
 
     @property
     def label(self) -> str: ...
@@ -64,6 +76,10 @@ class Source(Protocol):
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc: Any) -> None: ...
+    def column_kinds(self) -> dict[str, str]: ...
+    def profile(
+        self, plans: Sequence[ColumnPlan], *, approximate: bool = False
+    ) -> tuple[ColumnProfile, ...]: ...
 
 
 class ClassCounting:

@@ -45,6 +45,7 @@ from reident_airflow.engine.errors import (
 from reident_airflow.sources import ClassCounting, scratch
 from reident_airflow.sources.file_source import (
     FileTable,
+    column_kind,
     file_columns,
     is_parquet,
     open_file,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from reident_airflow.engine.aggregates import ClassAggregates
+    from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.sources.fingerprint import InputFingerprint
 
 __all__ = [
@@ -456,6 +458,128 @@ def _to_aggregates(
     )
 
 
+# --------------------------------------------------------------------------- column profiles
+def _literal(text: str) -> str:
+    """A constant of ours (a pattern, a ZIP3) as a SQL string literal; never a value."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _unique_names(source: FileTable) -> None:
+    """Refuse a source whose header repeats a name: its columns cannot all be told apart."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(source.names):
+        if name in seen:
+            raise InvalidInputError(
+                f"{source.label}: column {name!r} appears twice (positions {seen[name] + 1} "
+                f"and {i + 1}): rename the columns so that each name is one column"
+            )
+        seen[name] = i
+
+
+def _text_of(col: str, kind: str) -> str:
+    return col if kind == "string" else f"CAST({col} AS VARCHAR)"
+
+
+def _over_89(col: str, kind: str) -> str:
+    from reident_airflow.sources.column_profile import OVER_89_TEXT
+
+    if kind in ("integer", "decimal"):
+        return f"{col} > 89"
+    if kind == "float":
+        return f"({col} > 89 AND isfinite({col}))"
+    return f"regexp_matches({_text_of(col, kind)}, {_literal(OVER_89_TEXT)})"
+
+
+def _zip3(col: str, kind: str) -> str:
+    from reident_airflow.sources.column_profile import RESTRICTED_ZIP3_SORTED, zip3_ranges
+
+    if kind == "integer":
+        return "(" + " OR ".join(f"{col} BETWEEN {lo} AND {hi}" for lo, hi in zip3_ranges()) + ")"
+    codes = ", ".join(_literal(z) for z in RESTRICTED_ZIP3_SORTED)
+    return f"substr({_text_of(col, kind)}, 1, 3) IN ({codes})"
+
+
+def _profile_sql(rel: str, plans: Sequence[ColumnPlan], pos: Sequence[int]) -> str:
+    """One statement counting every plan: ``GROUPING SETS`` over each column (one row per
+    distinct value and its records, NULL included), the patterns matched once per distinct
+    value, then one row of conditional aggregates over the grouped values (records, nulls,
+    distinct values, singletons, records matching each pattern, the matched values sampled,
+    values over 89, restricted ZIP3 codes)."""
+    from reident_airflow.engine.identifiers import CONTENT_PATTERNS
+
+    cols = [f"c{p}" for p in pos]
+    flags = ", ".join(f"GROUPING({c}) AS g{j}" for j, c in enumerate(cols))
+    sets = ", ".join(f"({c})" for c in cols)
+    inner = (
+        f"SELECT {flags}, {', '.join(cols)}, count(*) AS n FROM {rel} "
+        f"GROUP BY GROUPING SETS ({sets})"
+    )
+    matched = [
+        f"regexp_matches({_text_of(c, plan.kind)}, {_literal(CONTENT_PATTERNS[k])}) AS m{j}_{i}"
+        for j, (c, plan) in enumerate(zip(cols, plans, strict=True))
+        for i, k in enumerate(plan.patterns)
+    ]
+    middle = f"SELECT *{''.join(', ' + m for m in matched)} FROM ({inner})"
+    aggs: list[str] = []
+    for j, (c, plan) in enumerate(zip(cols, plans, strict=True)):
+        own = f"g{j} = 0"
+        aggs += [
+            f"coalesce(sum(n) FILTER (WHERE {own}), 0)",
+            f"coalesce(sum(n) FILTER (WHERE {own} AND {c} IS NULL), 0)",
+            f"count({c}) FILTER (WHERE {own})",
+            f"count(*) FILTER (WHERE {own} AND {c} IS NOT NULL AND n = 1)",
+        ]
+        for i, kind in enumerate(plan.patterns):
+            aggs.append(f"coalesce(sum(n) FILTER (WHERE m{j}_{i}), 0)")
+            if kind in plan.sample:
+                text = _text_of(c, plan.kind)
+                aggs.append(f"count(*) FILTER (WHERE m{j}_{i})")
+                aggs.append(
+                    f"list_slice(list({{'v': {text}, 'n': n}} ORDER BY n DESC, {text}) "
+                    f"FILTER (WHERE m{j}_{i}), 1, {int(plan.sample_size)})"
+                )
+        if plan.over_89:
+            aggs.append(f"coalesce(sum(n) FILTER (WHERE {own} AND {_over_89(c, plan.kind)}), 0)")
+        if plan.zip3:
+            aggs.append(f"coalesce(sum(n) FILTER (WHERE {own} AND {_zip3(c, plan.kind)}), 0)")
+    return f"SELECT {', '.join(aggs)} FROM ({middle})"
+
+
+def _profiles_of(row: Sequence[Any], plans: Sequence[ColumnPlan]) -> tuple[ColumnProfile, ...]:
+    """The profiles read off the one row of :func:`_profile_sql`, in its order."""
+    from reident_airflow.sources.column_profile import profile_from_counts
+
+    cells = iter(row)
+    out = []
+    for plan in plans:
+        records, nulls, distinct, singletons = (int(next(cells) or 0) for _ in range(4))
+        matches: dict[str, int] = {}
+        samples: dict[str, list[tuple[str, int]]] = {}
+        matched_distinct: dict[str, int | None] = {}
+        for kind in plan.patterns:
+            matches[kind] = int(next(cells) or 0)
+            if kind in plan.sample:
+                matched_distinct[kind] = int(next(cells) or 0)
+                samples[kind] = [(str(d["v"]), int(d["n"])) for d in (next(cells) or ())]
+        over = int(next(cells) or 0) if plan.over_89 else None
+        zips = int(next(cells) or 0) if plan.zip3 else None
+        out.append(
+            profile_from_counts(
+                plan,
+                records=records,
+                nulls=nulls,
+                distinct=distinct,
+                singletons=singletons,
+                matches=matches,
+                samples=samples,
+                matched_distinct=matched_distinct,
+                over_89=over,
+                zip3=zips,
+            )
+        )
+    return tuple(out)
+
+
 # ------------------------------------------------------------------------------- the source
 class FileSource(ClassCounting):
     """A file -- CSV (also compressed), Parquet, a directory or glob of Parquet files -- read
@@ -564,6 +688,41 @@ class FileSource(ClassCounting):
         if wpos is not None:
             _check_weights(table, source.names[wpos])
         return _to_aggregates(table, keys, names, weight, list(extra))
+
+    # --------------------------------------------------------------------- identifier scan
+    def column_kinds(self) -> dict[str, str]:
+        """Each column's kind (:data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`), in
+        the source's order: every CSV column is ``string`` (CSV holds text, read as text);
+        a Parquet file's or a frame's from the schema DuckDB reads (a ``LIMIT 0`` query). A
+        header that repeats a name is refused."""
+        source = self._opened()
+        _unique_names(source)
+        if source.kind == "csv":
+            return dict.fromkeys(source.names, "string")
+        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+            rel, params = _relation(readable, con)
+            table = _run(source, con, f"SELECT * FROM {rel} LIMIT 0", params)
+        return {
+            name: column_kind(t) for name, t in zip(source.names, table.schema.types, strict=True)
+        }
+
+    def profile(
+        self, plans: Sequence[ColumnPlan], *, approximate: bool = False
+    ) -> tuple[ColumnProfile, ...]:
+        """What each plan asks of its column, counted by DuckDB in one statement
+        (:func:`_profile_sql`): one row of aggregates comes back, and the sampled values
+        (in memory only). Counts are exact: ``approximate`` is refused."""
+        from reident_airflow.sources.column_profile import check_plans
+
+        plans = check_plans(plans, approximate=approximate, exact_only=self.label)
+        if not plans:
+            return ()
+        source = self._opened()
+        pos = source.grouped([p.column for p in plans], kind="column")
+        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+            rel, params = _relation(readable, con)
+            rows = _run(source, con, _profile_sql(rel, plans, pos), params, rows=True)
+        return _profiles_of(rows[0], plans)
 
     # ----------------------------------------------------------------------------- rows
     def rows(
