@@ -499,14 +499,63 @@ def _zip3(col: str, kind: str) -> str:
     return f"substr({_text_of(col, kind)}, 1, 3) IN ({codes})"
 
 
+#: A cheap condition every value a content pattern matches meets, tested before the
+#: regular expression, which then runs only where it holds: the counts stay the pattern's
+#: own while most values skip the expression. ``{t}`` is the text; ``strlen`` counts bytes,
+#: at least the characters a pattern needs (measured: ``LIKE``, ``contains`` and ``strlen``
+#: cost less than a regular expression; counting digits with ``translate`` costs more).
+_PREFILTERS = {
+    "email": "contains({t}, '@')",
+    "url": "(contains({t}, '://') OR {t} ILIKE '%www.%')",
+    "ipv4": "{t} LIKE '%.%.%.%'",
+    "ipv6": "{t} LIKE '%:%:%'",
+    "phone": "strlen({t}) >= 7",
+    "card": "strlen({t}) >= 13",
+    "iban": "strlen({t}) >= 12",
+    "us_ssn": "{t} LIKE '%-%-%'",
+    "date": (
+        "(strlen({t}) >= 8 AND (contains({t}, '-') OR contains({t}, '/') OR contains({t}, '.')))"
+    ),
+    "text": "{t} LIKE '% % % %'",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _ProfileLayout:
+    """The columns of :func:`_profile_sql`'s rows after the column number and its four
+    counts: per pattern any plan counts, its records and distinct values; per kind any plan
+    samples, the sample; then the records over 89 and in restricted ZIP3 areas."""
+
+    patterns: tuple[str, ...]
+    sampled: tuple[str, ...]
+    sample_size: int
+
+    @classmethod
+    def of(cls, plans: Sequence[ColumnPlan]) -> _ProfileLayout:
+        from reident_airflow.engine.identifiers import CONTENT_PATTERNS
+
+        used = {k for p in plans for k in p.patterns}
+        sampled = {k for p in plans for k in p.sample}
+        return cls(
+            tuple(k for k in CONTENT_PATTERNS if k in used),
+            tuple(k for k in CONTENT_PATTERNS if k in sampled),
+            max([1, *(p.sample_size for p in plans)]),
+        )
+
+
 def _profile_sql(rel: str, plans: Sequence[ColumnPlan], pos: Sequence[int]) -> str:
-    """One statement counting every plan: ``GROUPING SETS`` over each column (one row per
-    distinct value and its records, NULL included), the patterns matched once per distinct
-    value, then one row of conditional aggregates over the grouped values (records, nulls,
-    distinct values, singletons, records matching each pattern, the matched values sampled,
-    values over 89, restricted ZIP3 codes)."""
+    """One statement counting every plan, one row per column back.
+
+    ``GROUPING SETS`` over each column give one row per distinct value (NULL included) and
+    its records; each row is told its column ``j`` (by ``GROUPING()``), its value's text
+    ``t`` (for the patterns) and the over-89 and ZIP3 conditions of its column; each pattern
+    is matched once per distinct value (after a cheap necessary condition,
+    :data:`_PREFILTERS`); then ``GROUP BY j`` counts records, nulls, distinct values,
+    singletons, records and distinct values per pattern, the sampled values (the first by
+    most records, then by value: no full sort), values over 89 and restricted ZIP3 codes."""
     from reident_airflow.engine.identifiers import CONTENT_PATTERNS
 
+    layout = _ProfileLayout.of(plans)
     cols = [f"c{p}" for p in pos]
     flags = ", ".join(f"GROUPING({c}) AS g{j}" for j, c in enumerate(cols))
     sets = ", ".join(f"({c})" for c in cols)
@@ -514,55 +563,69 @@ def _profile_sql(rel: str, plans: Sequence[ColumnPlan], pos: Sequence[int]) -> s
         f"SELECT {flags}, {', '.join(cols)}, count(*) AS n FROM {rel} "
         f"GROUP BY GROUPING SETS ({sets})"
     )
+
+    def per_column(cells: Sequence[str | None], otherwise: str) -> str:
+        branches = [f"WHEN g{j} = 0 THEN {cell}" for j, cell in enumerate(cells) if cell]
+        return f"CASE {' '.join(branches)} ELSE {otherwise} END" if branches else otherwise
+
+    texts = [_text_of(c, p.kind) if p.patterns else None for c, p in zip(cols, plans, strict=True)]
+    over = [_over_89(c, p.kind) if p.over_89 else None for c, p in zip(cols, plans, strict=True)]
+    zips = [_zip3(c, p.kind) if p.zip3 else None for c, p in zip(cols, plans, strict=True)]
+    told = (
+        f"SELECT {per_column([str(j) for j in range(len(cols))], '-1')} AS j, n, "
+        f"{per_column([f'{c} IS NULL' for c in cols], 'false')} AS is_null, "
+        f"{per_column(texts, 'NULL')} AS t, "
+        f"{per_column(over, 'false')} AS o, {per_column(zips, 'false')} AS z FROM ({inner})"
+    )
+
+    def among(kind: str, sampled: bool = False) -> str:
+        js = [j for j, p in enumerate(plans) if kind in (p.sample if sampled else p.patterns)]
+        return "true" if len(js) == len(plans) else f"j IN ({', '.join(map(str, js))})"
+
     matched = [
-        f"regexp_matches({_text_of(c, plan.kind)}, {_literal(CONTENT_PATTERNS[k])}) AS m{j}_{i}"
-        for j, (c, plan) in enumerate(zip(cols, plans, strict=True))
-        for i, k in enumerate(plan.patterns)
+        f"CASE WHEN {among(k)} AND {_PREFILTERS[k].format(t='t')} "
+        f"THEN regexp_matches(t, {_literal(CONTENT_PATTERNS[k])}) ELSE false END AS m_{k}"
+        for k in layout.patterns
     ]
-    middle = f"SELECT *{''.join(', ' + m for m in matched)} FROM ({inner})"
-    aggs: list[str] = []
-    for j, (c, plan) in enumerate(zip(cols, plans, strict=True)):
-        own = f"g{j} = 0"
-        aggs += [
-            f"coalesce(sum(n) FILTER (WHERE {own}), 0)",
-            f"coalesce(sum(n) FILTER (WHERE {own} AND {c} IS NULL), 0)",
-            f"count({c}) FILTER (WHERE {own})",
-            f"count(*) FILTER (WHERE {own} AND {c} IS NOT NULL AND n = 1)",
-        ]
-        for i, kind in enumerate(plan.patterns):
-            aggs.append(f"coalesce(sum(n) FILTER (WHERE m{j}_{i}), 0)")
-            if kind in plan.sample:
-                text = _text_of(c, plan.kind)
-                aggs.append(f"count(*) FILTER (WHERE m{j}_{i})")
-                aggs.append(
-                    f"list_slice(list({{'v': {text}, 'n': n}} ORDER BY n DESC, {text}) "
-                    f"FILTER (WHERE m{j}_{i}), 1, {int(plan.sample_size)})"
-                )
-        if plan.over_89:
-            aggs.append(f"coalesce(sum(n) FILTER (WHERE {own} AND {_over_89(c, plan.kind)}), 0)")
-        if plan.zip3:
-            aggs.append(f"coalesce(sum(n) FILTER (WHERE {own} AND {_zip3(c, plan.kind)}), 0)")
-    return f"SELECT {', '.join(aggs)} FROM ({middle})"
+    middle = f"SELECT *{''.join(', ' + m for m in matched)} FROM ({told})"
+    aggs = [
+        "j",
+        "sum(n)",
+        "coalesce(sum(n) FILTER (WHERE is_null), 0)",
+        "count(*) FILTER (WHERE NOT is_null)",
+        "count(*) FILTER (WHERE NOT is_null AND n = 1)",
+    ]
+    for k in layout.patterns:
+        aggs += [f"coalesce(sum(n) FILTER (WHERE m_{k}), 0)", f"count(*) FILTER (WHERE m_{k})"]
+    aggs += [
+        f"min_by({{'v': t, 'n': n}}, {{'a': -n, 'b': t}}, {layout.sample_size}) "
+        f"FILTER (WHERE m_{k} AND {among(k, sampled=True)})"
+        for k in layout.sampled
+    ]
+    aggs += ["coalesce(sum(n) FILTER (WHERE o), 0)", "coalesce(sum(n) FILTER (WHERE z), 0)"]
+    return f"SELECT {', '.join(aggs)} FROM ({middle}) GROUP BY j"
 
 
-def _profiles_of(row: Sequence[Any], plans: Sequence[ColumnPlan]) -> tuple[ColumnProfile, ...]:
-    """The profiles read off the one row of :func:`_profile_sql`, in its order."""
+def _profiles_of(
+    rows: Sequence[Sequence[Any]], plans: Sequence[ColumnPlan]
+) -> tuple[ColumnProfile, ...]:
+    """The profiles read off the rows of :func:`_profile_sql` (one per column; none for a
+    table without records)."""
     from reident_airflow.sources.column_profile import profile_from_counts
 
-    cells = iter(row)
+    layout = _ProfileLayout.of(plans)
+    width = 4 + 2 * len(layout.patterns) + len(layout.sampled) + 2
+    by_column = {int(row[0]): list(row[1:]) for row in rows}
     out = []
-    for plan in plans:
-        records, nulls, distinct, singletons = (int(next(cells) or 0) for _ in range(4))
-        matches: dict[str, int] = {}
-        samples: dict[str, list[tuple[str, int]]] = {}
-        matched_distinct: dict[str, int | None] = {}
-        for kind in plan.patterns:
-            matches[kind] = int(next(cells) or 0)
-            if kind in plan.sample:
-                matched_distinct[kind] = int(next(cells) or 0)
-                samples[kind] = [(str(d["v"]), int(d["n"])) for d in (next(cells) or ())]
-        over = int(next(cells) or 0) if plan.over_89 else None
-        zips = int(next(cells) or 0) if plan.zip3 else None
+    for j, plan in enumerate(plans):
+        cells = by_column.get(j, [0] * 4 + [0, 0] * len(layout.patterns) + [None] * (width - 4))
+        records, nulls, distinct, singletons = (int(c or 0) for c in cells[:4])
+        counted = {
+            k: (int(cells[4 + 2 * i] or 0), int(cells[5 + 2 * i] or 0))
+            for i, k in enumerate(layout.patterns)
+        }
+        base = 4 + 2 * len(layout.patterns)
+        lists = {k: cells[base + i] or () for i, k in enumerate(layout.sampled)}
         out.append(
             profile_from_counts(
                 plan,
@@ -570,11 +633,11 @@ def _profiles_of(row: Sequence[Any], plans: Sequence[ColumnPlan]) -> tuple[Colum
                 nulls=nulls,
                 distinct=distinct,
                 singletons=singletons,
-                matches=matches,
-                samples=samples,
-                matched_distinct=matched_distinct,
-                over_89=over,
-                zip3=zips,
+                matches={k: counted[k][0] for k in plan.patterns},
+                samples={k: [(str(d["v"]), int(d["n"])) for d in lists[k]] for k in plan.sample},
+                matched_distinct={k: counted[k][1] for k in plan.sample},
+                over_89=int(cells[width - 2] or 0),
+                zip3=int(cells[width - 1] or 0),
             )
         )
     return tuple(out)
@@ -722,7 +785,7 @@ class FileSource(ClassCounting):
         with _duckdb(self.memory_limit) as con, _readable(source) as readable:
             rel, params = _relation(readable, con)
             rows = _run(source, con, _profile_sql(rel, plans, pos), params, rows=True)
-        return _profiles_of(rows[0], plans)
+        return _profiles_of(rows, plans)
 
     # ----------------------------------------------------------------------------- rows
     def rows(
