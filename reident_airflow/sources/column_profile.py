@@ -106,10 +106,12 @@ def profile_from_counts(
     zip3: int | None,
     approximate: bool = False,
 ) -> ColumnProfile:
-    """The :class:`ColumnProfile` of what a backend counted for ``plan``: ``samples`` holds
-    up to ``sample_size`` matched values per sampled kind (most records first, then by
-    value), ``matched_distinct`` the distinct matched values (``complete`` when they all
-    fit; ``None`` when not counted, then complete only if fewer than asked came back)."""
+    """The :class:`ColumnProfile` of what a backend counted for ``plan``.
+
+    ``samples`` holds up to ``sample_size`` matched values per sampled kind (the first in the
+    order of their bytes: every backend picks the same ones), ``matched_distinct`` the
+    distinct matched values (``complete`` when they all fit; ``None`` when not counted, then
+    complete only if fewer than asked came back)."""
     kept: dict[str, tuple[tuple[str, int], ...]] = {}
     complete: dict[str, bool] = {}
     for kind in plan.sample:

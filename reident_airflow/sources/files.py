@@ -513,9 +513,10 @@ _PREFILTERS = {
     "card": "strlen({t}) >= 13",
     "iban": "strlen({t}) >= 12",
     "us_ssn": "{t} LIKE '%-%-%'",
-    "date": (
-        "(strlen({t}) >= 8 AND (contains({t}, '-') OR contains({t}, '/') OR contains({t}, '.')))"
-    ),
+    # two of - / . in a row, in any pairing
+    "date": "(strlen({t}) >= 8 AND ("
+    + " OR ".join(f"{{t}} LIKE '%{a}%{b}%'" for a in "-/." for b in "-/.")
+    + "))",
     "text": "{t} LIKE '% % % %'",
 }
 
@@ -551,8 +552,9 @@ def _profile_sql(rel: str, plans: Sequence[ColumnPlan], pos: Sequence[int]) -> s
     ``t`` (for the patterns) and the over-89 and ZIP3 conditions of its column; each pattern
     is matched once per distinct value (after a cheap necessary condition,
     :data:`_PREFILTERS`); then ``GROUP BY j`` counts records, nulls, distinct values,
-    singletons, records and distinct values per pattern, the sampled values (the first by
-    most records, then by value: no full sort), values over 89 and restricted ZIP3 codes."""
+    singletons, records and distinct values per pattern, the sampled values (the first in
+    the order of their bytes, as on every backend: no full sort), values over 89 and
+    restricted ZIP3 codes."""
     from reident_airflow.engine.identifiers import CONTENT_PATTERNS
 
     layout = _ProfileLayout.of(plans)
@@ -598,7 +600,7 @@ def _profile_sql(rel: str, plans: Sequence[ColumnPlan], pos: Sequence[int]) -> s
     for k in layout.patterns:
         aggs += [f"coalesce(sum(n) FILTER (WHERE m_{k}), 0)", f"count(*) FILTER (WHERE m_{k})"]
     aggs += [
-        f"min_by({{'v': t, 'n': n}}, {{'a': -n, 'b': t}}, {layout.sample_size}) "
+        f"min_by({{'v': t, 'n': n}}, t, {layout.sample_size}) "
         f"FILTER (WHERE m_{k} AND {among(k, sampled=True)})"
         for k in layout.sampled
     ]

@@ -394,7 +394,7 @@ def _plan_conditions(plan: ColumnPlan) -> list[str]:
 def _exact_profile_row(source: SparkTable, plans: Sequence[ColumnPlan], pos: Sequence[int]) -> Any:
     """One row: ``GROUPING SETS`` over each column (a row per distinct value and its
     records), then conditional aggregates over the grouped values, the patterns matched once
-    per distinct value."""
+    per distinct value (records and distinct values per pattern)."""
     F = functions(source.frame)
     keys = [f"c{p}" for p in pos]
     grouped = source.frame.groupingSets([[k] for k in keys], *keys).agg(
@@ -414,20 +414,15 @@ def _exact_profile_row(source: SparkTable, plans: Sequence[ColumnPlan], pos: Seq
         ]
         for name in _plan_conditions(plan):
             match = own & F.coalesce(_profile_condition(F, name, col, plan), F.lit(False))
-            aggs.append(F.coalesce(F.sum(F.when(match, n)), zero))
-            if name in plan.sample:
-                text = _profile_text(F, col, plan.kind)
-                aggs.append(F.count_if(match))
-                pairs = F.collect_list(F.when(match, F.struct((-n).alias("a"), text.alias("v"))))
-                aggs.append(F.slice(F.sort_array(pairs), 1, max(plan.sample_size, 1)))
+            aggs += [F.coalesce(F.sum(F.when(match, n)), zero), F.count_if(match)]
     return collect_rows(grouped.agg(*aggs))[0]
 
 
 def _approximate_profile_row(
     source: SparkTable, plans: Sequence[ColumnPlan], pos: Sequence[int]
-) -> tuple[Any, dict[tuple[int, str], list[tuple[str, int]]]]:
+) -> Any:
     """One row of per-record aggregates (``approx_count_distinct``, no grouping, so no
-    singletons), and the sampled values of the kinds that matched (one small job each)."""
+    singletons), the records per pattern."""
     F = functions(source.frame)
     aggs: list[Any] = []
     for p, plan in zip(pos, plans, strict=True):
@@ -437,25 +432,24 @@ def _approximate_profile_row(
             aggs.append(
                 F.count_if(F.coalesce(_profile_condition(F, name, col, plan), F.lit(False)))
             )
-    row = collect_rows(source.frame.agg(*aggs))[0]
-    samples: dict[tuple[int, str], list[tuple[str, int]]] = {}
-    cells = iter(row)
-    for j, (p, plan) in enumerate(zip(pos, plans, strict=True)):
-        for _ in range(3):
-            next(cells)
-        for name in _plan_conditions(plan):
-            if int(next(cells) or 0) and name in plan.sample and plan.sample_size > 0:
-                col = F.col(f"c{p}")
-                text = _profile_text(F, col, plan.kind)
-                top = (
-                    source.frame.where(_profile_condition(F, name, col, plan))
-                    .groupBy(text.alias("v"))
-                    .agg(F.count(F.lit(1)).alias("n"))
-                    .orderBy(F.col("n").desc(), F.col("v"))
-                    .limit(plan.sample_size + 1)
-                )
-                samples[(j, name)] = [(str(v), int(c)) for v, c in collect_rows(top)]
-    return row, samples
+    return collect_rows(source.frame.agg(*aggs))[0]
+
+
+def _samples(source: SparkTable, plan: ColumnPlan, p: int, name: str) -> list[tuple[str, int]]:
+    """The first ``sample_size`` + 1 distinct values of column ``p`` matching ``name`` in
+    the order of their bytes, as on every backend (Spark's top-n: no value beyond those
+    reaches the driver)."""
+    F = functions(source.frame)
+    col = F.col(f"c{p}")
+    text = _profile_text(F, col, plan.kind)
+    top = (
+        source.frame.where(_profile_condition(F, name, col, plan))
+        .groupBy(text.alias("v"))
+        .agg(F.count(F.lit(1)).alias("n"))
+        .orderBy(F.col("v"))
+        .limit(plan.sample_size + 1)
+    )
+    return [(str(v), int(c)) for v, c in collect_rows(top)]
 
 
 def column_profiles(
@@ -463,8 +457,8 @@ def column_profiles(
 ) -> tuple[ColumnProfile, ...]:
     """Each plan counted by Spark: exactly (one job, ``GROUPING SETS``), or with
     ``approximate`` an estimate of the distinct values (``approx_count_distinct``) without
-    singletons, in one pass without grouping. Only one row of aggregates reaches the driver,
-    and the sampled values."""
+    singletons, in one pass without grouping. One row of aggregates reaches the driver; then
+    the sampled values, one small top-n job per sampled kind that matched."""
     from reident_airflow.sources.column_profile import check_plans, profile_from_counts
 
     plans = check_plans(plans, approximate=approximate)
@@ -473,39 +467,39 @@ def column_profiles(
     pos = source.positions([p.column for p in plans], kind="column")
     with spark_errors(source.label):
         if approximate:
-            row, sampled = _approximate_profile_row(source, plans, pos)
+            row = _approximate_profile_row(source, plans, pos)
         else:
-            row, sampled = _exact_profile_row(source, plans, pos), {}
-    cells = iter(row)
-    out = []
-    for j, plan in enumerate(plans):
-        records, nulls = int(next(cells) or 0), int(next(cells) or 0)
-        distinct = int(next(cells) or 0)
-        singletons = None if approximate else int(next(cells) or 0)
-        counted: dict[str, int] = {}
-        matched: dict[str, int | None] = {}
-        samples: dict[str, list[tuple[str, int]]] = {}
-        for name in _plan_conditions(plan):
-            counted[name] = int(next(cells) or 0)
-            if name in plan.sample and not approximate:
-                matched[name] = int(next(cells) or 0)
-                samples[name] = [(str(s["v"]), -int(s["a"])) for s in next(cells) or ()]
-            elif name in plan.sample:
-                matched[name] = None
-                samples[name] = sampled.get((j, name), [])
-        out.append(
-            profile_from_counts(
-                plan,
-                records=records,
-                nulls=nulls,
-                distinct=distinct,
-                singletons=singletons,
-                matches=counted,
-                samples=samples,
-                matched_distinct=matched,
-                over_89=counted.get("over_89"),
-                zip3=counted.get("zip3"),
-                approximate=approximate,
+            row = _exact_profile_row(source, plans, pos)
+        cells = iter(row)
+        out = []
+        for p, plan in zip(pos, plans, strict=True):
+            records, nulls = int(next(cells) or 0), int(next(cells) or 0)
+            distinct = int(next(cells) or 0)
+            singletons = None if approximate else int(next(cells) or 0)
+            counted: dict[str, int] = {}
+            matched: dict[str, int | None] = {}
+            for name in _plan_conditions(plan):
+                counted[name] = int(next(cells) or 0)
+                matched[name] = None if approximate else int(next(cells) or 0)
+            samples = {
+                name: _samples(source, plan, p, name)
+                if counted[name] and plan.sample_size > 0
+                else []
+                for name in plan.sample
+            }
+            out.append(
+                profile_from_counts(
+                    plan,
+                    records=records,
+                    nulls=nulls,
+                    distinct=distinct,
+                    singletons=singletons,
+                    matches=counted,
+                    samples=samples,
+                    matched_distinct={k: matched[k] for k in plan.sample},
+                    over_89=counted.get("over_89"),
+                    zip3=counted.get("zip3"),
+                    approximate=approximate,
+                )
             )
-        )
     return tuple(out)

@@ -13,7 +13,8 @@ The counts come in one statement: on PostgreSQL one ``GROUPING SETS`` pass over 
 elsewhere (no ``GROUPING SETS``) a ``UNION ALL`` of one ``GROUP BY`` per column. Either way
 one row per column reaches the client: records, nulls, distinct values, singletons, records
 per pattern, distinct matched values per sampled kind, values over 89, restricted ZIP3
-codes. The sampled values (most records first, at most the plan's ``sample_size``) are read
+codes. The sampled values (the first in the order of their bytes -- ``"C"``, ``BINARY``, the
+bytes of MariaDB text -- at most the plan's ``sample_size``) are read
 by a second statement, only for the kinds that matched: they are kept in memory for
 verification and never logged.
 
@@ -269,8 +270,8 @@ def _samples_statement(
     kinds: Mapping[str, str],
     wanted: Sequence[tuple[int, str]],
 ) -> sa.Select[Any]:
-    """The sampled values: per ``(plan, kind)`` its distinct matched values, most records
-    first, at most the plan's sample size (a ``UNION ALL`` of limited ``GROUP BY``s)."""
+    """The sampled values: per ``(plan, kind)`` its distinct matched values, the first by
+    their bytes, at most the plan's sample size (a ``UNION ALL`` of limited ``GROUP BY``s)."""
     parts = []
     for number, (j, name) in enumerate(wanted):
         plan = plans[j]
@@ -290,9 +291,7 @@ def _samples_statement(
                 .where(condition)
                 .group_by(key)
             )
-        limited = (
-            inner.order_by(count.desc(), key).limit(plan.sample_size).subquery(f"reident_s{number}")
-        )
+        limited = inner.order_by(key).limit(plan.sample_size).subquery(f"reident_s{number}")
         parts.append(
             sa.select(
                 constant(number).label(_G),
@@ -348,9 +347,7 @@ def profile_columns(
     out = []
     for j, plan in enumerate(plans):
         cells, by_name = counted[j]["cells"], counted[j]["by_name"]
-        samples = {
-            k: sorted(sampled.get((j, k), []), key=lambda p: (-p[1], p[0])) for k in plan.sample
-        }
+        samples = {k: sorted(sampled.get((j, k), []), key=lambda p: p[0]) for k in plan.sample}
         out.append(
             profile_from_counts(
                 plan,
