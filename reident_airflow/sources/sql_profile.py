@@ -45,6 +45,7 @@ from reident_airflow.sources.sql_grouping import (
     SqlTable,
     _column_kinds,
     _grouped_by,
+    _result_types,
     constant,
 )
 
@@ -87,10 +88,28 @@ _GROUPING_KINDS = {
 }
 
 
+#: A query's column kinds by the type codes a result reports: PostgreSQL type OIDs (a domain
+#: as its base type) and MySQL/MariaDB protocol codes; other codes fall back to the kinds of
+#: grouping (:data:`_GROUPING_KINDS`).
+_PG_CODES = {
+    16: "boolean",
+    **dict.fromkeys((20, 21, 23), "integer"),
+    1082: "date",
+    **dict.fromkeys((1114, 1184), "timestamp"),
+}
+_MYSQL_CODES = {
+    **dict.fromkeys((1, 2, 3, 8, 9), "integer"),
+    **dict.fromkeys((10, 14), "date"),
+    **dict.fromkeys((7, 12), "timestamp"),
+}
+
+
 def column_kinds(conn: Connection, source: SqlTable) -> dict[str, str]:
     """Each column's kind, from SQLAlchemy's reflected types (a table), else (a query's
-    columns) from what the database reports of them for grouping: text, bytes, floats,
-    decimals, or ``other``. A name given to two columns is refused."""
+    columns) from the type codes of its result (PostgreSQL, MySQL/MariaDB) and what the
+    database reports of them for grouping: text, bytes, floats, decimals, or ``other`` (all
+    of a SQLite query's columns: SQLite types values, not columns). A name given to two
+    columns is refused."""
     from reident_airflow.engine.errors import InvalidInputError
 
     names = [c.name for c in source.columns]
@@ -102,6 +121,13 @@ def column_kinds(conn: Connection, source: SqlTable) -> dict[str, str]:
     if unknown:
         grouping = _column_kinds(conn, source, unknown)
         kinds.update({n: _GROUPING_KINDS.get(grouping[n], "other") for n in unknown})
+        codes = {"postgresql": _PG_CODES, "mysql": _MYSQL_CODES, "mariadb": _MYSQL_CODES}
+        known = codes.get(conn.dialect.name)
+        if known is not None:
+            typed = _result_types(conn, source, unknown)
+            for name, code in zip(unknown, typed, strict=True):
+                if kinds[name] == "other" and int(code) in known:
+                    kinds[name] = known[int(code)]
     return {n: str(kinds[n]) for n in names}
 
 

@@ -418,3 +418,41 @@ def test_spark_approximate(classic_spark: Any) -> None:
         assert {k: v for k, v in p.matches.items() if v} == matches
         assert p.distinct is not None and abs(p.distinct - distinct) <= 0.1 * distinct
     assert {p.column: p for p in profiles}["note"].samples["card"] == ((CARD_NOTE, 1),)
+
+
+SQL_BACKENDS = [
+    "sqlite",
+    pytest.param("postgresql", marks=pytest.mark.db),
+    pytest.param("mariadb", marks=pytest.mark.db),
+]
+
+
+@pytest.mark.parametrize("backend", SQL_BACKENDS)
+def test_sql_query_and_where(backend: str, sql_table: Any) -> None:
+    """A query's columns get their kinds from the result (an integer ``age`` on PostgreSQL
+    and MariaDB; SQLite types values, not a query's columns: ``other``), and a ``where``
+    narrows what is counted. The records with ``sex = 'F'`` are the even ``i`` of
+    make_tables.py: notes -- 5 missing (i = 0, 2, 4, 6, 8), 2 e-mails (10, 12), the card
+    (14), 4 phrases (odd indexes) x23; ages -- 30 even residues, each 3 or 4 times."""
+    from reident_airflow.sources.sql import SqlSource
+
+    engine, table = sql_table(backend, _rows("planted"), SQL_INTEGERS)
+    with SqlSource(engine, sql=f"SELECT * FROM {table}") as query:
+        kinds = query.column_kinds()
+    assert kinds["age"] == ("other" if backend == "sqlite" else "integer")
+    assert kinds["note"] == ("other" if backend == "sqlite" else "string")
+    plans = [
+        ColumnPlan("note", "string", tuple(CONTENT_PATTERNS), ("card",), 2),
+        ColumnPlan("age", kinds["age"], over_89=True),
+    ]
+    with SqlSource(engine, table=table, where="sex = 'F'") as narrowed:
+        note, age = narrowed.profile(plans)
+    assert (note.records, note.nulls, note.distinct, note.singletons) == (100, 5, 7, 3)
+    assert {k: v for k, v in note.matches.items() if v} == {
+        "email": 2,
+        "card": 1,
+        "phone": 1,
+        "text": 95,
+    }
+    assert note.samples["card"] == ((CARD_NOTE, 1),) and note.complete["card"]
+    assert (age.records, age.distinct, age.singletons, age.over_89) == (100, 30, 0, 0)
