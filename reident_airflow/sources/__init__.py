@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.aggregates import ClassAggregates
     from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.distributions import Distributions
+    from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources.fingerprint import InputFingerprint
 
@@ -67,7 +68,18 @@ class Source(Protocol):
     empty frame: the engine names the empty side); ``register`` the source of the population
     register ``name`` next to this one (a table of the same database, or a file). Spark
     refuses the three: it runs Datafly and direct match where the data is
-    (:mod:`~reident_airflow.sources.spark_release`), and a register needs a class table."""
+    (:mod:`~reident_airflow.sources.spark_release`), and a register needs a class table.
+
+    For the identifier scan (issue 27): ``column_kinds`` gives every column's kind (of
+    :data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`; a CSV's are all ``string``; a
+    name two columns share is refused), and ``profile`` counts each
+    :class:`~reident_airflow.engine.identifiers.ColumnPlan` where the data is -- in one pass
+    of aggregate queries, no row to the client -- into a
+    :class:`~reident_airflow.engine.identifiers.ColumnProfile`: records, nulls, distinct
+    values and singletons under the same exact equality as classes, the records matching
+    each planned pattern, a bounded sample of matched values (kept in memory, never shown),
+    values over 89, restricted ZIP3 codes. ``approximate`` (Spark only; refused elsewhere)
+    estimates the distinct values and leaves ``singletons`` out."""
 
     @property
     def label(self) -> str: ...
@@ -82,6 +94,10 @@ class Source(Protocol):
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc: Any) -> None: ...
+    def column_kinds(self) -> dict[str, str]: ...
+    def profile(
+        self, plans: Sequence[ColumnPlan], *, approximate: bool = False
+    ) -> tuple[ColumnProfile, ...]: ...
 
 
 class ClassCounting:

@@ -34,6 +34,7 @@ __all__ = [
     "FileTable",
     "arrow_kinds",
     "column_hint",
+    "column_kind",
     "csv_compression",
     "file_columns",
     "header_separator",
@@ -363,3 +364,27 @@ def arrow_kinds(types: Sequence[Any]) -> tuple[str, ...]:
         return "other"
 
     return tuple(kind(t) for t in types)
+
+
+def column_kind(arrow_type: Any) -> str:
+    """The kind of :data:`~reident_airflow.engine.identifiers.COLUMN_KINDS` of an Arrow type
+    (a dictionary by its values' type)."""
+    import pyarrow as pa
+
+    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    checks = (
+        (pa.types.is_boolean, "boolean"),
+        (pa.types.is_integer, "integer"),
+        (pa.types.is_decimal, "decimal"),
+        (pa.types.is_floating, "float"),
+        (pa.types.is_string, "string"),
+        (pa.types.is_large_string, "string"),
+        (pa.types.is_string_view, "string"),
+        (pa.types.is_date, "date"),
+        (pa.types.is_timestamp, "timestamp"),
+        (pa.types.is_binary, "binary"),
+        (pa.types.is_large_binary, "binary"),
+        (pa.types.is_fixed_size_binary, "binary"),
+        (pa.types.is_binary_view, "binary"),
+    )
+    return next((kind for check, kind in checks if check(t)), "other")

@@ -45,6 +45,7 @@ from reident_airflow.engine.errors import (
 from reident_airflow.sources import ClassCounting, scratch
 from reident_airflow.sources.file_source import (
     FileTable,
+    column_kind,
     file_columns,
     is_parquet,
     open_file,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from reident_airflow.engine.aggregates import ClassAggregates
+    from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.sources.fingerprint import InputFingerprint
 
 __all__ = [
@@ -456,6 +458,193 @@ def _to_aggregates(
     )
 
 
+# --------------------------------------------------------------------------- column profiles
+def _literal(text: str) -> str:
+    """A constant of ours (a pattern, a ZIP3) as a SQL string literal; never a value."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _unique_names(source: FileTable) -> None:
+    """Refuse a source whose header repeats a name: its columns cannot all be told apart."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(source.names):
+        if name in seen:
+            raise InvalidInputError(
+                f"{source.label}: column {name!r} appears twice (positions {seen[name] + 1} "
+                f"and {i + 1}): rename the columns so that each name is one column"
+            )
+        seen[name] = i
+
+
+def _text_of(col: str, kind: str) -> str:
+    return col if kind == "string" else f"CAST({col} AS VARCHAR)"
+
+
+def _over_89(col: str, kind: str) -> str:
+    from reident_airflow.sources.column_profile import OVER_89_TEXT
+
+    if kind in ("integer", "decimal"):
+        return f"{col} > 89"
+    if kind == "float":
+        return f"({col} > 89 AND isfinite({col}))"
+    return f"regexp_matches({_text_of(col, kind)}, {_literal(OVER_89_TEXT)})"
+
+
+def _zip3(col: str, kind: str) -> str:
+    from reident_airflow.sources.column_profile import RESTRICTED_ZIP3_SORTED, zip3_ranges
+
+    if kind == "integer":
+        return "(" + " OR ".join(f"{col} BETWEEN {lo} AND {hi}" for lo, hi in zip3_ranges()) + ")"
+    codes = ", ".join(_literal(z) for z in RESTRICTED_ZIP3_SORTED)
+    return f"substr({_text_of(col, kind)}, 1, 3) IN ({codes})"
+
+
+#: A cheap condition every value a content pattern matches meets, tested before the
+#: regular expression, which then runs only where it holds: the counts stay the pattern's
+#: own while most values skip the expression. ``{t}`` is the text; ``strlen`` counts bytes,
+#: at least the characters a pattern needs (measured: ``LIKE``, ``contains`` and ``strlen``
+#: cost less than a regular expression; counting digits with ``translate`` costs more).
+_PREFILTERS = {
+    "email": "contains({t}, '@')",
+    "url": "(contains({t}, '://') OR {t} ILIKE '%www.%')",
+    "ipv4": "{t} LIKE '%.%.%.%'",
+    "ipv6": "{t} LIKE '%:%:%'",
+    "phone": "strlen({t}) >= 7",
+    "card": "strlen({t}) >= 13",
+    "iban": "strlen({t}) >= 12",
+    "us_ssn": "{t} LIKE '%-%-%'",
+    # two of - / . in a row, in any pairing
+    "date": "(strlen({t}) >= 8 AND ("
+    + " OR ".join(f"{{t}} LIKE '%{a}%{b}%'" for a in "-/." for b in "-/.")
+    + "))",
+    "text": "{t} LIKE '% % % %'",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _ProfileLayout:
+    """The columns of :func:`_profile_sql`'s rows after the column number and its four
+    counts: per pattern any plan counts, its records and distinct values; per kind any plan
+    samples, the sample; then the records over 89 and in restricted ZIP3 areas."""
+
+    patterns: tuple[str, ...]
+    sampled: tuple[str, ...]
+    sample_size: int
+
+    @classmethod
+    def of(cls, plans: Sequence[ColumnPlan]) -> _ProfileLayout:
+        from reident_airflow.engine.identifiers import CONTENT_PATTERNS
+
+        used = {k for p in plans for k in p.patterns}
+        sampled = {k for p in plans for k in p.sample}
+        return cls(
+            tuple(k for k in CONTENT_PATTERNS if k in used),
+            tuple(k for k in CONTENT_PATTERNS if k in sampled),
+            max([1, *(p.sample_size for p in plans)]),
+        )
+
+
+def _profile_sql(rel: str, plans: Sequence[ColumnPlan], pos: Sequence[int]) -> str:
+    """One statement counting every plan, one row per column back.
+
+    ``GROUPING SETS`` over each column give one row per distinct value (NULL included) and
+    its records; each row is told its column ``j`` (by ``GROUPING()``), its value's text
+    ``t`` (for the patterns) and the over-89 and ZIP3 conditions of its column; each pattern
+    is matched once per distinct value (after a cheap necessary condition,
+    :data:`_PREFILTERS`); then ``GROUP BY j`` counts records, nulls, distinct values,
+    singletons, records and distinct values per pattern, the sampled values (the first in
+    the order of their bytes, as on every backend: no full sort), values over 89 and
+    restricted ZIP3 codes."""
+    from reident_airflow.engine.identifiers import CONTENT_PATTERNS
+
+    layout = _ProfileLayout.of(plans)
+    cols = [f"c{p}" for p in pos]
+    flags = ", ".join(f"GROUPING({c}) AS g{j}" for j, c in enumerate(cols))
+    sets = ", ".join(f"({c})" for c in cols)
+    inner = (
+        f"SELECT {flags}, {', '.join(cols)}, count(*) AS n FROM {rel} "
+        f"GROUP BY GROUPING SETS ({sets})"
+    )
+
+    def per_column(cells: Sequence[str | None], otherwise: str) -> str:
+        branches = [f"WHEN g{j} = 0 THEN {cell}" for j, cell in enumerate(cells) if cell]
+        return f"CASE {' '.join(branches)} ELSE {otherwise} END" if branches else otherwise
+
+    texts = [_text_of(c, p.kind) if p.patterns else None for c, p in zip(cols, plans, strict=True)]
+    over = [_over_89(c, p.kind) if p.over_89 else None for c, p in zip(cols, plans, strict=True)]
+    zips = [_zip3(c, p.kind) if p.zip3 else None for c, p in zip(cols, plans, strict=True)]
+    told = (
+        f"SELECT {per_column([str(j) for j in range(len(cols))], '-1')} AS j, n, "
+        f"{per_column([f'{c} IS NULL' for c in cols], 'false')} AS is_null, "
+        f"{per_column(texts, 'NULL')} AS t, "
+        f"{per_column(over, 'false')} AS o, {per_column(zips, 'false')} AS z FROM ({inner})"
+    )
+
+    def among(kind: str, sampled: bool = False) -> str:
+        js = [j for j, p in enumerate(plans) if kind in (p.sample if sampled else p.patterns)]
+        return "true" if len(js) == len(plans) else f"j IN ({', '.join(map(str, js))})"
+
+    matched = [
+        f"CASE WHEN {among(k)} AND {_PREFILTERS[k].format(t='t')} "
+        f"THEN regexp_matches(t, {_literal(CONTENT_PATTERNS[k])}) ELSE false END AS m_{k}"
+        for k in layout.patterns
+    ]
+    middle = f"SELECT *{''.join(', ' + m for m in matched)} FROM ({told})"
+    aggs = [
+        "j",
+        "sum(n)",
+        "coalesce(sum(n) FILTER (WHERE is_null), 0)",
+        "count(*) FILTER (WHERE NOT is_null)",
+        "count(*) FILTER (WHERE NOT is_null AND n = 1)",
+    ]
+    for k in layout.patterns:
+        aggs += [f"coalesce(sum(n) FILTER (WHERE m_{k}), 0)", f"count(*) FILTER (WHERE m_{k})"]
+    aggs += [
+        f"min_by({{'v': t, 'n': n}}, t, {layout.sample_size}) "
+        f"FILTER (WHERE m_{k} AND {among(k, sampled=True)})"
+        for k in layout.sampled
+    ]
+    aggs += ["coalesce(sum(n) FILTER (WHERE o), 0)", "coalesce(sum(n) FILTER (WHERE z), 0)"]
+    return f"SELECT {', '.join(aggs)} FROM ({middle}) GROUP BY j"
+
+
+def _profiles_of(
+    rows: Sequence[Sequence[Any]], plans: Sequence[ColumnPlan]
+) -> tuple[ColumnProfile, ...]:
+    """The profiles read off the rows of :func:`_profile_sql` (one per column; none for a
+    table without records)."""
+    from reident_airflow.sources.column_profile import profile_from_counts
+
+    layout = _ProfileLayout.of(plans)
+    width = 4 + 2 * len(layout.patterns) + len(layout.sampled) + 2
+    by_column = {int(row[0]): list(row[1:]) for row in rows}
+    out = []
+    for j, plan in enumerate(plans):
+        cells = by_column.get(j, [0] * 4 + [0, 0] * len(layout.patterns) + [None] * (width - 4))
+        records, nulls, distinct, singletons = (int(c or 0) for c in cells[:4])
+        counted = {
+            k: (int(cells[4 + 2 * i] or 0), int(cells[5 + 2 * i] or 0))
+            for i, k in enumerate(layout.patterns)
+        }
+        base = 4 + 2 * len(layout.patterns)
+        lists = {k: cells[base + i] or () for i, k in enumerate(layout.sampled)}
+        out.append(
+            profile_from_counts(
+                plan,
+                records=records,
+                nulls=nulls,
+                distinct=distinct,
+                singletons=singletons,
+                matches={k: counted[k][0] for k in plan.patterns},
+                samples={k: [(str(d["v"]), int(d["n"])) for d in lists[k]] for k in plan.sample},
+                matched_distinct={k: counted[k][1] for k in plan.sample},
+                over_89=int(cells[width - 2] or 0),
+                zip3=int(cells[width - 1] or 0),
+            )
+        )
+    return tuple(out)
+
+
 # ------------------------------------------------------------------------------- the source
 class FileSource(ClassCounting):
     """A file -- CSV (also compressed), Parquet, a directory or glob of Parquet files -- read
@@ -564,6 +753,41 @@ class FileSource(ClassCounting):
         if wpos is not None:
             _check_weights(table, source.names[wpos])
         return _to_aggregates(table, keys, names, weight, list(extra))
+
+    # --------------------------------------------------------------------- identifier scan
+    def column_kinds(self) -> dict[str, str]:
+        """Each column's kind (:data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`), in
+        the source's order: every CSV column is ``string`` (CSV holds text, read as text);
+        a Parquet file's or a frame's from the schema DuckDB reads (a ``LIMIT 0`` query). A
+        header that repeats a name is refused."""
+        source = self._opened()
+        _unique_names(source)
+        if source.kind == "csv":
+            return dict.fromkeys(source.names, "string")
+        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+            rel, params = _relation(readable, con)
+            table = _run(source, con, f"SELECT * FROM {rel} LIMIT 0", params)
+        return {
+            name: column_kind(t) for name, t in zip(source.names, table.schema.types, strict=True)
+        }
+
+    def profile(
+        self, plans: Sequence[ColumnPlan], *, approximate: bool = False
+    ) -> tuple[ColumnProfile, ...]:
+        """What each plan asks of its column, counted by DuckDB in one statement
+        (:func:`_profile_sql`): one row of aggregates comes back, and the sampled values
+        (in memory only). Counts are exact: ``approximate`` is refused."""
+        from reident_airflow.sources.column_profile import check_plans
+
+        plans = check_plans(plans, approximate=approximate, exact_only=self.label)
+        if not plans:
+            return ()
+        source = self._opened()
+        pos = source.grouped([p.column for p in plans], kind="column")
+        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+            rel, params = _relation(readable, con)
+            rows = _run(source, con, _profile_sql(rel, plans, pos), params, rows=True)
+        return _profiles_of(rows, plans)
 
     # ----------------------------------------------------------------------------- rows
     def rows(

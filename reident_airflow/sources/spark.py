@@ -42,6 +42,8 @@ from reident_airflow.engine.options import AssessmentOptions
 from reident_airflow.sources.spark_grouping import (
     SparkTable,
     class_size_rows,
+    column_kinds,
+    column_profiles,
     is_spark_frame,
     open_spark_frame,
     profile_rows,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.engine.classes import ClassTable
     from reident_airflow.engine.hierarchies import Hierarchy
+    from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.sources.fingerprint import InputFingerprint
 
 __all__ = [
@@ -368,6 +371,22 @@ class SparkSource:
         raise InvalidInputError(
             f"{self.label}: a population register is read as a class table, one row per "
             "class; it is not read on Spark (only aggregates reach the driver)"
+        )
+
+    def column_kinds(self) -> dict[str, str]:
+        """Each column's kind (:data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`), from
+        the DataFrame's schema (nothing is computed)."""
+        return column_kinds(self.frame, self.label)
+
+    def profile(
+        self, plans: Sequence[ColumnPlan], *, approximate: bool = False
+    ) -> tuple[ColumnProfile, ...]:
+        """What each plan asks of its column, counted by Spark in one job
+        (:func:`~reident_airflow.sources.spark_grouping.column_profiles`); with
+        ``approximate``, the distinct values are estimated (``approx_count_distinct``, no
+        singletons) and the profile says so."""
+        return column_profiles(
+            open_spark_frame(self.frame, self.label), plans, approximate=approximate
         )
 
     def fingerprint(self, rows: int | None = None) -> InputFingerprint | None:

@@ -27,10 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reident_airflow.engine.encoding import SUPPRESSION_MARKER
 from reident_airflow.engine.errors import InvalidInputError, ReidentError
+
+if TYPE_CHECKING:
+    from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
 
 __all__ = [
     "GROUPED",
@@ -39,7 +42,9 @@ __all__ = [
     "SparkTable",
     "class_size_rows",
     "collect_rows",
+    "column_kinds",
     "column_of",
+    "column_profiles",
     "functions",
     "is_spark_frame",
     "open_spark_frame",
@@ -317,3 +322,184 @@ def profile_rows(source: SparkTable, pos: Sequence[int], spos: int) -> list[tupl
     classes = classes.withColumn(SUPPRESSED, _star(source, pos))
     result = classes.groupBy(SIZE, _PROFILE, SUPPRESSED).agg(F.count(F.lit(1)).alias(GROUPED))
     return collect_rows(result)
+
+
+# ------------------------------------------------------------------------- column profiles
+def _column_kind(data_type: Any) -> str:
+    """A Spark type as a kind of :data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`."""
+    from pyspark.sql import types as T
+
+    checks: tuple[tuple[Any, str], ...] = (
+        (T.StringType, "string"),
+        (T.BooleanType, "boolean"),
+        (T.ByteType | T.ShortType | T.IntegerType | T.LongType, "integer"),
+        (T.DecimalType, "decimal"),
+        (T.FloatType | T.DoubleType, "float"),
+        (T.DateType, "date"),
+        (T.TimestampType | T.TimestampNTZType, "timestamp"),
+        (T.BinaryType, "binary"),
+    )
+    return next((kind for cls, kind in checks if isinstance(data_type, cls)), "other")
+
+
+def column_kinds(frame: Any, label: str = "Spark DataFrame") -> dict[str, str]:
+    """Each column's kind, from the DataFrame's schema; a name given to two columns is
+    refused."""
+    fields = list(frame.schema.fields)
+    names = [str(f.name) for f in fields]
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise InvalidInputError(f"{label}: column {twice!r} appears twice: rename the columns")
+    return {str(f.name): _column_kind(f.dataType) for f in fields}
+
+
+def _profile_text(F: Any, col: Any, kind: str) -> Any:
+    return col if kind == "string" else col.cast("string")
+
+
+def _profile_condition(F: Any, name: str, col: Any, plan: ColumnPlan) -> Any:
+    from reident_airflow.engine.identifiers import CONTENT_PATTERNS
+    from reident_airflow.sources.column_profile import (
+        OVER_89_TEXT,
+        RESTRICTED_ZIP3_SORTED,
+        zip3_ranges,
+    )
+
+    text = _profile_text(F, col, plan.kind)
+    if name == "over_89":
+        if plan.kind in ("integer", "decimal"):
+            return col > F.lit(89)
+        if plan.kind == "float":  # NaN (the largest value in Spark) and infinities: no age
+            return (col > F.lit(89)) & (col < F.lit(float("inf")))
+        return text.rlike(OVER_89_TEXT)
+    if name == "zip3":
+        if plan.kind == "integer":
+            ranges = [col.between(lo, hi) for lo, hi in zip3_ranges()]
+            out = ranges[0]
+            for more in ranges[1:]:
+                out = out | more
+            return out
+        return F.substring(text, 1, 3).isin(*RESTRICTED_ZIP3_SORTED)
+    return text.rlike(CONTENT_PATTERNS[name])
+
+
+def _plan_conditions(plan: ColumnPlan) -> list[str]:
+    return [
+        *plan.patterns,
+        *(["over_89"] if plan.over_89 else []),
+        *(["zip3"] if plan.zip3 else []),
+    ]
+
+
+def _exact_profile_row(source: SparkTable, plans: Sequence[ColumnPlan], pos: Sequence[int]) -> Any:
+    """One row: ``GROUPING SETS`` over each column (a row per distinct value and its
+    records), then conditional aggregates over the grouped values, the patterns matched once
+    per distinct value (records and distinct values per pattern)."""
+    F = functions(source.frame)
+    keys = [f"c{p}" for p in pos]
+    grouped = source.frame.groupingSets([[k] for k in keys], *keys).agg(
+        F.count(F.lit(1)).alias("n"), *(F.grouping(k).alias(f"g{j}") for j, k in enumerate(keys))
+    )
+    n = F.col("n")
+    zero = F.lit(0)
+    aggs: list[Any] = []
+    for j, (k, plan) in enumerate(zip(keys, plans, strict=True)):
+        own = F.col(f"g{j}") == zero
+        col = F.col(k)
+        aggs += [
+            F.coalesce(F.sum(F.when(own, n)), zero),
+            F.coalesce(F.sum(F.when(own & col.isNull(), n)), zero),
+            F.count_if(own & col.isNotNull()),
+            F.count_if(own & col.isNotNull() & (n == F.lit(1))),
+        ]
+        for name in _plan_conditions(plan):
+            match = own & F.coalesce(_profile_condition(F, name, col, plan), F.lit(False))
+            aggs += [F.coalesce(F.sum(F.when(match, n)), zero), F.count_if(match)]
+    return collect_rows(grouped.agg(*aggs))[0]
+
+
+def _approximate_profile_row(
+    source: SparkTable, plans: Sequence[ColumnPlan], pos: Sequence[int]
+) -> Any:
+    """One row of per-record aggregates (``approx_count_distinct``, no grouping, so no
+    singletons), the records per pattern."""
+    F = functions(source.frame)
+    aggs: list[Any] = []
+    for p, plan in zip(pos, plans, strict=True):
+        col = F.col(f"c{p}")
+        aggs += [F.count(F.lit(1)), F.count_if(col.isNull()), F.approx_count_distinct(col)]
+        for name in _plan_conditions(plan):
+            aggs.append(
+                F.count_if(F.coalesce(_profile_condition(F, name, col, plan), F.lit(False)))
+            )
+    return collect_rows(source.frame.agg(*aggs))[0]
+
+
+def _samples(source: SparkTable, plan: ColumnPlan, p: int, name: str) -> list[tuple[str, int]]:
+    """The first ``sample_size`` + 1 distinct values of column ``p`` matching ``name`` in
+    the order of their bytes, as on every backend (Spark's top-n: no value beyond those
+    reaches the driver)."""
+    F = functions(source.frame)
+    col = F.col(f"c{p}")
+    text = _profile_text(F, col, plan.kind)
+    top = (
+        source.frame.where(_profile_condition(F, name, col, plan))
+        .groupBy(text.alias("v"))
+        .agg(F.count(F.lit(1)).alias("n"))
+        .orderBy(F.col("v"))
+        .limit(plan.sample_size + 1)
+    )
+    return [(str(v), int(c)) for v, c in collect_rows(top)]
+
+
+def column_profiles(
+    source: SparkTable, plans: Sequence[ColumnPlan], *, approximate: bool = False
+) -> tuple[ColumnProfile, ...]:
+    """Each plan counted by Spark: exactly (one job, ``GROUPING SETS``), or with
+    ``approximate`` an estimate of the distinct values (``approx_count_distinct``) without
+    singletons, in one pass without grouping. One row of aggregates reaches the driver; then
+    the sampled values, one small top-n job per sampled kind that matched."""
+    from reident_airflow.sources.column_profile import check_plans, profile_from_counts
+
+    plans = check_plans(plans, approximate=approximate)
+    if not plans:
+        return ()
+    pos = source.positions([p.column for p in plans], kind="column")
+    with spark_errors(source.label):
+        if approximate:
+            row = _approximate_profile_row(source, plans, pos)
+        else:
+            row = _exact_profile_row(source, plans, pos)
+        cells = iter(row)
+        out = []
+        for p, plan in zip(pos, plans, strict=True):
+            records, nulls = int(next(cells) or 0), int(next(cells) or 0)
+            distinct = int(next(cells) or 0)
+            singletons = None if approximate else int(next(cells) or 0)
+            counted: dict[str, int] = {}
+            matched: dict[str, int | None] = {}
+            for name in _plan_conditions(plan):
+                counted[name] = int(next(cells) or 0)
+                matched[name] = None if approximate else int(next(cells) or 0)
+            samples = {
+                name: _samples(source, plan, p, name)
+                if counted[name] and plan.sample_size > 0
+                else []
+                for name in plan.sample
+            }
+            out.append(
+                profile_from_counts(
+                    plan,
+                    records=records,
+                    nulls=nulls,
+                    distinct=distinct,
+                    singletons=singletons,
+                    matches=counted,
+                    samples=samples,
+                    matched_distinct={k: matched[k] for k in plan.sample},
+                    over_89=counted.get("over_89"),
+                    zip3=counted.get("zip3"),
+                    approximate=approximate,
+                )
+            )
+    return tuple(out)

@@ -31,7 +31,7 @@ import hashlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, Self, Unpack
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 import numpy as np
 import pandas as pd
@@ -91,6 +91,10 @@ from reident_airflow.sources.sql_grouping import (
     histogram_statement,
     plan_grouping,
 )
+from reident_airflow.sources.sql_profile import column_kinds, profile_columns
+
+if TYPE_CHECKING:
+    from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
 
 __all__ = [
     "COPY_BLOCK_BYTES",
@@ -378,6 +382,27 @@ class SqlSource(ClassCounting):
         if not excluded:
             return aggregates
         return replace(aggregates, table=_with_excluded(aggregates.table, excluded))
+
+    # --------------------------------------------------------------------- identifier scan
+    def column_kinds(self) -> dict[str, str]:
+        """Each column's kind (:data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`):
+        a table's from SQLAlchemy's reflected types, a query's from what the database
+        reports (:func:`~reident_airflow.sources.sql_profile.column_kinds`)."""
+        with self._reading() as (conn, source, _):
+            return column_kinds(conn, source)
+
+    def profile(
+        self, plans: Sequence[ColumnPlan], *, approximate: bool = False
+    ) -> tuple[ColumnProfile, ...]:
+        """What each plan asks of its column, counted by the database in one statement (and
+        one more for the sampled values of the kinds that matched):
+        :func:`~reident_airflow.sources.sql_profile.profile_columns`. Counts are exact:
+        ``approximate`` is refused."""
+        from reident_airflow.sources.column_profile import check_plans
+
+        check_plans(plans, approximate=approximate, exact_only=self.label)
+        with self._reading() as (conn, source, what):
+            return profile_columns(conn, source, plans, label=what)
 
     # ----------------------------------------------------------------------------- rows
     def rows(

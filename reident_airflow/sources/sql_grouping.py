@@ -47,8 +47,11 @@ __all__ = [
     "SqlTable",
     "class_rows",
     "constant",
+    "grouped_by",
+    "grouping_kinds",
     "histogram_statement",
     "plan_grouping",
+    "result_types",
 ]
 
 #: A table, or a user's query as a subquery.
@@ -145,7 +148,7 @@ def _type_kind(type_: sa.types.TypeEngine[Any]) -> str:
     return _OTHER
 
 
-def _result_types(conn: Connection, source: SqlTable, names: Sequence[str]) -> list[Any]:
+def result_types(conn: Connection, source: SqlTable, names: Sequence[str]) -> list[Any]:
     """The type codes the driver gives the columns of ``SELECT names FROM source LIMIT 0``."""
     result = conn.execute(sa.select(*(source.c[n] for n in names)).limit(0))
     description = result.cursor.description
@@ -163,7 +166,7 @@ def _mysql_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> li
         one.outerjoin(empty, sa.false())
     )
     charsets = conn.execute(probe).one()
-    codes = _result_types(conn, source, names)
+    codes = result_types(conn, source, names)
     return [
         _TEXT
         if c is not None and str(c) != "binary"
@@ -190,13 +193,13 @@ def _hive_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> lis
     return [_hive_kind(str(t)) for t in conn.execute(probe).one()]
 
 
-def _column_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> dict[str, str]:
+def grouping_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> dict[str, str]:
     """Each column's kind, as the database reports it for ``source`` (a table or a query
     alike, so that a ``where`` or ``sql`` read groups as the table does): PostgreSQL by the
     result's type OIDs (a domain reports its base type); MySQL/MariaDB by ``CHARSET()``
     (``binary`` for everything but text) and the result's type codes; Spark SQL by
     ``typeof`` (PyHive reflects ``BINARY`` as text, and no collation). SQLite types values,
-    not columns: every column there is grouped the same way (:func:`_grouped_by`); other
+    not columns: every column there is grouped the same way (:func:`grouped_by`); other
     dialects by the SQLAlchemy type."""
     if not names:
         return {}
@@ -204,7 +207,7 @@ def _column_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> d
     if dialect == _HIVE:
         return dict(zip(names, _hive_kinds(conn, source, names), strict=True))
     if dialect == "postgresql":
-        codes = [int(c) for c in _result_types(conn, source, names)]
+        codes = [int(c) for c in result_types(conn, source, names)]
         for name, code in zip(names, codes, strict=True):
             if code in _PG_NO_EQUALITY:
                 type_name, fix = _PG_NO_EQUALITY[code]
@@ -239,12 +242,12 @@ def _exact(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> sa.Col
     (MySQL's ``DOUBLE`` type would round every value to a ``Decimal`` of 10 places, merging
     ``1.0`` and ``1.0000000000000002``; SQLite's ``Numeric`` likewise).
     """
-    return sa.type_coerce(_grouped_by(conn, column, kind), sa.types.NullType()).label(
+    return sa.type_coerce(grouped_by(conn, column, kind), sa.types.NullType()).label(
         str(column.key)
     )
 
 
-def _grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> Any:
+def grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> Any:
     dialect = conn.dialect.name
     if dialect in _MYSQL and kind == _TEXT:
         return sa.cast(column, sa.LargeBinary)
@@ -319,7 +322,7 @@ def plan_grouping(
     if conn.dialect.name == "postgresql":
         # floats print in full (shortest exact form) whatever the server's default
         conn.execute(sa.text("SET LOCAL extra_float_digits = 3"))
-    kinds = _column_kinds(conn, source, [*names, *values])
+    kinds = grouping_kinds(conn, source, [*names, *values])
     exact = {n: _exact(conn, source.c[n], kinds[n]) for n in (*names, *values)}
     return Grouping(
         dialect=conn.dialect.name,
