@@ -53,7 +53,7 @@ _EXPORTS: dict[str, str] = {
     "hierarchies": "Hierarchy date_hierarchy interval_hierarchy load_hierarchy masking_hierarchy",
     "identifiers": (
         "NAME_RULES ColumnPlan ColumnProfile ColumnVerdict ContentShare IdentifierScan NameRule "
-        "ScanOptions match_name scan scan_plan"
+        "ScanOptions match_name scan scan_columns scan_plan"
     ),
     "individual_risk": "IndividualRisk",
     "options": "AssessmentOptions Breach OptionError Thresholds",
@@ -151,6 +151,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.identifiers import ScanOptions as ScanOptions
     from reident_airflow.engine.identifiers import match_name as match_name
     from reident_airflow.engine.identifiers import scan as scan
+    from reident_airflow.engine.identifiers import scan_columns as scan_columns
     from reident_airflow.engine.identifiers import scan_plan as scan_plan
     from reident_airflow.engine.individual_risk import IndividualRisk as IndividualRisk
     from reident_airflow.engine.options import AssessmentOptions as AssessmentOptions

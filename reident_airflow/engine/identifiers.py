@@ -25,7 +25,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.identifier_checks import CHECKS, known_region, phone_number
@@ -46,6 +46,7 @@ __all__ = [
     "SCHEMA",
     "VERDICTS",
     "VERIFIED_KINDS",
+    "ColumnCounter",
     "ColumnPlan",
     "ColumnProfile",
     "ColumnVerdict",
@@ -56,6 +57,7 @@ __all__ = [
     "match_name",
     "name_tokens",
     "scan",
+    "scan_columns",
     "scan_plan",
     "verified_count",
 ]
@@ -198,7 +200,8 @@ SCHEMA: Final = "reident.identifier_scan/v1"
 #:   numbers, card numbers, IBANs, US SSNs or IP addresses for at least this share of its
 #:   non-null values is an identifier (URLs: a possible identifier); exact dates for that
 #:   share, under Safe Harbor, make an undeclared quasi-identifier;
-#: - ``possible_share``: below ``content_share``, from this share on, a possible identifier;
+#: - ``possible_share``: below ``content_share``, from this share on, a possible identifier
+#:   (a single e-mail address or IBAN is enough: nothing else reads as one);
 #: - ``free_text_share``: a string column is free text when this share of its values hold four
 #:   words or more (not counting phone numbers) ...
 #: - ``free_text_distinct``: ... and its distinct values are at least this share of its values
@@ -226,6 +229,9 @@ _DIRECT = {
     "ipv6": "IPv6 addresses",
 }
 _LABELS = {**_DIRECT, "url": "URLs", "date": "exact dates", "text": "free text"}
+#: The direct kinds no other kind of value is mistaken for (an e-mail address, an IBAN that
+#: passes MOD 97): a single one makes a column a possible identifier, whatever its share.
+_UNMISTAKABLE = frozenset({"email", "iban"})
 
 _UNIQUE_KINDS = frozenset({"integer", "string"})
 _NUMBER_KINDS = frozenset({"integer", "decimal", "float"})
@@ -840,7 +846,8 @@ def scan_plan(kinds: Mapping[str, str], options: ScanOptions) -> tuple[ColumnPla
 
     - A string column: every content pattern but ``date`` (counted only under Safe Harbor
       or in a column named as a birth date), the verified kinds among them sampled; its
-      values in restricted ZIP3 areas under Safe Harbor when named as a postcode.
+      values in restricted ZIP3 areas under Safe Harbor when named as a postcode, and its
+      values that are numbers over 89 when named as an age (a CSV file's ages are text).
     - A number column (integer, decimal, float): its values over 89 under Safe Harbor when
       named as an age in years. Numbers are not matched against patterns: an identifier
       stored as a number is found by its name or its uniqueness.
@@ -871,6 +878,8 @@ def scan_plan(kinds: Mapping[str, str], options: ScanOptions) -> tuple[ColumnPla
                     patterns=patterns,
                     sample=tuple(k for k in patterns if k in VERIFIED_KINDS),
                     sample_size=options.sample_size,
+                    # an age read as text (every CSV column): its values that are numbers
+                    over_89=options.safe_harbor and AGE_RULE.matches(column),
                     zip3=options.safe_harbor and category == "postcode",
                 )
             )
@@ -1055,7 +1064,8 @@ def scan(profiles: Iterable[ColumnProfile], options: ScanOptions) -> IdentifierS
       least ``min_unique_values`` unique values), unless free text: ``identifier``;
     - verified e-mail, phone, card, IBAN, SSN or IP values, together at least
       ``content_share`` of a string column's values: ``identifier``; at least
-      ``possible_share``, or any in free text: ``possible identifier``; URLs at
+      ``possible_share``, any in free text, or any e-mail address or IBAN at all:
+      ``possible identifier``; URLs at
       ``content_share``, or any in free text: ``possible identifier``;
     - under Safe Harbor: a date or timestamp column, or exact dates in ``content_share`` of a
       string column's values: ``quasi-identifier not declared`` (``possible identifier`` for
@@ -1069,6 +1079,26 @@ def scan(profiles: Iterable[ColumnProfile], options: ScanOptions) -> IdentifierS
     _check_columns(options, [p.column for p in profiles])
     rules = options.name_rules
     return IdentifierScan(options, tuple(_verdict(p, options, rules) for p in profiles))
+
+
+class ColumnCounter(Protocol):
+    """What the scan asks of where the data is: every source (files, frames, databases,
+    Spark) is one. ``column_kinds`` names each column's kind (of :data:`COLUMN_KINDS`);
+    ``profile`` counts what each plan asks, where the data is."""
+
+    def column_kinds(self) -> dict[str, str]: ...
+    def profile(
+        self, plans: Sequence[ColumnPlan], *, approximate: bool = False
+    ) -> tuple[ColumnProfile, ...]: ...
+
+
+def scan_columns(counter: ColumnCounter, options: ScanOptions) -> IdentifierScan:
+    """The scan of every column of ``counter`` (a source): its kinds, the plan they give
+    (:func:`scan_plan`), their profiles counted where the data is, the verdicts
+    (:func:`scan`). The one line every adapter runs; ``options.policy`` ``"off"`` is the
+    adapter's to honour (it then does not call this)."""
+    plans = scan_plan(counter.column_kinds(), options)
+    return scan(counter.profile(plans, approximate=options.approximate), options)
 
 
 def _verdict(
@@ -1190,7 +1220,7 @@ def _content_findings(
     for share in direct:
         if total >= SCAN_THRESHOLDS["content_share"]:
             found.append((IDENTIFIER, reason(share)))
-        elif free_text or total >= SCAN_THRESHOLDS["possible_share"]:
+        elif free_text or share.kind in _UNMISTAKABLE or total >= SCAN_THRESHOLDS["possible_share"]:
             found.append((POSSIBLE, reason(share)))
     for share in content:
         if not share.share:

@@ -416,13 +416,16 @@ def test_a_tiny_table_is_not_unique_by_chance() -> None:
 
 
 def test_a_small_share_outside_free_text() -> None:
-    def contact(emails: int) -> ColumnProfile:
-        return _string("contact", 100, nulls=0, distinct=3, singletons=0, matches={"email": emails})
+    def contact(kind: str, found: int) -> ColumnProfile:
+        return _string("contact", 100, nulls=0, distinct=3, singletons=0, matches={kind: found})
 
-    # 4 of 100 < 0.05: not flagged; 5 of 100 = 0.05: possible; 50 of 100 = 0.5: identifier
-    assert scan([contact(4)], ScanOptions()).columns[0].verdict == "clear"
-    assert scan([contact(5)], ScanOptions()).columns[0].verdict == "possible identifier"
-    assert scan([contact(50)], ScanOptions()).columns[0].verdict == "identifier"
+    # IPv4: 4 of 100 < 0.05: not flagged; 5 of 100 = 0.05: possible; 50 of 100: identifier
+    assert scan([contact("ipv4", 4)], ScanOptions()).columns[0].verdict == "clear"
+    assert scan([contact("ipv4", 5)], ScanOptions()).columns[0].verdict == "possible identifier"
+    assert scan([contact("ipv4", 50)], ScanOptions()).columns[0].verdict == "identifier"
+    # an e-mail address is never anything else: one is enough for a possible identifier
+    assert scan([contact("email", 1)], ScanOptions()).columns[0].verdict == "possible identifier"
+    assert scan([contact("email", 50)], ScanOptions()).columns[0].verdict == "identifier"
     # kinds add up: 30 e-mail addresses and 20 IPv4 addresses are 0.5 together
     mixed = _string(
         "contact", 100, nulls=0, distinct=3, singletons=0, matches={"email": 30, "ipv4": 20}
