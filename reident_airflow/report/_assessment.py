@@ -24,6 +24,7 @@ from reident_airflow.report._measures import (
     suda,
 )
 from reident_airflow.report._page import Part
+from reident_airflow.report._scan import identifier_scan_section
 from reident_airflow.report.view import (
     AssessmentView,
     RiskMeasures,
@@ -61,6 +62,12 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
     if advice is not None:
         sections.append(("What to do", "advice", lambda: advice_section(advice)))
         part.links.append(("assessment-advice", "What to do"))
+    scan = view.identifier_scan
+    if scan is not None:
+        sections.append(
+            ("Identifier scan", "identifier-scan", lambda: identifier_scan_section(scan))
+        )
+        part.links.append(("assessment-identifier-scan", "Identifier scan"))
     sections += [
         ("At a glance", "glance", lambda: _glance(view)),
         ("Attacker models", "models", lambda: _attacker_models(view)),

@@ -29,6 +29,13 @@ from reident_airflow.report.view import AssessmentView, BreachView
 
 __all__ = ["gate_rows", "verdict"]
 
+#: The identifier scan's crossings (an assessment's ``breaches`` under the ``"fail"``
+#: policy, its ``warnings`` under ``"warn"``): columns counted against a limit of 0.
+_SCAN_CHECKS = {
+    "identifier_scan.failing_columns": "Identifier scan: failing columns",
+    "identifier_scan.flagged_columns": "Identifier scan: flagged columns",
+}
+
 
 @dataclass(frozen=True)
 class _Level:
@@ -111,7 +118,11 @@ def _level_rows(view: AssessmentView, level: _Level) -> list[GateRow]:
             status = PASSED if view.passed is True else UNKNOWN
             rows.append(GateRow(check, spec.metric, NA, "≥", count(limit), status, warning))
     for b in level.crossings:
-        if b.metric not in seen:
+        if b.metric in _SCAN_CHECKS:
+            check = _SCAN_CHECKS[b.metric] + level.suffix
+            cells = (check, b.metric, count(b.observed), "≤", count(b.limit))
+            rows.append(GateRow(*cells, level.hit, warning))
+        elif b.metric not in seen:
             spec = threshold_of(b.metric)
             spec = None if spec is not None and spec.name == "min_l" else spec
             label = (b.metric if spec is None else spec.label) + level.suffix

@@ -33,6 +33,7 @@ __all__ = [
     "MAX_ITEMS",
     "MAX_LOCATION",
     "MAX_NAME",
+    "ScanVerdict",
     "VerdictView",
     "bounded_breaches",
     "bounded_names",
@@ -144,6 +145,35 @@ def _complete_advice(value: Any) -> BreachAdvice | None:
 
 
 @dataclass(frozen=True)
+class ScanVerdict(Checked):
+    """What an alert carries of an assessment's ``identifier_scan``: the ``policy`` and the
+    names of the ``failing`` and ``flagged`` columns (bounded as every list of an alert is);
+    never the evidence behind them."""
+
+    policy: str | None
+    failing: tuple[str, ...]
+    flagged: tuple[str, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        options = data.get("options")
+        policy = options.get("policy") if isinstance(options, Mapping) else None
+        return cls(
+            policy=name_or_none(policy, MAX_NAME),
+            failing=bounded_names(data.get("failing")),
+            flagged=bounded_names(data.get("flagged")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The alert's ``identifier_scan`` field."""
+        return {
+            "policy": self.policy,
+            "failing": list(self.failing),
+            "flagged": list(self.flagged),
+        }
+
+
+@dataclass(frozen=True)
 class VerdictView(Checked):
     """The verdict of a check's result (``reident.assessment/v1``, ``reident.direct_match/v1``,
     ``reident.datafly/v1``, or an older or partial one), read as the module's docstring says.
@@ -154,7 +184,8 @@ class VerdictView(Checked):
     words it, and ``None`` unless every count of it is given. ``outcome``, ``report_location``
     and ``report_url`` are what the operator adds to the result it acted on (its
     ``on_breach``, where it wrote the HTML report, its URL); ``None`` in a result as the
-    engine wrote it.
+    engine wrote it. ``identifier_scan`` is the scan's policy and column names (``None``
+    when no scan ran).
     """
 
     schema: str | None
@@ -170,6 +201,7 @@ class VerdictView(Checked):
     outcome: str | None
     report_location: str | None
     report_url: str | None
+    identifier_scan: ScanVerdict | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -189,6 +221,11 @@ class VerdictView(Checked):
             outcome=string_or_none(d.get("outcome")),
             report_location=_location(d.get("report_location")),
             report_url=_location(d.get("report_url")),
+            identifier_scan=(
+                ScanVerdict.from_dict(scan)
+                if isinstance(scan := d.get("identifier_scan"), Mapping)
+                else None
+            ),
         )
 
     @property

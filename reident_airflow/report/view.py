@@ -58,8 +58,13 @@ from reident_airflow.report._release_view import (
     DataflyView,
     DirectMatchView,
 )
+from reident_airflow.report._scan_view import (
+    ContentShareView,
+    IdentifierScanView,
+    ScanColumnView,
+)
 from reident_airflow.report._thresholds import BreachView
-from reident_airflow.report._verdict_view import MAX_NAME, VerdictView
+from reident_airflow.report._verdict_view import MAX_NAME, ScanVerdict, VerdictView
 
 __all__ = [
     "MAX_NAME",
@@ -70,6 +75,7 @@ __all__ = [
     "AttributeSet",
     "BreachView",
     "ColumnProtection",
+    "ContentShareView",
     "DankarView",
     "DataflyOutlookView",
     "DataflyOutput",
@@ -78,6 +84,7 @@ __all__ = [
     "DirectMatchView",
     "DiversityView",
     "DriverView",
+    "IdentifierScanView",
     "IndividualRiskView",
     "InputView",
     "MarketerView",
@@ -86,6 +93,8 @@ __all__ = [
     "PopulationView",
     "RiskBand",
     "RiskMeasures",
+    "ScanColumnView",
+    "ScanVerdict",
     "SudaView",
     "VerdictView",
     "name_or_none",
@@ -342,7 +351,8 @@ class AssessmentView(Checked):
     the optional ``"input"`` object (what was assessed), ``None`` when the result has none.
     ``preset`` is the named gate applied; ``warn_thresholds`` and ``warnings`` the warning
     levels and those crossed (``None`` / empty in results that predate them); ``advice``
-    what to do about a breach of ``min_k`` (``None`` when the result has none).
+    what to do about a breach of ``min_k`` (``None`` when the result has none);
+    ``identifier_scan`` the scan of every column (``None`` when no scan ran).
     """
 
     schema: str | None
@@ -371,6 +381,7 @@ class AssessmentView(Checked):
     warn_thresholds: tuple[tuple[str, Any], ...] | None = None
     warnings: tuple[BreachView, ...] = ()
     advice: AdviceView | None = None
+    identifier_scan: IdentifierScanView | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -410,6 +421,7 @@ class AssessmentView(Checked):
             warn_thresholds=_limits(a.get("warn_thresholds")),
             warnings=_breach_list(a.get("warnings")),
             advice=optional_view(AdviceView.from_dict, a.get("advice")),
+            identifier_scan=optional_view(IdentifierScanView.from_dict, a.get("identifier_scan")),
         )
 
     @property
