@@ -14,6 +14,7 @@ from reident_airflow.notifiers.payload import (
     WARNING_ONLY_TEXT,
     as_text,
     is_warning_only,
+    scan_sentence,
 )
 
 __all__ = ["SUBJECT_TEMPLATES", "breach_email"]
@@ -108,6 +109,9 @@ def _text_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
                 f"  - {b['metric']}: observed {as_text(b['observed'])}, limit {as_text(b['limit'])}"
                 for b in items
             ]
+    scan = scan_sentence(payload)
+    if scan:
+        text += ["", scan[0].upper() + scan[1:] + "."]
     sentence = _advice_sentence(payload)
     if sentence:
         text += ["", f"What to do: {sentence}"]
@@ -146,6 +150,9 @@ def _html_body(payload: Mapping[str, Any], title: str, intro: str) -> str:
                 ),
                 "</table>",
             ]
+    scan = scan_sentence(payload)
+    if scan:
+        parts += ["<h3>Identifier scan</h3>", f"<p>{esc(scan[0].upper() + scan[1:])}.</p>"]
     sentence = _advice_sentence(payload)
     if sentence:
         parts += ["<h3>What to do</h3>", f"<p>{esc(sentence)}</p>"]

@@ -34,6 +34,7 @@ __all__ = [
     "as_text",
     "breach_payload",
     "is_warning_only",
+    "scan_sentence",
 ]
 
 #: ``schema`` of the webhook JSON (and of :func:`breach_payload`'s dict).
@@ -119,7 +120,9 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
     (where the operator wrote its HTML report, when it did), ``report_url`` (its URL for a
     browser, when it has one), ``warnings`` (the warning levels crossed, as ``breaches``; a
     table that crossed only those alerts with no breach and outcome ``"warn"``), ``advice``
-    (on a ``min_k`` breach: :func:`advice_of`, with its ``sentence``) and ``text`` (a one-line
+    (on a ``min_k`` breach: :func:`advice_of`, with its ``sentence``), ``identifier_scan``
+    (only when the report holds a scan: ``{"policy", "failing", "flagged"}``, the policy and
+    the names of the columns it failed and flagged) and ``text`` (a one-line
     summary, the field Slack/Mattermost-style webhooks display). Values missing from the source are
     None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
     names stay strings, and nothing else of the report or the exception's message is included.
@@ -139,6 +142,8 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
             report_location=source.report_location,
             report_url=source.report_url,
         )
+        if source.identifier_scan is not None:
+            payload["identifier_scan"] = source.identifier_scan.to_dict()
     payload["text"] = _summary(payload)
     return payload
 
@@ -242,12 +247,32 @@ def _summary(payload: Mapping[str, Any]) -> str:
             text += f"; {OUTCOME_TEXT[payload['outcome']]}"
         if warnings:
             text += f"; warning levels crossed: {_listed(warnings)}"
+    scan = scan_sentence(payload)
+    if scan is not None:
+        text += f"; {scan}"
     advice = payload.get("advice")
     if isinstance(advice, Mapping) and advice.get("sentence"):
         text += f"; what to do: {advice['sentence']}"
     if payload.get("report_url") or payload.get("report_location"):
         text += f"; report: {payload.get('report_url') or payload['report_location']}"
     return text
+
+
+def scan_sentence(payload: Mapping[str, Any]) -> str | None:
+    """The identifier scan in words, from the alert's ``identifier_scan`` field (names only);
+    ``None`` when the alert has none."""
+    scan = payload.get("identifier_scan")
+    if not isinstance(scan, Mapping):
+        return None
+    failing, flagged = list(scan.get("failing") or []), list(scan.get("flagged") or [])
+    policy = scan.get("policy")
+    head = f"identifier scan (policy {policy})" if policy else "identifier scan"
+    parts = []
+    if flagged:
+        parts.append(f"{len(flagged)} column(s) flagged ({', '.join(map(str, flagged))})")
+    if failing:
+        parts.append(f"{len(failing)} failing ({', '.join(map(str, failing))})")
+    return f"{head}: " + (", ".join(parts) or "every column clear")
 
 
 def advice_of(advice: BreachAdvice | None) -> dict[str, Any] | None:
