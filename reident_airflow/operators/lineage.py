@@ -7,6 +7,10 @@ level)"`` with severity ``"warn"``; ``success`` is whether the measure met the l
 crossed warning level reads ``success: false`` on a task that succeeded. The failing levels'
 severity is ``"error"`` with ``on_breach="fail"`` and ``"warn"`` otherwise.
 
+When the assessment holds an identifier scan, it is asserted too (:func:`report_assertions`):
+the count of failing (or, under the ``"warn"`` policy, flagged) columns against 0, and one
+assertion per flagged column, on that column.
+
 The assertions (:func:`report_assertions`) and the dataset names (:func:`dataset_of`) are
 plain Python; :func:`operator_lineage` turns them into the OpenLineage provider's objects and
 returns None when the provider (``apache-airflow-providers-openlineage``) is not installed.
@@ -91,10 +95,65 @@ def _check(
 
 
 def _assessment_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
-    """The failing levels (``thresholds``), then the warning levels (``warn_thresholds``)."""
-    return _level_assertions(report, "thresholds", None) + _level_assertions(
-        report, "warn_thresholds", "warn"
+    """The failing levels (``thresholds``), then the warning levels (``warn_thresholds``),
+    then the identifier scan's, when one ran."""
+    return (
+        _level_assertions(report, "thresholds", None)
+        + _level_assertions(report, "warn_thresholds", "warn")
+        + _scan_assertions(report.get("identifier_scan"))
     )
+
+
+#: The scan's verdicts that fail a release under its ``"fail"`` policy
+#: (:data:`~reident_airflow.engine.identifiers.FAILING_VERDICTS`).
+_FAILING_VERDICTS = frozenset({"identifier", "quasi-identifier not declared"})
+
+
+def _scan_assertions(scan: Any) -> list[LineageAssertion]:
+    """The identifier scan (``reident.identifier_scan/v1``) as assertions, as the assessment
+    gates it: under the ``"fail"`` policy ``identifier_scan.failing_columns <= 0`` (the
+    columns whose verdict fails a release), otherwise ``identifier_scan.flagged_columns <= 0``
+    with severity ``"warn"``; then one per flagged column, ``identifier_scan`` on that column,
+    expected ``clear``, its verdict as the actual value (severity ``"warn"`` unless the
+    verdict fails the release under ``"fail"``). Names, counts and verdicts only."""
+    if not isinstance(scan, Mapping):
+        return []
+    options = scan.get("options")
+    gating = isinstance(options, Mapping) and options.get("policy") == "fail"
+    columns = [
+        c
+        for c in scan.get("columns") or []
+        if isinstance(c, Mapping) and isinstance(c.get("column"), str)
+    ]
+    flagged = [c for c in columns if c.get("verdict") != "clear"]
+    failing = [c for c in flagged if c.get("verdict") in _FAILING_VERDICTS]
+    metric = "identifier_scan.failing_columns" if gating else "identifier_scan.flagged_columns"
+    counted = failing if gating else flagged
+    out = [
+        LineageAssertion(
+            name=f"{metric} <= 0",
+            assertion=metric,
+            expected="0",
+            actual=str(len(counted)),
+            success=not counted,
+            severity=None if gating else "warn",
+        )
+    ]
+    for c in flagged:
+        verdict = c.get("verdict")
+        fails = gating and verdict in _FAILING_VERDICTS
+        out.append(
+            LineageAssertion(
+                name=f"identifier_scan of {c['column']} is clear",
+                assertion="identifier_scan",
+                expected="clear",
+                actual=verdict if isinstance(verdict, str) else None,
+                success=False,
+                column=c["column"],
+                severity=None if fails else "warn",
+            )
+        )
+    return out
 
 
 def _level_assertions(
