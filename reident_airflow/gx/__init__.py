@@ -4,12 +4,13 @@ Importing this package registers, explicitly and once:
 
 - the metrics ``reident.class_table``, ``reident.class_size_histogram``,
   ``reident.direct_match_counts``, ``reident.sensitive_value_counts`` (pandas and
-  SQLAlchemy) and ``reident.class_distributions`` (also Spark, as are the histogram and
-  the direct match counts), each returning one type on every engine
+  SQLAlchemy), ``reident.class_distributions`` and ``reident.identifier_scan`` (also Spark,
+  as are the histogram and the direct match counts), each returning one type on every engine
   (:mod:`reident_airflow.gx.metrics`);
 - the expectations ``expect_table_reidentification_risk_to_be_below``,
-  ``expect_table_to_be_k_anonymous``, ``expect_table_direct_match_protection_to_be_above``
-  and ``expect_table_to_be_l_diverse`` (:mod:`reident_airflow.gx.expectations`);
+  ``expect_table_to_be_k_anonymous``, ``expect_table_direct_match_protection_to_be_above``,
+  ``expect_table_to_be_l_diverse`` and ``expect_table_to_hold_no_direct_identifiers``
+  (:mod:`reident_airflow.gx.expectations`);
 - the checkpoint action type ``reident_alert`` (:mod:`reident_airflow.gx.actions`);
 - the suite-parameter function ``reident_expectations_loaded()`` of the guard expectation
   (:func:`~reident_airflow.gx.guard.guard_expectation`): a saved suite that carries the
@@ -39,6 +40,7 @@ from reident_airflow.gx.expectations import (
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
     ExpectTableToBeLDiverse,
+    ExpectTableToHoldNoDirectIdentifiers,
 )
 from reident_airflow.gx.guard import (
     GUARD_FUNCTION,
@@ -54,11 +56,13 @@ from reident_airflow.gx.metrics import (
     CLASS_TABLE_METRIC,
     DIRECT_MATCH_METRIC,
     HISTOGRAM_METRIC,
+    IDENTIFIER_SCAN_METRIC,
     SENSITIVE_COUNTS_METRIC,
     ClassDistributionsMetric,
     ClassSizeHistogramMetric,
     ClassTableMetric,
     DirectMatchCountsMetric,
+    IdentifierScanMetric,
     SensitiveValueCountsMetric,
 )
 
@@ -69,6 +73,7 @@ __all__ = [
     "EXPECTATION_TYPES",
     "GUARD_FUNCTION",
     "HISTOGRAM_METRIC",
+    "IDENTIFIER_SCAN_METRIC",
     "L_DIVERSITY_MEASURES",
     "MEASURES",
     "METRIC_NAMES",
@@ -81,6 +86,8 @@ __all__ = [
     "ExpectTableReidentificationRiskToBeBelow",
     "ExpectTableToBeKAnonymous",
     "ExpectTableToBeLDiverse",
+    "ExpectTableToHoldNoDirectIdentifiers",
+    "IdentifierScanMetric",
     "ReidentAlertAction",
     "ReleaseCheckpointResult",
     "SensitiveValueCountsMetric",
@@ -97,13 +104,14 @@ __all__ = [
     "run_release_checkpoint",
 ]
 
-#: The metrics this package adds, each implemented for pandas and SQLAlchemy.
+#: The metrics this package adds, each implemented for pandas and SQLAlchemy (some for Spark).
 METRIC_NAMES: tuple[str, ...] = (
     CLASS_TABLE_METRIC,
     HISTOGRAM_METRIC,
     DIRECT_MATCH_METRIC,
     SENSITIVE_COUNTS_METRIC,
     CLASS_DISTRIBUTIONS_METRIC,
+    IDENTIFIER_SCAN_METRIC,
 )
 ACTION_TYPE = ReidentAlertAction.__fields__["type"].default
 
@@ -126,6 +134,7 @@ def register() -> dict[str, tuple[str, ...]]:
         DirectMatchCountsMetric,
         SensitiveValueCountsMetric,
         ClassDistributionsMetric,
+        IdentifierScanMetric,
     ):
         if provider.metric_name not in registry._registered_metrics:
             provider._register_metric_functions()

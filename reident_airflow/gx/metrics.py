@@ -1,6 +1,6 @@
 """Great Expectations metrics: count where the data is, compute nothing else.
 
-Five table metrics. Each returns one type whatever the execution engine (pandas, SQLAlchemy,
+Six table metrics. Each returns one type whatever the execution engine (pandas, SQLAlchemy,
 Spark), as GE's own metrics do; a metric whose type needs one row per class is not offered on
 Spark. A DataFrame batch is
 read by the embedded engine (DuckDB, :mod:`reident_airflow.sources.files`) under the reading
@@ -43,6 +43,17 @@ pandas and SQLAlchemy)
     hold each of its values: a :class:`~reident_airflow.engine.aggregates.ClassAggregates`
     (one ``GROUP BY qis, column`` per column in the database). Only the counts are returned,
     never a value.
+
+``reident.identifier_scan`` (value keys ``quasi_identifiers``, ``allow_columns``,
+``safe_harbor``, ``extra_names``, ``phone_regions``, ``sample_size``, ``approximate``)
+    The identifier scan of every column of the batch, an
+    :class:`~reident_airflow.engine.identifiers.IdentifierScan` (``docs/identifier-scan.md``):
+    the batch's source (a :class:`~reident_airflow.sources.frames.FrameSource` of the
+    DataFrame, the SQLAlchemy batch itself, a :class:`~reident_airflow.sources.spark.SparkSource`
+    of the Spark DataFrame) counts each column's profile where the data is
+    (:func:`~reident_airflow.engine.identifiers.scan_columns`), and the engine gives the
+    verdicts. Counts and shares only: the sampled values checked in Python stay in the
+    profiles, which the metric does not return.
 
 ``reident.direct_match_counts`` (value keys ``original_table``, ``original_schema``, ``key``,
 ``columns``, ``sep``)
@@ -107,16 +118,25 @@ from reident_airflow.engine import (
     distributions_of,
     validate_quasi_identifiers,
 )
+from reident_airflow.engine.identifiers import (
+    ColumnPlan,
+    ColumnProfile,
+    IdentifierScan,
+    ScanOptions,
+    scan_columns,
+)
 from reident_airflow.gx.parameters import metric_quasi_identifiers as _qis
 from reident_airflow.gx.parameters import metric_sensitive_columns as _sensitive
+from reident_airflow.sources.column_profile import check_plans
 from reident_airflow.sources.direct_match_sql import direct_match_counts_sql
 from reident_airflow.sources.files import file_columns, read_columns, resolve_columns
 from reident_airflow.sources.frames import (
+    FrameSource,
     aggregates_from_frame,
     class_table_from_frame,
     histogram_from_frame,
 )
-from reident_airflow.sources.spark import aggregates_from_spark
+from reident_airflow.sources.spark import SparkSource, aggregates_from_spark
 from reident_airflow.sources.spark_release import direct_match_spark
 from reident_airflow.sources.sql import (
     COUNT_LABEL,
@@ -125,21 +145,26 @@ from reident_airflow.sources.sql import (
     grouped_value_counts,
     reflect_table,
 )
+from reident_airflow.sources.sql_profile import column_kinds, profile_columns
 
 __all__ = [
     "CLASS_DISTRIBUTIONS_METRIC",
     "CLASS_TABLE_METRIC",
     "DIRECT_MATCH_METRIC",
     "HISTOGRAM_METRIC",
+    "IDENTIFIER_SCAN_METRIC",
+    "SCAN_KEYS",
     "SENSITIVE_COUNTS_METRIC",
     "ClassDistributionsMetric",
     "ClassSizeHistogramMetric",
     "ClassTableMetric",
     "DirectMatchCountsMetric",
+    "IdentifierScanMetric",
     "MetricError",
     "SensitiveValueCountsMetric",
     "SqlBatch",
     "codes_only",
+    "scan_options",
 ]
 
 CLASS_TABLE_METRIC = "reident.class_table"
@@ -147,6 +172,19 @@ CLASS_DISTRIBUTIONS_METRIC = "reident.class_distributions"
 HISTOGRAM_METRIC = "reident.class_size_histogram"
 DIRECT_MATCH_METRIC = "reident.direct_match_counts"
 SENSITIVE_COUNTS_METRIC = "reident.sensitive_value_counts"
+IDENTIFIER_SCAN_METRIC = "reident.identifier_scan"
+
+#: The options of the identifier scan a metric (and its expectation) takes, as
+#: :class:`~reident_airflow.engine.identifiers.ScanOptions` names them.
+SCAN_KEYS = (
+    "quasi_identifiers",
+    "allow_columns",
+    "safe_harbor",
+    "extra_names",
+    "phone_regions",
+    "sample_size",
+    "approximate",
+)
 
 _COLUMN_TYPES = "table.column_types"
 _FILE_SUFFIXES = (".csv", ".tsv", ".txt")  # an original Spark reads as CSV
@@ -225,6 +263,21 @@ class SqlBatch:
     def connect(self) -> Any:
         """A connection of the execution engine (a context manager)."""
         return self.execution_engine.get_connection()
+
+    # the identifier scan's ColumnCounter: the batch counted by its database
+    def column_kinds(self) -> dict[str, str]:
+        """Each column's kind (:func:`~reident_airflow.sources.sql_profile.column_kinds`)."""
+        with self.connect() as conn:
+            return column_kinds(conn, self.select(self.columns))
+
+    def profile(
+        self, plans: Sequence[ColumnPlan], *, approximate: bool = False
+    ) -> tuple[ColumnProfile, ...]:
+        """What each plan asks, counted by the database
+        (:func:`~reident_airflow.sources.sql_profile.profile_columns`); counts are exact."""
+        check_plans(plans, approximate=approximate, exact_only="the batch")
+        with self.connect() as conn:
+            return profile_columns(conn, self.select(self.columns), plans, label="the batch")
 
 
 def _implementation(
@@ -642,3 +695,41 @@ class SensitiveValueCountsMetric(_ReidentTableMetric):
 
     _pandas = _on_pandas(_sensitive_counts_pandas)
     _sqlalchemy = _on_sql(_sensitive_counts_sql)
+
+
+# ------------------------------------------------------------------------ identifier scan
+def scan_options(kwargs: Mapping[str, Any]) -> ScanOptions:
+    """The scan's options from a metric's value keys (:data:`SCAN_KEYS`; one missing or
+    ``None`` keeps its default), under the ``"fail"`` policy: an expectation is a gate, and
+    GX's own ``severity`` says whether its failure stops the release or warns."""
+    given = {k: kwargs[k] for k in SCAN_KEYS if kwargs.get(k) is not None}
+    return ScanOptions.from_mapping({**given, "policy": "fail"})
+
+
+def _scan_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> IdentifierScan:
+    """Counted by the embedded DuckDB on the DataFrame, as ``reident scan`` counts a file."""
+    with FrameSource(frame, label="the batch") as source:
+        return scan_columns(source, scan_options(kwargs))
+
+
+def _scan_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> IdentifierScan:
+    """Counted by the database: one statement of counts (and one of sampled matches)."""
+    return scan_columns(batch, scan_options(kwargs))
+
+
+def _scan_spark(frame: Any, kwargs: Mapping[str, Any]) -> IdentifierScan:
+    """Counted by Spark in one job; only counts (and the sampled matches) reach the driver."""
+    return scan_columns(SparkSource(frame, label="the batch"), scan_options(kwargs))
+
+
+class IdentifierScanMetric(_ReidentTableMetric):
+    """``reident.identifier_scan``: every column of the batch scanned for what identifies a
+    person on its own, on every engine (an
+    :class:`~reident_airflow.engine.identifiers.IdentifierScan`)."""
+
+    metric_name = IDENTIFIER_SCAN_METRIC
+    value_keys = SCAN_KEYS
+
+    _pandas = _on_pandas(_scan_pandas)
+    _sqlalchemy = _on_sql(_scan_sql)
+    _spark = _on_spark(_scan_spark)

@@ -1,6 +1,6 @@
 """Great Expectations expectations for re-identification risk, one module each.
 
-Four batch expectations, each a thin adapter: a metric counts where the data is
+Five batch expectations, each a thin adapter: a metric counts where the data is
 (:mod:`reident_airflow.gx.metrics`) and the engine does all the arithmetic. As GE's own
 expectations do, a result's ``observed_value`` is the one number the verdict checks, and
 ``details`` holds ``measure`` (its name), ``limit``, a one-line ``summary`` and, under
@@ -25,6 +25,11 @@ expectations do, a result's ``observed_value`` is the one number the verdict che
     lowest l over the sensitive columns (``details.values``: each column's) and
     ``details.assessment`` is ``reident assess --sensitive COLS --recursive-c C`` (with
     ``--min-l L`` for ``distinct``).
+``ExpectTableToHoldNoDirectIdentifiers`` (:mod:`.identifiers`)
+    No column of the table, declared or not, is found an identifier or an undeclared
+    quasi-identifier by the identifier scan (``docs/identifier-scan.md``); ``observed_value``
+    is the number of failing columns, ``details.failing`` and ``details.flagged`` name them
+    and ``details.assessment`` is the ``reident.identifier_scan/v1`` JSON.
 
 The three assessing expectations rank the QI subsets (the ``attributes`` section) as
 ``reident assess`` does, from the ``reident.class_distributions`` metric (the subsets'
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 from reident_airflow.gx.expectations.base import ReidentExpectation
 from reident_airflow.gx.expectations.direct_match import ExpectTableDirectMatchProtectionToBeAbove
+from reident_airflow.gx.expectations.identifiers import ExpectTableToHoldNoDirectIdentifiers
 from reident_airflow.gx.expectations.k_anonymity import ExpectTableToBeKAnonymous
 from reident_airflow.gx.expectations.l_diversity import ExpectTableToBeLDiverse
 from reident_airflow.gx.expectations.risk import ExpectTableReidentificationRiskToBeBelow
@@ -60,6 +66,7 @@ __all__ = [
     "ExpectTableReidentificationRiskToBeBelow",
     "ExpectTableToBeKAnonymous",
     "ExpectTableToBeLDiverse",
+    "ExpectTableToHoldNoDirectIdentifiers",
     "Measure",
     "ReidentExpectation",
 ]
@@ -70,6 +77,7 @@ EXPECTATIONS: tuple[type[ReidentExpectation], ...] = (
     ExpectTableToBeKAnonymous,
     ExpectTableDirectMatchProtectionToBeAbove,
     ExpectTableToBeLDiverse,
+    ExpectTableToHoldNoDirectIdentifiers,
 )
 #: Their expectation types, as saved suites name them.
 EXPECTATION_TYPES: tuple[str, ...] = tuple(cls.expectation_type for cls in EXPECTATIONS)
