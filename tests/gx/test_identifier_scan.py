@@ -9,7 +9,8 @@ reading (the same counts, through the batch's own source).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from reident_airflow.gx import (
 )
 from reident_airflow.gx.metrics import SCAN_KEYS
 from reident_airflow.sources.files import FileSource
+from tests.conftest import require_server
 from tests.gx.conftest import sql_batch
 from tests.gx.test_metrics import metric
 
@@ -66,6 +68,33 @@ def sqlite_tables(tmp_path_factory: pytest.TempPathFactory) -> str:
         frame.to_sql(name, engine, index=False, dtype=dict.fromkeys(frame.columns, sa.Text()))
     engine.dispose()
     return url
+
+
+@pytest.fixture
+def postgres_planted() -> Iterator[tuple[str, str]]:
+    """``(url, table)``: planted.csv in a uniquely named PostgreSQL table (TEXT columns)."""
+    url = require_server("postgresql")
+    table = f"reident_gx_i27_planted_{uuid.uuid4().hex[:10]}"
+    engine = sa.create_engine(url)
+    frame = read_table("planted.csv")
+    try:
+        frame.to_sql(table, engine, index=False, dtype=dict.fromkeys(frame.columns, sa.Text()))
+        yield url, table
+    finally:
+        with engine.begin() as conn:
+            sa.Table(table, sa.MetaData()).drop(conn, checkfirst=True)
+        engine.dispose()
+
+
+def test_postgresql_gives_the_same_verdicts(
+    context: Any, postgres_planted: tuple[str, str]
+) -> None:
+    url, table = postgres_planted
+    result = sql_batch(context, url, table).validate(
+        ExpectTableToHoldNoDirectIdentifiers(**PLANTED_KWARGS)
+    )
+    assert result.result["details"]["failing"] == PLANTED_FAILING
+    assert verdicts_of(result) == csv_verdicts("planted.csv", PLANTED_KWARGS)
 
 
 def _batch(engine: str, name: str, pandas_batch: Callable[..., Any], context: Any, url: str) -> Any:
