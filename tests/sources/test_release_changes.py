@@ -476,3 +476,26 @@ def test_spark_counts_what_the_reference_counts(session: Any) -> None:
         assert summary(new.release_changes(old, qis)) == reference(previous, candidate, qis)
     with pytest.raises(InvalidInputError, match="same backend"):
         new.release_changes(FrameSource(pd.DataFrame({"g": ["a"]})), ["g"])
+
+
+# --------------------------------------------------------------------------- file errors
+def test_a_file_error_names_the_release_that_causes_it(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("sex,zip\nF,1\n", encoding="utf-8")
+    bad.write_text("sex,zip\nF,1\nM,2,3\n", encoding="utf-8")
+    for new, old in ((good, bad), (bad, good)):
+        with pytest.raises(InvalidInputError, match=f"{bad}: ragged CSV at line 3"):
+            FileSource(new).release_changes(FileSource(old), ["sex"])
+
+
+def test_a_record_longer_than_the_first_line_limit_is_read(tmp_path: Path) -> None:
+    # a 3,000,000-character field, longer than the 2,000,000 bytes the reading starts with:
+    # the comparison runs again with room for it. The long row replaces (F,100,cold), so one
+    # arrival and one departure in (F, 100)
+    long_row = ("F", "100", "x" * 3_000_000)
+    candidate = Release(COLUMNS, (*PREVIOUS.rows[:2], long_row, *PREVIOUS.rows[3:]))
+    new, old = tmp_path / "n.csv", tmp_path / "p.csv"
+    _csv(candidate, new)
+    _csv(PREVIOUS, old)
+    got = summary(FileSource(new).release_changes(FileSource(old), QIS))
+    assert got == reference(PREVIOUS, candidate, QIS) == (5, 5, ((1, 1),), ((1, 1),))
