@@ -27,7 +27,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.differencing import ReleaseChanges
     from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.sources.fingerprint import InputFingerprint
+    from reident_airflow.sources.release_changes import ComparedColumns
 
 __all__ = [
     "FileSource",
@@ -1036,7 +1037,7 @@ def _prefixed(rel: str, params: Mapping[str, Any], prefix: str) -> tuple[str, di
     )
 
 
-def _changes_sql(new: str, old: str, compared: Any, *, text_qis: bool) -> str:
+def _changes_sql(new: str, old: str, compared: ComparedColumns, *, text_qis: bool) -> str:
     """The release comparison over the candidate's relation ``new`` and the previous
     release's ``old`` (:mod:`~reident_airflow.sources.release_changes`): rows
     ``(a, d, suppressed, classes, n, p)``, one per distinct ``(a(c), d(c), suppressed)``."""
@@ -1067,7 +1068,7 @@ def _run_pair(
     sources: tuple[FileTable, FileTable],
     con: Any,
     relations: Sequence[tuple[str, dict[str, Any]]],
-    statement: Any,
+    statement: Callable[[list[str]], str],
 ) -> list[tuple[Any, ...]]:
     """Run a statement over two relations (``statement(rels)`` makes its SQL): its rows.
 

@@ -499,3 +499,22 @@ def test_a_record_longer_than_the_first_line_limit_is_read(tmp_path: Path) -> No
     _csv(PREVIOUS, old)
     got = summary(FileSource(new).release_changes(FileSource(old), QIS))
     assert got == reference(PREVIOUS, candidate, QIS) == (5, 5, ((1, 1),), ((1, 1),))
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["sqlite", pytest.param("postgresql", marks=pytest.mark.db), *BACKENDS[5:]],
+)
+def test_two_queries_of_one_database(made: Callable[[str], Made], backend: str) -> None:
+    # each release read through sql=, the candidate narrowed to the records of (M, *) and
+    # (F, 100, asthma): the reference of the same rows
+    make = made(backend)
+    with make(MIXED, "candidate") as table_new, make(PREVIOUS, "previous") as table_old:
+        assert isinstance(table_new, SqlSource) and isinstance(table_old, SqlSource)
+        new = SqlSource(
+            table_new.url,
+            sql=f"SELECT * FROM {table_new.table} WHERE sex = 'M' OR diagnosis = 'asthma'",
+        )
+        old = SqlSource(table_old.url, sql=f"SELECT * FROM {table_old.table}")
+        narrowed = Release(COLUMNS, tuple(r for r in MIXED.rows if r[0] == "M" or r[2] == "asthma"))
+        assert summary(new.release_changes(old, QIS)) == reference(PREVIOUS, narrowed, QIS)
