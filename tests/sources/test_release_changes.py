@@ -335,6 +335,21 @@ def test_case_spaces_and_normal_forms_stay_apart(
     assert got == expected
 
 
+# a missing value and the empty text are two values: the candidate's '' replaced a missing t
+MISSING_PREVIOUS = Release(HOSTILE, (("q", None), ("q", "x"), (None, "x")))
+MISSING_CANDIDATE = Release(HOSTILE, (("q", ""), ("q", "x"), (None, "x")))
+
+
+@pytest.mark.parametrize("qis", [("g",), ("g", "t")])
+@pytest.mark.parametrize("backend", BACKENDS[1:])  # CSV: an empty field is missing or ''
+def test_missing_and_empty_text_stay_apart(
+    made: Callable[[str], Made], backend: str, qis: tuple[str, ...]
+) -> None:
+    expected = reference(MISSING_PREVIOUS, MISSING_CANDIDATE, qis)
+    assert expected == (3, 3, ((1, 1),), ((1, 1),))
+    assert _changes(made(backend), MISSING_PREVIOUS, MISSING_CANDIDATE, qis) == expected
+
+
 FLOATS = ("g", "x")
 NAN = float("nan")
 # -0.0 and 0.0 are one value, two NaNs one value, NaN and missing two: in class a nothing
@@ -468,6 +483,7 @@ def test_spark_counts_what_the_reference_counts(session: Any) -> None:
         *CASES.values(),
         (HOSTILE_PREVIOUS, HOSTILE_CANDIDATE, ("g",)),
         (HOSTILE_PREVIOUS, HOSTILE_CANDIDATE, ("g", "t")),
+        (MISSING_PREVIOUS, MISSING_CANDIDATE, ("g", "t")),
         (FLOAT_PREVIOUS, FLOAT_CANDIDATE, ("g",)),
     ]
     for previous, candidate, qis in cases:
