@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.aggregates import ClassAggregates
     from reident_airflow.engine.classes import ClassSizes, ClassTable
+    from reident_airflow.engine.differencing import ReleaseChanges
     from reident_airflow.engine.distributions import Distributions
     from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.engine.options import AssessmentOptions
@@ -79,7 +80,20 @@ class Source(Protocol):
     values and singletons under the same exact equality as classes, the records matching
     each planned pattern, a bounded sample of matched values (kept in memory, never shown),
     values over 89, restricted ZIP3 codes. ``approximate`` (Spark only; refused elsewhere)
-    estimates the distinct values and leaves ``singletons`` out."""
+    estimates the distinct values and leaves ``singletons`` out.
+
+    For the differencing risk (issue 28, docs/metrics.md §12): ``release_changes`` compares
+    this source, the candidate release ``N``, with ``previous``, the release ``P`` it
+    replaces, read by the same backend (two files or frames: one DuckDB; two tables or
+    queries of one database: that database; two Spark DataFrames of one session: Spark; any
+    other pair is refused). The arrivals ``N - P`` and departures ``P - N``, multiset
+    differences on whole rows over the released ``columns`` (by default every column both
+    hold, matched by name; the others are left out and named in a warning), are grouped on
+    ``qis`` where the data is, under the exact equality of the reading contract, and only
+    their class-size histograms come back, as a
+    :class:`~reident_airflow.engine.differencing.ReleaseChanges`
+    (:mod:`~reident_airflow.sources.release_changes`). The suppressed class (every QI ``*``)
+    is left out of both histograms, as an assessment leaves it out."""
 
     @property
     def label(self) -> str: ...
@@ -98,6 +112,9 @@ class Source(Protocol):
     def profile(
         self, plans: Sequence[ColumnPlan], *, approximate: bool = False
     ) -> tuple[ColumnProfile, ...]: ...
+    def release_changes(
+        self, previous: Source, qis: Sequence[str], columns: Sequence[str] | None = None
+    ) -> ReleaseChanges: ...
 
 
 class ClassCounting:

@@ -27,7 +27,7 @@ import re
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
@@ -42,7 +42,7 @@ from reident_airflow.engine.errors import (
     ResourceExhaustedError,
     resource_error,
 )
-from reident_airflow.sources import ClassCounting, scratch
+from reident_airflow.sources import ClassCounting, Source, scratch
 from reident_airflow.sources.file_source import (
     FileTable,
     column_kind,
@@ -57,8 +57,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from reident_airflow.engine.aggregates import ClassAggregates
+    from reident_airflow.engine.differencing import ReleaseChanges
     from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.sources.fingerprint import InputFingerprint
+    from reident_airflow.sources.release_changes import ComparedColumns
 
 __all__ = [
     "FileSource",
@@ -872,6 +874,50 @@ class FileSource(ClassCounting):
 
         return fingerprint_file(self.path, rows=rows)
 
+    # ----------------------------------------------------------------- release comparison
+    def release_changes(
+        self, previous: Source, qis: Sequence[str], columns: Sequence[str] | None = None
+    ) -> ReleaseChanges:
+        """The arrivals and departures of this release (the candidate) against ``previous``,
+        a file or a frame too, grouped on ``qis`` and counted by DuckDB in one statement over
+        both (:func:`_changes_sql`; the shape:
+        :mod:`~reident_airflow.sources.release_changes`). Compared on ``columns``, by default
+        every column both hold. Only one row per distinct ``(a(c), d(c))`` pair comes back.
+        A previous release of another backend is refused."""
+        from reident_airflow.sources.release_changes import (
+            changes_from_counts,
+            check_kinds,
+            compared_columns,
+            other_backend,
+        )
+
+        if not isinstance(previous, FileSource):
+            raise other_backend(self.label, previous, "files and frames, read by DuckDB")
+        new, old = self._opened(), previous._opened()
+        labels = (new.label, old.label)
+        compared = compared_columns(new.names, old.names, qis, columns, labels=labels)
+        for side, pos in ((new, compared.candidate), (old, compared.previous)):
+            _refuse_nested(side, pos)
+        with (
+            _duckdb(self.memory_limit) as con,
+            _readable(new) as new_readable,
+            _readable(old) as old_readable,
+        ):
+            relations = [_relation(t, con) for t in (new_readable, old_readable)]
+            kinds = [
+                _kinds_of(t, con, rel, params)
+                for t, (rel, params) in zip((new, old), relations, strict=True)
+            ]
+            check_kinds(compared, kinds[0], kinds[1], labels=labels)
+            text_qis = all(kinds[0][compared.candidate[q]] == "string" for q in compared.qis)
+            rows = _run_pair(
+                (new, old),
+                con,
+                relations,
+                lambda rels: _changes_sql(rels[0], rels[1], compared, text_qis=text_qis),
+            )
+        return changes_from_counts(compared.qi_names, rows)
+
 
 def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
     """A text column as a pandas Categorical with plain-object categories (``None`` if it is
@@ -957,3 +1003,100 @@ def _read_columns(source: FileTable, columns: Sequence[str]) -> Any:
         rel, params = _relation(readable, con)
         table = _run(source, con, f"SELECT {select} FROM {rel}", params)
     return table.rename_columns([source.names[i] for i in pos])
+
+
+# ------------------------------------------------------------------- release comparison
+def _refuse_nested(source: FileTable, pos: Sequence[int]) -> None:
+    """A nested compared column (a struct, list, map or union) is refused, as a QI is."""
+    for i in pos:
+        if source.kinds[i] == "nested":
+            raise InvalidInputError(
+                f"{source.label}: compared column {source.names[i]!r} is a nested column "
+                f"({source.types[i]}), whose values are not grouped: flatten it, cast it to "
+                "text, or leave it out with columns="
+            )
+
+
+def _kinds_of(source: FileTable, con: Any, rel: str, params: Mapping[str, Any]) -> list[str]:
+    """Each column's kind (``string`` for every CSV column), from a ``LIMIT 0`` query."""
+    if source.kind == "csv":
+        return ["string"] * len(source.names)
+    table = _run(source, con, f"SELECT * FROM {rel} LIMIT 0", params)
+    return [column_kind(t) for t in table.schema.types]
+
+
+_PARAMETER = re.compile(r"\$(\w+)")
+
+
+def _prefixed(rel: str, params: Mapping[str, Any], prefix: str) -> tuple[str, dict[str, Any]]:
+    """A relation's SQL and parameters with every parameter renamed ``$<prefix>_<name>``, so
+    that two relations meet in one statement (the SQL is ours: paths are parameters)."""
+    return (
+        _PARAMETER.sub(lambda m: f"${prefix}_{m.group(1)}", rel),
+        {f"{prefix}_{k}": v for k, v in params.items()},
+    )
+
+
+def _changes_sql(new: str, old: str, compared: ComparedColumns, *, text_qis: bool) -> str:
+    """The release comparison over the candidate's relation ``new`` and the previous
+    release's ``old`` (:mod:`~reident_airflow.sources.release_changes`): rows
+    ``(a, d, suppressed, classes, n, p)``, one per distinct ``(a(c), d(c), suppressed)``."""
+    keys = [f"k{j}" for j in range(len(compared.names))]
+    key_list = ", ".join(keys)
+    qi_list = ", ".join(keys[q] for q in compared.qis)
+    new_cols = ", ".join(f"c{i} AS k{j}" for j, i in enumerate(compared.candidate))
+    old_cols = ", ".join(f"c{i} AS k{j}" for j, i in enumerate(compared.previous))
+    star = (
+        "coalesce("
+        + " AND ".join(f"{keys[q]} = '{_SUPPRESSION_MARKER}'" for q in compared.qis)
+        + ", false)"
+        if text_qis
+        else "false"
+    )
+    return (
+        f"SELECT a, d, {star} AS star, count(*) AS classes, sum(n) AS n, sum(p) AS p FROM ("
+        f"SELECT {qi_list}, sum(CASE WHEN n > p THEN n - p ELSE 0 END) AS a, "
+        "sum(CASE WHEN p > n THEN p - n ELSE 0 END) AS d, sum(n) AS n, sum(p) AS p FROM ("
+        f"SELECT {key_list}, count(*) FILTER (WHERE s) AS n, count(*) FILTER (WHERE NOT s) AS p "
+        f"FROM (SELECT {new_cols}, true AS s FROM {new} "
+        f"UNION ALL SELECT {old_cols}, false AS s FROM {old}) GROUP BY {key_list}"
+        f") GROUP BY {qi_list}) GROUP BY 1, 2, 3"
+    )
+
+
+def _run_pair(
+    sources: tuple[FileTable, FileTable],
+    con: Any,
+    relations: Sequence[tuple[str, dict[str, Any]]],
+    statement: Callable[[list[str]], str],
+) -> list[tuple[Any, ...]]:
+    """Run a statement over two relations (``statement(rels)`` makes its SQL): its rows.
+
+    A CSV record longer than the line limit makes the statement run again with room for it
+    on both sides (:func:`_longer_lines`). Any other error is said of the release that
+    causes it: each side is read alone (a count) to find it; the candidate's label names an
+    error neither side causes alone."""
+    params = [dict(p) for _, p in relations]
+    while True:
+        named = [
+            _prefixed(rel, p, prefix)
+            for (rel, _), p, prefix in zip(relations, params, ("new", "old"), strict=True)
+        ]
+        try:
+            sql = statement([r for r, _ in named])
+            result = con.sql(sql, params={**named[0][1], **named[1][1]})
+            rows: list[tuple[Any, ...]] = result.fetchall()
+            return rows
+        except Exception as exc:
+            longer = [_longer_lines(s, exc, p) for s, p in zip(sources, params, strict=True)]
+            if any(x is not None for x in longer):
+                for p, more in zip(params, longer, strict=True):
+                    if more is not None:
+                        p.update(more)
+                continue
+            translated = _translate(sources[0], exc)
+            if isinstance(translated, ResourceExhaustedError):
+                raise translated from None
+            for source, (rel, _), p in zip(sources, relations, params, strict=True):
+                _run(source, con, f"SELECT count(*) FROM {rel}", p, rows=True)
+            raise translated from None

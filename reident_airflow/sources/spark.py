@@ -39,8 +39,10 @@ from reident_airflow.engine.distributions import (
 )
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions
+from reident_airflow.sources import Source
 from reident_airflow.sources.spark_grouping import (
     SparkTable,
+    change_rows,
     class_size_rows,
     column_kinds,
     column_profiles,
@@ -48,6 +50,7 @@ from reident_airflow.sources.spark_grouping import (
     open_spark_frame,
     profile_rows,
     spark_errors,
+    spark_kinds,
     weight_rows,
 )
 
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.engine.classes import ClassTable
+    from reident_airflow.engine.differencing import ReleaseChanges
     from reident_airflow.engine.hierarchies import Hierarchy
     from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
     from reident_airflow.sources.fingerprint import InputFingerprint
@@ -287,6 +291,11 @@ def assess_spark_frame(frame: Any, options: AssessmentOptions | Sequence[str]) -
     return assess(counted, options)
 
 
+def _session_of(frame: Any) -> Any:
+    """The Spark session a DataFrame belongs to (classic or Spark Connect)."""
+    return frame.sparkSession
+
+
 class SparkSource:
     """A Spark DataFrame, counted by Spark: the :class:`~reident_airflow.sources.Source` of
     Spark (classic sessions and Spark Connect).
@@ -388,6 +397,41 @@ class SparkSource:
         return column_profiles(
             open_spark_frame(self.frame, self.label), plans, approximate=approximate
         )
+
+    def release_changes(
+        self, previous: Source, qis: Sequence[str], columns: Sequence[str] | None = None
+    ) -> ReleaseChanges:
+        """The arrivals and departures of this release (the candidate) against ``previous``,
+        a DataFrame of the same Spark session, grouped on ``qis`` and counted by Spark in
+        one job over both
+        (:func:`~reident_airflow.sources.spark_grouping.change_rows`): only one row per
+        distinct ``(a(c), d(c))`` pair reaches the driver. Compared on ``columns``, by
+        default every column both hold. A previous release of another backend, or of
+        another session, is refused."""
+        from reident_airflow.sources.release_changes import (
+            changes_from_counts,
+            check_kinds,
+            compared_columns,
+            other_backend,
+        )
+
+        if not isinstance(previous, SparkSource):
+            raise other_backend(self.label, previous, "Spark")
+        new = open_spark_frame(self.frame, self.label)
+        old = open_spark_frame(previous.frame, previous.label)
+        if _session_of(self.frame) is not _session_of(previous.frame):
+            raise InvalidInputError(
+                f"{self.label}: the previous release is a DataFrame of another Spark session: "
+                "releases are compared where the data is, in one session"
+            )
+        labels = (new.label, old.label)
+        compared = compared_columns(new.names, old.names, qis, columns, labels=labels)
+        new.positions(compared.names, kind="compared column")  # collated text refused
+        old.positions([old.names[j] for j in compared.previous], kind="compared column")
+        check_kinds(compared, spark_kinds(new), spark_kinds(old), labels=labels)
+        with spark_errors(self.label):
+            rows = change_rows(new, old, compared.candidate, compared.previous, compared.qis)
+        return changes_from_counts(compared.qi_names, rows)
 
     def fingerprint(self, rows: int | None = None) -> InputFingerprint | None:
         """A local Parquet file's or folder's fingerprint (``rows``: the records read);

@@ -40,6 +40,7 @@ __all__ = [
     "SUPPRESSED",
     "SparkJobError",
     "SparkTable",
+    "change_rows",
     "class_size_rows",
     "collect_rows",
     "column_kinds",
@@ -50,6 +51,7 @@ __all__ = [
     "open_spark_frame",
     "profile_rows",
     "spark_errors",
+    "spark_kinds",
     "weight_rows",
     "window",
 ]
@@ -503,3 +505,60 @@ def column_profiles(
                 )
             )
     return tuple(out)
+
+
+# --------------------------------------------------------------------- release comparison
+def spark_kinds(source: SparkTable) -> list[str]:
+    """Each column's kind of :data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`, in the
+    frame's order, from its schema (nothing is computed)."""
+    return [_column_kind(f.dataType) for f in source.frame.schema.fields]
+
+
+def change_rows(
+    new: SparkTable,
+    old: SparkTable,
+    new_pos: Sequence[int],
+    old_pos: Sequence[int],
+    qis: Sequence[int],
+) -> list[tuple[Any, ...]]:
+    """The release comparison (:mod:`~reident_airflow.sources.release_changes`) of the
+    candidate ``new`` and the previous release ``old`` on the compared columns at
+    ``new_pos`` and ``old_pos`` (pairwise the same columns), grouped on the ``qis``
+    (positions among them), in one Spark job: rows ``(a, d, suppressed, classes, n, p)``,
+    one per distinct ``(a(c), d(c), suppressed)``. Spark groups the rows: ``NULL`` is one
+    value, ``-0.0`` and ``0.0`` one, every NaN one, text by its characters."""
+    F = functions(new.frame)
+    keys = [f"k{j}" for j in range(len(new_pos))]
+    both = new.frame.select(
+        *(F.col(f"c{i}").alias(k) for i, k in zip(new_pos, keys, strict=True)),
+        F.lit(True).alias("s"),
+    ).unionAll(
+        old.frame.select(
+            *(F.col(f"c{i}").alias(k) for i, k in zip(old_pos, keys, strict=True)),
+            F.lit(False).alias("s"),
+        )
+    )
+    per_row = both.groupBy(*keys).agg(
+        F.count_if(F.col("s")).alias("n"), F.count_if(~F.col("s")).alias("p")
+    )
+    n, p, zero = F.col("n"), F.col("p"), F.lit(0)
+    qi_keys = [keys[q] for q in qis]
+    per_class = per_row.groupBy(*qi_keys).agg(
+        F.sum(F.when(n > p, n - p).otherwise(zero)).alias("a"),
+        F.sum(F.when(p > n, p - n).otherwise(zero)).alias("d"),
+        F.sum(n).alias("n"),
+        F.sum(p).alias("p"),
+    )
+    if all(new.kinds[new_pos[q]] == _TEXT for q in qis):
+        every = F.lit(True)
+        for k in qi_keys:
+            every = every & (F.col(k) == F.lit(SUPPRESSION_MARKER))
+        star = F.coalesce(every, F.lit(False))
+    else:
+        star = F.lit(False)
+    result = (
+        per_class.withColumn(SUPPRESSED, star)
+        .groupBy("a", "d", SUPPRESSED)
+        .agg(F.count(F.lit(1)).alias(GROUPED), F.sum("n").alias("n"), F.sum("p").alias("p"))
+    )
+    return collect_rows(result)

@@ -52,7 +52,7 @@ from reident_airflow.engine.classes import (
 )
 from reident_airflow.engine.encoding import validate_quasi_identifiers
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources import ClassCounting
+from reident_airflow.sources import ClassCounting, Source
 from reident_airflow.sources.connect import (
     SqlWhere,
     connect,
@@ -86,6 +86,7 @@ from reident_airflow.sources.sql_grouping import (
     SUPPRESSED_LABEL,
     Grouping,
     SqlTable,
+    changes_statement,
     class_rows,
     constant,
     histogram_statement,
@@ -94,6 +95,7 @@ from reident_airflow.sources.sql_grouping import (
 from reident_airflow.sources.sql_profile import column_kinds, profile_columns
 
 if TYPE_CHECKING:
+    from reident_airflow.engine.differencing import ReleaseChanges
     from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
 
 __all__ = [
@@ -458,6 +460,81 @@ class SqlSource(ClassCounting):
         ``rows`` is not needed: the database counts them."""
         del rows
         return fingerprint_sql(self._bound(), **self.located())
+
+    # ----------------------------------------------------------------- release comparison
+    def release_changes(
+        self, previous: Source, qis: Sequence[str], columns: Sequence[str] | None = None
+    ) -> ReleaseChanges:
+        """The arrivals and departures of this release (the candidate) against ``previous``,
+        a table or query of the same database, grouped on ``qis`` and counted by the
+        database in one statement over both, on one read-only connection
+        (:func:`~reident_airflow.sources.sql_grouping.changes_statement`): every compared
+        column grouped by the exact expressions of the reading contract, so ``citext``, a
+        collation or MariaDB's case-insensitive text never merge values. Compared on
+        ``columns``, by default every column both hold. The previous release is read
+        through this source's connection (its account). A previous release of another
+        backend, or of another database, is refused."""
+        from reident_airflow.sources.release_changes import (
+            changes_from_counts,
+            check_kinds,
+            compared_columns,
+            other_backend,
+        )
+
+        if not isinstance(previous, SqlSource):
+            raise other_backend(self.label, previous, "a database")
+        _same_database(self._bound(), previous._bound())
+        old_where = previous.located()
+        source_label(old_where.get("table"), old_where.get("sql"))
+        with self._reading() as (conn, source, what):
+            old_source = open_source(
+                conn, old_where.get("table"), old_where.get("sql"), old_where.get("schema")
+            )
+            new = sa.select(*source.c).subquery("reident_candidate")
+            old = sa.select(*old_source.c).subquery("reident_previous")
+            labels = (what, previous.label)
+            compared = compared_columns(
+                [c.name for c in new.columns],
+                [c.name for c in old.columns],
+                qis,
+                columns,
+                labels=labels,
+            )
+            old_names = [old.columns[j].name for j in compared.previous]
+            new_grouping = plan_grouping(conn, new, compared.names)
+            old_grouping = plan_grouping(conn, old, old_names)
+            if conn.dialect.name != "sqlite":  # SQLite types values, not columns
+                check_kinds(
+                    compared,
+                    dict(zip(compared.candidate, new_grouping.kinds, strict=True)),
+                    dict(zip(compared.previous, old_grouping.kinds, strict=True)),
+                    labels=labels,
+                )
+            statement = changes_statement(new_grouping, new, old_grouping, old, compared.qis)
+            rows = conn.execute(statement).all()
+        return changes_from_counts(compared.qi_names, rows)
+
+
+def _same_database(new: Engine, old: Engine) -> None:
+    """Both engines reach one database (one engine, or URLs naming the same server and
+    database): the comparison runs there, in one statement. An in-memory SQLite database
+    is its engine's own."""
+    if new is old:
+        return
+    a, b = new.url, old.url
+    memory = a.get_backend_name() == "sqlite" and a.database in (None, "", ":memory:")
+    same = not memory and (a.get_backend_name(), a.host, a.port, a.database) == (
+        b.get_backend_name(),
+        b.host,
+        b.port,
+        b.database,
+    )
+    if not same:
+        raise InvalidInputError(
+            "the previous release is in another database than the candidate: releases are "
+            "compared where the data is, in one database (give tables or queries of the same "
+            "database, or the same engine)"
+        )
 
 
 def grouped_histogram(

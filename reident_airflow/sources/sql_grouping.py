@@ -45,6 +45,7 @@ __all__ = [
     "SUPPRESSED_LABEL",
     "Grouping",
     "SqlTable",
+    "changes_statement",
     "class_rows",
     "constant",
     "grouped_by",
@@ -382,3 +383,74 @@ def histogram_statement(grouping: Grouping, source: SqlTable) -> sa.Select[Any]:
     return sa.select(size, suppressed, sa.func.count().label(CLASSES_LABEL)).group_by(
         size, suppressed
     )
+
+
+#: The columns of :func:`changes_statement`'s rows, after ``a``, ``d`` and the suppressed flag.
+ARRIVALS_LABEL = "reident_arrivals"
+DEPARTURES_LABEL = "reident_departures"
+NEW_LABEL = "reident_new"
+OLD_LABEL = "reident_old"
+_SIDE = "reident_side"
+
+
+def changes_statement(
+    new: Grouping,
+    new_source: SqlTable,
+    old: Grouping,
+    old_source: SqlTable,
+    qis: Sequence[int],
+) -> sa.Select[Any]:
+    """The release comparison (:mod:`~reident_airflow.sources.release_changes`) of the
+    candidate ``new_source`` and the previous release ``old_source``, grouped on every
+    compared column by their exact grouping expressions (``new`` and ``old``, pairwise the
+    same columns) and then on the ``qis`` (positions in them): rows ``(a, d, suppressed,
+    classes, n, p)``, one per distinct ``(a(c), d(c), suppressed)``. The database groups the
+    rows, so two rows are one exactly when ``GROUP BY`` says so: ``NULL`` is one value, and a
+    collation or a type's own equality never merges values (:func:`grouped_by`)."""
+    keys = [f"reident_k{j}" for j in range(len(new.exprs))]
+
+    def side(grouping: Grouping, source: SqlTable, tag: int) -> Any:
+        exprs = [sa.type_coerce(e.element, sa.types.NullType()) for e in grouping.exprs]
+        return sa.select(
+            *(e.label(k) for e, k in zip(exprs, keys, strict=True)),
+            constant(tag).label(_SIDE),
+        ).select_from(source)
+
+    both = sa.union_all(side(new, new_source, 1), side(old, old_source, 0)).subquery("reident_both")
+    tag = both.c[_SIDE]
+    one, zero = constant(1), constant(0)
+    per_row = (
+        sa.select(
+            *(both.c[k] for k in keys),
+            sa.func.sum(sa.case((tag == one, one), else_=zero)).label(NEW_LABEL),
+            sa.func.sum(sa.case((tag == zero, one), else_=zero)).label(OLD_LABEL),
+        )
+        .group_by(*(both.c[k] for k in keys))
+        .subquery("reident_rows")
+    )
+    n, p = per_row.c[NEW_LABEL], per_row.c[OLD_LABEL]
+    qi_keys = [per_row.c[keys[q]] for q in qis]
+    per_class = (
+        sa.select(
+            *qi_keys,
+            sa.func.sum(sa.case((n > p, n - p), else_=zero)).label(ARRIVALS_LABEL),
+            sa.func.sum(sa.case((p > n, p - n), else_=zero)).label(DEPARTURES_LABEL),
+            sa.func.sum(n).label(NEW_LABEL),
+            sa.func.sum(p).label(OLD_LABEL),
+        )
+        .group_by(*qi_keys)
+        .subquery("reident_changes")
+    )
+    cells = [_is_marker(new.dialect, per_class.c[keys[q]], new.kinds[q]) for q in qis]
+    flag: Any = (
+        zero if any(c is None for c in cells) else sa.case((sa.and_(*cells), one), else_=zero)
+    )
+    a, d = per_class.c[ARRIVALS_LABEL], per_class.c[DEPARTURES_LABEL]
+    return sa.select(
+        a,
+        d,
+        flag.label(SUPPRESSED_LABEL),
+        sa.func.count().label(CLASSES_LABEL),
+        sa.func.sum(per_class.c[NEW_LABEL]).label(NEW_LABEL),
+        sa.func.sum(per_class.c[OLD_LABEL]).label(OLD_LABEL),
+    ).group_by(a, d, flag)
