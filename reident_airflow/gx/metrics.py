@@ -471,13 +471,18 @@ def _sensitive_if_any(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     return () if kwargs.get("sensitive_columns") is None else _sensitive(kwargs)
 
 
-def _distributions_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> Distributions:
+def _distributions_of(
+    table_of: Callable[[Sequence[str]], ClassTable],
+    aggregates_of: Callable[[Sequence[str], Sequence[str]], ClassAggregates],
+    kwargs: Mapping[str, Any],
+) -> Distributions:
+    """The distributions of a class table counted where the data is (``table_of``), or of the
+    class aggregates with the sensitive value counts when sensitive columns are asked for."""
     qis, columns = _qis(kwargs), _sensitive_if_any(kwargs)
     rank, size = _ranking(kwargs)
     if not columns:
-        table = _frame_table(frame, qis)
-        return distributions_of(table, rank_attributes=rank, max_subset_size=size)
-    aggregates = _frame_aggregates(frame, qis, columns)
+        return distributions_of(table_of(qis), rank_attributes=rank, max_subset_size=size)
+    aggregates = aggregates_of(qis, columns)
     return distributions_of(
         aggregates.table,
         sensitive=aggregates.sensitive,
@@ -486,18 +491,19 @@ def _distributions_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> Dis
     )
 
 
+def _distributions_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> Distributions:
+    return _distributions_of(
+        lambda qis: _frame_table(frame, qis),
+        lambda qis, columns: _frame_aggregates(frame, qis, columns),
+        kwargs,
+    )
+
+
 def _distributions_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> Distributions:
-    qis, columns = _qis(kwargs), _sensitive_if_any(kwargs)
-    rank, size = _ranking(kwargs)
-    if not columns:
-        table = _sql_table(batch, qis)
-        return distributions_of(table, rank_attributes=rank, max_subset_size=size)
-    aggregates = _sql_aggregates(batch, qis, columns)
-    return distributions_of(
-        aggregates.table,
-        sensitive=aggregates.sensitive,
-        rank_attributes=rank,
-        max_subset_size=size,
+    return _distributions_of(
+        lambda qis: _sql_table(batch, qis),
+        lambda qis, columns: _sql_aggregates(batch, qis, columns),
+        kwargs,
     )
 
 
