@@ -50,6 +50,7 @@ def test_failing_release_raises_and_the_alert_fires(adult: pd.DataFrame, tmp_pat
     [alert] = read_alerts(alerts)
     assert alert == error.report
     assert alert["schema"] == "reident.gx_alert/v1"
+    assert alert["event"] == "reidentification_breach"  # issue 29: the event names the outcome
     assert alert["checkpoint"] == "adult_release_gate"
     assert alert["success"] is False
     [validation] = alert["validations"]
