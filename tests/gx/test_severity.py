@@ -22,6 +22,7 @@ import pytest
 
 from reident_airflow.engine.errors import ThresholdBreached
 from reident_airflow.gx import ReidentAlertAction, run_release_checkpoint
+from tests._schemas import assert_valid
 
 AVERAGE = "prosecutor.average_risk"
 
@@ -51,7 +52,10 @@ def table(a: int, b: int) -> pd.DataFrame:
 
 
 def alerts(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    found = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for alert in found:  # by the package's JSON Schema of reident.gx_alert/v1 (issue 29)
+        assert_valid(alert)
+    return found
 
 
 def run(frame: pd.DataFrame, alert_file: Path, suite: dict = SUITE, **kwargs: Any) -> Any:
