@@ -216,7 +216,8 @@ class ReidentBreachNotifier(BaseNotifier):
             return
         if is_gate_alert(payload) and payload["outcome"] not in self.outcomes:
             self.log.info(
-                "Re-identification breach (outcome %r); no alert (outcomes=%r)",
+                "%s (outcome %r); no alert (outcomes=%r)",
+                payload["event"],
                 payload["outcome"],
                 self.outcomes,
             )

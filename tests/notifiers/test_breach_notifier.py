@@ -603,6 +603,36 @@ def test_templated_recipients_and_a_mapped_task(
         assert re.search(r"^Map index +: 3$", text, re.MULTILINE)
 
 
+def test_the_smtp_provider_renders_no_name_of_the_alert_as_a_template(
+    smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider's SmtpNotifier renders its subject and body as Jinja over the task's
+    context unless they are given; the notifier gives them, so a column named like a template
+    reaches the e-mail as written (never ``49``, never an XCom)."""
+    monkeypatch.setenv("AIRFLOW_CONN_MAIL", smtp_conn(smtp_server))
+    exc = ReidentificationBreach(
+        "x",
+        breaches=[{"metric": "k", "observed": 1, "limit": 5}],
+        report={"schema": "reident.assessment/v1"},
+        check="reidentification_risk",
+        quasi_identifiers=["{{ 7 * 7 }}", "{{ ti.xcom_pull(key='secret') }}"],
+        k=1,
+    )
+    notifier = ReidentBreachNotifier(
+        smtp_conn_id="mail",
+        to="a@example.org",
+        from_email="f@example.org",
+        subject_template="{{ quasi_identifiers[0] }}",
+    )
+    notifier(context_of(exc))
+    [mail] = smtp_server.mails
+    subject, text, html_body = mail_texts(mail)
+    assert text == ""  # the provider's path (the HTML part only)
+    assert subject == "{{ 7 * 7 }}"  # our sandboxed subject: the field's value, as text
+    assert "{{ 7 * 7 }}, {{ ti.xcom_pull(key=&#x27;secret&#x27;) }}" in html_body
+    assert "49" not in html_body
+
+
 def test_exports() -> None:
     assert sorted(notifiers.__all__) == ["ReidentBreachNotifier", "breach_email", "breach_payload"]
     for name in notifiers.__all__:
