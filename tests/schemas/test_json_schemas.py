@@ -314,3 +314,12 @@ def test_a_gx_alert_whose_event_contradicts_its_outcome_fails() -> None:
     assert schema_errors(document) == []
     assert schema_errors(dict(document, outcome="fail")) != []
     assert schema_errors(dict(document, event="reidentification_breach")) != []
+
+
+def test_the_alert_shown_in_the_guide_validates() -> None:
+    """The webhook body printed in docs/guides/alerts.md is a valid alert."""
+    guide = (SCHEMAS.parents[1] / "docs" / "guides" / "alerts.md").read_text(encoding="utf-8")
+    block = guide.split("```json\n", 1)[1].split("```", 1)[0]
+    example = json.loads(block)
+    assert example["schema"] == "reident.alert/v2"
+    assert_valid(example)
