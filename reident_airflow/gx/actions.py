@@ -17,6 +17,12 @@ failed, ``"warn"`` when only warning or info ones did, ``"pass"`` otherwise; eac
 names its ``severity``. An expectation that could not be evaluated (an ``error``) counts as
 critical whatever its severity: the gate fails closed. A suite holding the same measure at
 ``warning`` 0.05 and ``critical`` 0.09 warns at 0.05 and fails at 0.09.
+
+The document's ``event`` names the outcome as the breach notifier's alerts do
+(:data:`EVENTS`): ``reidentification_breach`` (a critical expectation failed),
+``reidentification_error`` (the release stops only because expectations could not be
+evaluated), ``reidentification_warning``, ``reidentification_passed``. Its JSON Schema is
+``reident_airflow/schemas/reident.gx_alert.v1.schema.json``.
 """
 
 from __future__ import annotations
@@ -42,10 +48,12 @@ from reident_airflow.engine import InvalidInputError
 
 __all__ = [
     "ALERT_SCHEMA",
+    "EVENTS",
     "OUTCOMES",
     "ReidentAlertAction",
     "alert_document",
     "blocks_release",
+    "event_of",
     "outcome_of",
 ]
 
@@ -57,6 +65,17 @@ _MESSAGE_LIMIT = 500
 
 #: The outcomes of a release check, from best to worst.
 OUTCOMES = ("pass", "warn", "fail")
+
+#: The document's ``event``, named as the breach notifier's (``reident.alert/v2``) where the
+#: two mean the same: a release stopped by a failed critical expectation, one that went ahead
+#: with warnings, one stopped because an expectation could not be evaluated, one that passed
+#: (alerted only with ``notify_on="all"`` or ``"success"``).
+EVENTS = (
+    "reidentification_breach",
+    "reidentification_warning",
+    "reidentification_error",
+    "reidentification_passed",
+)
 
 
 def _short(text: Any) -> str:
@@ -108,9 +127,23 @@ def outcome_of(failed: Sequence[Mapping[str, Any]]) -> str:
     return "warn" if failed else "pass"
 
 
+def event_of(failed: Sequence[Mapping[str, Any]]) -> str:
+    """The ``event`` of the failed entries: ``"reidentification_breach"`` when a critical
+    expectation failed on its data, ``"reidentification_error"`` when the release stops only
+    because expectations could not be evaluated, ``"reidentification_warning"`` for warning
+    or info failures alone, ``"reidentification_passed"`` for none."""
+    outcome = outcome_of(failed)
+    if outcome == "fail":
+        evaluated = (e for e in failed if "error" not in e)
+        if any(e.get("severity", "critical") == "critical" for e in evaluated):
+            return "reidentification_breach"
+        return "reidentification_error"
+    return "reidentification_warning" if outcome == "warn" else "reidentification_passed"
+
+
 def alert_document(checkpoint_result: CheckpointResult) -> dict[str, Any]:
     """The alert for a checkpoint result: which gates failed, by how much (aggregates only),
-    and the ``outcome`` their severities give."""
+    the ``outcome`` their severities give and its ``event`` (:func:`event_of`)."""
     validations: list[dict[str, Any]] = []
     every_failed: list[dict[str, Any]] = []
     for identifier, suite_result in checkpoint_result.run_results.items():
@@ -128,6 +161,7 @@ def alert_document(checkpoint_result: CheckpointResult) -> dict[str, Any]:
     run_id = checkpoint_result.run_id
     return {
         "schema": ALERT_SCHEMA,
+        "event": event_of(every_failed),
         "checkpoint": checkpoint_result.name,
         "run_name": run_id.run_name,
         "run_time": run_id.run_time.isoformat() if run_id.run_time else None,
@@ -199,9 +233,10 @@ class ReidentAlertAction(ValidationAction):
                 deliver(document)
             except Exception as exc:  # an alert failure must never hide the result
                 message = f"{target}: {type(exc).__name__}: {_short(exc)}"
-                logger.warning("reident alert not delivered to %s", message)
+                logger.warning("reident %s alert not delivered to %s", document["event"], message)
                 errors.append(message)
             else:
+                logger.info("reident %s alert delivered to %s", document["event"], target)
                 delivered.append(target)
         return {**quiet, "alerted": bool(delivered), "delivered": delivered, "errors": errors}
 

@@ -40,6 +40,7 @@ from reident_airflow.notifiers.delivery import (
     connection_extra,
     flag,
     parse_recipients,
+    smtp_notifier_class,
     ssl_context,
     webhook_headers,
     webhook_url,
@@ -48,17 +49,25 @@ from reident_airflow.notifiers.message import SUBJECT_TEMPLATES, breach_email
 from reident_airflow.notifiers.payload import (
     ALERT_SCHEMA,
     BREACH_EVENT,
-    FAILURE_EVENT,
+    ERROR_EVENT,
+    EVENTS,
     OUTCOMES,
+    SKIPPED_EVENT,
+    WARNING_EVENT,
+    alert_kind,
     breach_payload,
+    is_gate_alert,
 )
 from reident_airflow.outcomes import REPORT_PATH_XCOM_KEY, REPORT_URL_XCOM_KEY, REPORT_XCOM_KEY
 
 __all__ = [
     "ALERT_SCHEMA",
     "BREACH_EVENT",
-    "FAILURE_EVENT",
+    "ERROR_EVENT",
+    "EVENTS",
     "OUTCOMES",
+    "SKIPPED_EVENT",
+    "WARNING_EVENT",
     "ReidentBreachNotifier",
     "breach_email",
     "breach_payload",
@@ -111,17 +120,22 @@ class ReidentBreachNotifier(BaseNotifier):
         :func:`breach_payload` JSON to: ``host`` (or a full URL in ``host``), ``port``,
         ``schema`` (``http``/``https``), ``extra["endpoint"]`` (path), ``extra["headers"]``
         (object), ``login``/``password`` (HTTP basic auth). Redirects are not followed.
-    :param smtp_conn_id: SMTP connection, read like the smtp provider does: ``host``,
-        ``port``, optional ``login``/``password``, ``extra["disable_ssl"]`` (plain SMTP rather
-        than SMTP over SSL), ``extra["disable_tls"]`` (no STARTTLS), ``extra["ssl_context"]``
-        (``"default"``/``"none"``), ``extra["from_email"]``. Unlike the provider, STARTTLS is
-        not attempted on an SSL connection. A plain local server needs both ``disable_*`` set.
-        Defaults to ``"smtp_default"`` when ``to`` is given.
+    :param smtp_conn_id: SMTP connection (``conn_type`` ``smtp``). When the smtp provider
+        (``apache-airflow-providers-smtp``) is installed, the e-mail goes through its
+        ``SmtpNotifier``, which reads the connection as for any Airflow e-mail (its TLS,
+        ``extra["timeout"]``, ``extra["retry_limit"]``, OAuth2) and sends the HTML part.
+        Without it, Python's ``smtplib`` reads the same fields: ``host``, ``port``, optional
+        ``login``/``password``, ``extra["disable_ssl"]`` (plain SMTP rather than SMTP over
+        SSL), ``extra["disable_tls"]`` (no STARTTLS), ``extra["ssl_context"]``
+        (``"default"``/``"none"``), ``extra["from_email"]`` (STARTTLS is not attempted on an
+        SSL connection; a plain text and an HTML part). A plain local server needs both
+        ``disable_*`` set. Defaults to ``"smtp_default"`` when ``to`` is given.
     :param to: recipients (list, or a string separated by ``,`` or ``;``; templated).
     :param from_email: sender; defaults to the connection's ``extra["from_email"]``.
     :param subject_template: Jinja template of the subject over the alert's fields (see
         :func:`breach_email`).
-    :param timeout: seconds, for the webhook request and the SMTP session each.
+    :param timeout: seconds, for the webhook request and the fallback's SMTP session each
+        (the smtp provider takes the connection's ``extra["timeout"]``).
     :param alert_on_other_failures: also alert (class name only) when the task failed for
         another reason than a breach (default ``True``).
     :param outcomes: the breach outcomes that alert (the operators' ``on_breach``): ``"fail"``,
@@ -193,16 +207,17 @@ class ReidentBreachNotifier(BaseNotifier):
         exc = context.get("exception")
         report = None if isinstance(exc, BaseException) else self._pull_report(context)
         payload = breach_payload(context, report=report)
-        if payload["event"] != BREACH_EVENT and not self.alert_on_other_failures:
+        if not is_gate_alert(payload) and not self.alert_on_other_failures:
             self.log.info(
                 "Task failed (not a re-identification breach: %s); no alert "
                 "(alert_on_other_failures=False)",
                 payload["exception_class"],
             )
             return
-        if payload["event"] == BREACH_EVENT and payload["outcome"] not in self.outcomes:
+        if is_gate_alert(payload) and payload["outcome"] not in self.outcomes:
             self.log.info(
-                "Re-identification breach (outcome %r); no alert (outcomes=%r)",
+                "%s (outcome %r); no alert (outcomes=%r)",
+                payload["event"],
                 payload["outcome"],
                 self.outcomes,
             )
@@ -220,7 +235,9 @@ class ReidentBreachNotifier(BaseNotifier):
             if parse_recipients(self.to):
                 self.send_email(payload)
             else:
-                self.log.error("Breach alert NOT e-mailed: `to` rendered to no recipient")
+                self.log.error(
+                    "%s alert NOT e-mailed: `to` rendered to no recipient", alert_kind(payload)
+                )
 
     def _pull_report(self, context: Context) -> Any:
         """The report the operator pushed to XCom (for callbacks without the exception)."""
@@ -251,6 +268,7 @@ class ReidentBreachNotifier(BaseNotifier):
         their secret in the path.
         """
         conn_id = self.webhook_conn_id
+        kind = alert_kind(payload)
         host = "?"
         try:
             conn = self.get_connection(str(conn_id))
@@ -268,7 +286,8 @@ class ReidentBreachNotifier(BaseNotifier):
             exc.close()
         except Exception as exc:
             self.log.error(
-                "Breach alert NOT delivered: webhook connection %r (%s) failed: %s: %s",
+                "%s alert NOT delivered: webhook connection %r (%s) failed: %s: %s",
+                kind,
                 conn_id,
                 host,
                 type(exc).__name__,
@@ -277,19 +296,27 @@ class ReidentBreachNotifier(BaseNotifier):
             return False
         if not 200 <= status < 300:
             self.log.error(
-                "Breach alert NOT delivered: webhook connection %r (%s) answered HTTP %s",
+                "%s alert NOT delivered: webhook connection %r (%s) answered HTTP %s",
+                kind,
                 conn_id,
                 host,
                 status,
             )
             return False
-        self.log.info("Breach alert posted to webhook %r (%s): HTTP %s", conn_id, host, status)
+        self.log.info("%s alert posted to webhook %r (%s): HTTP %s", kind, conn_id, host, status)
         return True
 
     def send_email(self, payload: Mapping[str, Any]) -> bool:
-        """Send the e-mail of ``payload``; True when the server accepted it. Logs errors."""
+        """Send the e-mail of ``payload``; True when the server accepted it. Logs errors.
+
+        Through the smtp provider's ``SmtpNotifier`` when it is installed and the connection's
+        type is ``smtp`` (the HTML part only, the provider's TLS, timeout and retries); else
+        through Python's ``smtplib`` (a plain-text and an HTML part). The log names the path.
+        """
         conn_id = self.smtp_conn_id
+        kind = alert_kind(payload)
         recipients = parse_recipients(self.to)
+        via = "the built-in SMTP client"
         try:
             conn = self.get_connection(str(conn_id))
             extra = connection_extra(conn)
@@ -301,38 +328,74 @@ class ReidentBreachNotifier(BaseNotifier):
             subject, text_body, html_body = breach_email(
                 payload, subject_template=self.subject_template
             )
-            message = EmailMessage()
-            message["Subject"] = subject
-            message["From"] = sender
-            message["To"] = ", ".join(recipients)
-            message["Date"] = formatdate(localtime=True)
-            message["Message-ID"] = make_msgid(domain=str(sender).rpartition("@")[2] or None)
-            message.set_content(text_body)
-            message.add_alternative(html_body, subtype="html")
-
-            use_ssl = not flag(extra.get("disable_ssl"))
-            starttls = not use_ssl and not flag(extra.get("disable_tls"))
-            client: smtplib.SMTP
-            if use_ssl:
-                client = smtplib.SMTP_SSL(
-                    conn.host, conn.port or 0, timeout=self.timeout, context=ssl_context(extra)
-                )
+            provider = smtp_notifier_class() if conn.conn_type == "smtp" else None
+            if provider is not None:
+                via = "the smtp provider's SmtpNotifier"
+                # every field given: the provider renders none of them as a template (a
+                # column name in the alert is never read as Jinja over the task's context)
+                provider(
+                    to=recipients,
+                    from_email=str(sender),
+                    subject=subject,
+                    html_content=html_body,
+                    smtp_conn_id=str(conn_id),
+                ).notify({})
             else:
-                client = smtplib.SMTP(conn.host, conn.port or 0, timeout=self.timeout)
-            with client:
-                if starttls:
-                    client.starttls(context=ssl_context(extra))
-                    client.ehlo()
-                if conn.login and conn.password:
-                    client.login(conn.login, conn.password)
-                client.send_message(message, from_addr=sender, to_addrs=recipients)
+                self._send_with_smtplib(
+                    conn, extra, str(sender), recipients, subject, text_body, html_body
+                )
         except Exception as exc:
             self.log.error(
-                "Breach alert NOT delivered: e-mail via SMTP connection %r failed: %s: %s",
+                "%s alert NOT delivered: e-mail via SMTP connection %r (%s) failed: %s: %s",
+                kind,
                 conn_id,
+                via,
                 type(exc).__name__,
                 exc,
             )
             return False
-        self.log.info("Breach alert e-mailed via %r to %d recipient(s)", conn_id, len(recipients))
+        self.log.info(
+            "%s alert e-mailed via SMTP connection %r (%s) to %d recipient(s)",
+            kind,
+            conn_id,
+            via,
+            len(recipients),
+        )
         return True
+
+    def _send_with_smtplib(
+        self,
+        conn: Any,
+        extra: Mapping[str, Any],
+        sender: str,
+        recipients: list[str],
+        subject: str,
+        text_body: str,
+        html_body: str,
+    ) -> None:
+        """The fallback without the smtp provider: one multipart/alternative message."""
+        message = EmailMessage()
+        message["Subject"] = subject
+        message["From"] = sender
+        message["To"] = ", ".join(recipients)
+        message["Date"] = formatdate(localtime=True)
+        message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
+        message.set_content(text_body)
+        message.add_alternative(html_body, subtype="html")
+
+        use_ssl = not flag(extra.get("disable_ssl"))
+        starttls = not use_ssl and not flag(extra.get("disable_tls"))
+        client: smtplib.SMTP
+        if use_ssl:
+            client = smtplib.SMTP_SSL(
+                conn.host, conn.port or 0, timeout=self.timeout, context=ssl_context(extra)
+            )
+        else:
+            client = smtplib.SMTP(conn.host, conn.port or 0, timeout=self.timeout)
+        with client:
+            if starttls:
+                client.starttls(context=ssl_context(extra))
+                client.ehlo()
+            if conn.login and conn.password:
+                client.login(conn.login, conn.password)
+            client.send_message(message, from_addr=sender, to_addrs=recipients)

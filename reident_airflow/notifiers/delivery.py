@@ -16,6 +16,7 @@ __all__ = [
     "connection_extra",
     "flag",
     "parse_recipients",
+    "smtp_notifier_class",
     "ssl_context",
     "webhook_headers",
     "webhook_url",
@@ -103,3 +104,13 @@ def ssl_context(extra: Mapping[str, Any]) -> ssl.SSLContext:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
+
+
+def smtp_notifier_class() -> Any:
+    """The smtp provider's ``SmtpNotifier`` (``apache-airflow-providers-smtp``); ``None``
+    when the provider is not installed (the notifier then sends with ``smtplib``)."""
+    try:
+        from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+    except ImportError:
+        return None
+    return SmtpNotifier

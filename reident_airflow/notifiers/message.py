@@ -9,10 +9,12 @@ from typing import Any
 from jinja2.sandbox import SandboxedEnvironment
 
 from reident_airflow.notifiers.payload import (
-    BREACH_EVENT,
     OUTCOME_TEXT,
+    SKIPPED_EVENT,
+    WARNING_EVENT,
     WARNING_ONLY_TEXT,
     as_text,
+    is_gate_alert,
     is_warning_only,
     scan_sentence,
 )
@@ -27,7 +29,7 @@ _AGGREGATES_ONLY = "This alert carries aggregates only (no record values)."
 
 def _default_subject(payload: Mapping[str, Any]) -> str:
     where = f"{payload.get('dag_id')}.{payload.get('task_id')}"
-    if payload.get("event") != BREACH_EVENT:
+    if not is_gate_alert(payload):
         cls = payload.get("exception_class")
         if cls:
             return f"[reident] Task failed (not a re-identification breach): {where}: {cls}"
@@ -41,9 +43,15 @@ def _default_subject(payload: Mapping[str, Any]) -> str:
     n = len(payload.get("breaches") or [])
     outcome = payload.get("outcome")
     tail = f", {outcome}" if outcome in ("skip", "warn") else ""
-    return (
-        f"[reident] Re-identification breach: {where} ({payload.get('check')}, {n} metric(s){tail})"
-    )
+    head = _SUBJECT_HEADS.get(str(payload.get("event")), "Re-identification breach")
+    return f"[reident] {head}: {where} ({payload.get('check')}, {n} metric(s){tail})"
+
+
+#: The subject's head of a breach acted on with a skip or a warn (a fail: "breach").
+_SUBJECT_HEADS = {
+    SKIPPED_EVENT: "Re-identification breach, task skipped",
+    WARNING_EVENT: "Re-identification warning, breach released",
+}
 
 
 def breach_email(
@@ -73,7 +81,7 @@ def _headline(payload: Mapping[str, Any]) -> tuple[str, str]:
             "Re-identification risk warning level crossed",
             f"The table passed its release gate but crossed a warning level: {WARNING_ONLY_TEXT}.",
         )
-    if payload.get("event") == BREACH_EVENT:
+    if is_gate_alert(payload):
         if payload.get("outcome") in ("skip", "warn"):
             intro = f"The release gate was breached: {OUTCOME_TEXT[payload['outcome']]}."
             return "Re-identification risk gate breached", intro
@@ -183,7 +191,8 @@ def _rows(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append(("Map index", str(payload["map_index"])))
     if payload.get("try_number") is not None:
         rows.append(("Try", str(payload["try_number"])))
-    if payload.get("event") != BREACH_EVENT:
+    rows.append(("Event", str(payload.get("event"))))
+    if not is_gate_alert(payload):
         rows.append(("Error", str(payload.get("exception_class") or "not available")))
         return rows
     rows.append(("Check", str(payload.get("check"))))

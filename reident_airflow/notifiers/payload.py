@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from reident_airflow.engine.catalogue import threshold_of
+from reident_airflow.engine.direct_match import BREACH_METRIC as DIRECT_MATCH_METRIC
 from reident_airflow.outcomes import ReidentificationBreach
 from reident_airflow.report.view import (
     MAX_NAME,
@@ -26,31 +28,49 @@ if TYPE_CHECKING:
 __all__ = [
     "ALERT_SCHEMA",
     "BREACH_EVENT",
-    "FAILURE_EVENT",
+    "ERROR_EVENT",
+    "EVENTS",
+    "EVENT_OF_OUTCOME",
     "OUTCOMES",
     "OUTCOME_TEXT",
+    "SKIPPED_EVENT",
+    "WARNING_EVENT",
     "WARNING_ONLY_TEXT",
     "advice_of",
+    "alert_kind",
     "as_text",
     "breach_payload",
+    "is_gate_alert",
     "is_warning_only",
     "scan_sentence",
 ]
 
-#: ``schema`` of the webhook JSON (and of :func:`breach_payload`'s dict).
-ALERT_SCHEMA = "reident.alert/v1"
-#: ``event`` of an alert on a breached gate.
+#: ``schema`` of the webhook JSON (and of :func:`breach_payload`'s dict). v2: ``event`` names
+#: what happened to the release (v1 called a skip and a warning a breach, any other failure
+#: ``task_failed``), keys that do not apply are left out, whole numbers are JSON integers.
+ALERT_SCHEMA = "reident.alert/v2"
+#: ``event`` of an alert on a breached gate that failed the task: nothing was published.
 BREACH_EVENT = "reidentification_breach"
-#: ``event`` of an alert on any other failure of the task.
-FAILURE_EVENT = "task_failed"
+#: ``event`` of a breached gate acted on with ``on_breach="skip"``: downstream did not run.
+SKIPPED_EVENT = "reidentification_skipped"
+#: ``event`` of a release that went ahead with a warning: ``on_breach="warn"`` on a breach
+#: (``breaches`` lists it), or warning levels alone crossed (``breaches`` is empty).
+WARNING_EVENT = "reidentification_warning"
+#: ``event`` of any other failure of the task (a database down, a bad parameter).
+ERROR_EVENT = "reidentification_error"
+#: Every ``event`` of an alert, worst first.
+EVENTS = (BREACH_EVENT, SKIPPED_EVENT, WARNING_EVENT, ERROR_EVENT)
 
 #: The check named in an alert built from a report alone (no exception at hand).
 _CHECK_OF_SCHEMA = {
     "reident.assessment/v1": "reidentification_risk",
     "reident.direct_match/v1": "direct_match",
+    "reident.datafly/v1": "datafly",
 }
 #: The outcomes of a breach (the operators' ``on_breach``): each alerts unless opted out.
 OUTCOMES = ("fail", "skip", "warn")
+#: The ``event`` of each outcome of a gate.
+EVENT_OF_OUTCOME = {"fail": BREACH_EVENT, "skip": SKIPPED_EVENT, "warn": WARNING_EVENT}
 OUTCOME_TEXT = {
     "fail": "the task failed: the data were not published",
     "skip": "the task was skipped (on_breach='skip'): downstream tasks did not run",
@@ -58,6 +78,12 @@ OUTCOME_TEXT = {
 }
 #: What happened when only warning levels were crossed.
 WARNING_ONLY_TEXT = "the task succeeded: the release went ahead"
+
+#: Breach metrics that count (records, columns) outside the engine's catalogue of thresholds:
+#: Datafly's records below k (operators/datafly.py) and the identifier scan's failing columns.
+_COUNT_METRICS = frozenset({"datafly.records_below_k", "identifier_scan.failing_columns"})
+#: Breach metrics that are shares (or percentages) outside the catalogue.
+_SHARE_METRICS = frozenset({DIRECT_MATCH_METRIC})
 
 
 def as_text(value: int | float | None) -> str:
@@ -79,31 +105,31 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _empty_payload(context: Mapping[str, Any], exc: Any) -> dict[str, Any]:
-    """The alert's keys with the task's ids and nothing of a breach yet."""
-    return {
-        "schema": ALERT_SCHEMA,
-        "event": FAILURE_EVENT,
-        **_task_ids(context),
-        "exception_class": type(exc).__name__ if isinstance(exc, BaseException) else None,
-        "check": None,
-        "breaches": [],
-        "quasi_identifiers": [],
-        "k": None,
-        "records": None,
-        "classes": None,
-        "columns_below_target": [],
-        "report_schema": None,
-        "outcome": None,
-        "report_location": None,
-        "report_url": None,
-        "warnings": [],
-        "advice": None,
-    }
+def is_gate_alert(payload: Mapping[str, Any]) -> bool:
+    """Whether the alert is about a gate's verdict (a breach, a skip, a warning), not an
+    error."""
+    return payload.get("event") in (BREACH_EVENT, SKIPPED_EVENT, WARNING_EVENT)
+
+
+#: What the log calls an alert of each ``event``.
+_KINDS = {
+    BREACH_EVENT: "Breach",
+    SKIPPED_EVENT: "Skip",
+    WARNING_EVENT: "Warning",
+    ERROR_EVENT: "Error",
+}
+
+
+def alert_kind(payload: Mapping[str, Any]) -> str:
+    """What the log calls the alert: ``"Breach"``, ``"Skip"``, ``"Warning"`` or ``"Error"``
+    (``"Warning alert posted to webhook ..."``)."""
+    return _KINDS.get(str(payload.get("event")), "Error")
 
 
 def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[str, Any]:
-    """The alert for a failed task, as a JSON-safe dict (``"schema": "reident.alert/v1"``).
+    """The alert for a gate's verdict or a failed task, as a JSON-safe dict
+    (``"schema": "reident.alert/v2"``; docs/contract.md §7, and the JSON Schema
+    ``reident_airflow/schemas/reident.alert.v2.schema.json``).
 
     ``context`` is the Airflow context of a failure callback: ``context["exception"]`` (a
     :class:`ReidentificationBreach` or any other error), ``context["ti"]`` (ids, try number,
@@ -111,46 +137,64 @@ def breach_payload(context: Mapping[str, Any], *, report: Any = None) -> dict[st
     the operator pushed to XCom, used when the context holds no exception object (a DAG-level
     callback); it counts as a breach only if it says ``"passed": false`` and lists breaches.
 
-    Keys: ``schema``, ``event`` (:data:`BREACH_EVENT` or :data:`FAILURE_EVENT`), ``dag_id``,
-    ``task_id``, ``run_id``, ``try_number``, ``map_index`` (None unless mapped), ``log_url``,
-    ``exception_class``, ``check``, ``breaches`` (``[{"metric", "observed", "limit"}]``),
-    ``quasi_identifiers``, ``k`` (smallest equivalence class), ``records``, ``classes``,
-    ``columns_below_target`` (direct match), ``report_schema``, ``outcome`` (of a breach:
-    ``"fail"``, ``"skip"`` or ``"warn"``, the operator's ``on_breach``), ``report_location``
-    (where the operator wrote its HTML report, when it did), ``report_url`` (its URL for a
-    browser, when it has one), ``warnings`` (the warning levels crossed, as ``breaches``; a
-    table that crossed only those alerts with no breach and outcome ``"warn"``), ``advice``
-    (on a ``min_k`` breach: :func:`advice_of`, with its ``sentence``), ``identifier_scan``
-    (only when the report holds a scan: ``{"policy", "failing", "flagged"}``, the policy and
-    the names of the columns it failed and flagged) and ``text`` (a one-line
-    summary, the field Slack/Mattermost-style webhooks display). Values missing from the source are
-    None (or ``[]``). Only these fields are copied, each checked for type: numbers stay numbers,
-    names stay strings, and nothing else of the report or the exception's message is included.
+    Every alert has ``schema``, ``event``, ``dag_id``, ``task_id``, ``run_id``,
+    ``try_number``, ``map_index`` (None unless mapped), ``log_url``, ``exception_class`` and
+    ``text`` (a one-line summary, the field Slack/Mattermost-style webhooks display). ``event``
+    is :data:`BREACH_EVENT` (the gate failed the task), :data:`SKIPPED_EVENT`,
+    :data:`WARNING_EVENT` (the release went ahead: ``on_breach="warn"``, or warning levels
+    alone) or :data:`ERROR_EVENT` (any other failure: the class name only).
+
+    An alert on a gate adds ``check``, ``breaches`` (``[{"metric", "observed", "limit"}]``),
+    ``records``, ``report_schema``, ``outcome`` (``"fail"``, ``"skip"`` or ``"warn"``, the
+    operator's ``on_breach``), ``report_location`` and ``report_url`` (the HTML report's
+    location and URL, when it has them), ``warnings`` (the warning levels crossed, as
+    ``breaches``); a risk check (and Datafly) ``quasi_identifiers``, ``k`` (smallest
+    equivalence class), ``classes`` and ``advice`` (on a ``min_k`` breach: :func:`advice_of`,
+    with its ``sentence``); a direct match ``columns_below_target``; ``identifier_scan`` only
+    when the report holds a scan (``{"policy", "failing", "flagged"}``, names only). Keys that
+    do not apply are left out; a value the source does not give is None. Counts are ints and
+    so are the observed values and limits of the metrics that count (``k``, l-diversity,
+    records or columns); shares are floats. Only these fields are copied, each checked for
+    type: nothing else of the report or the exception's message is included.
     """
     exc = context.get("exception")
-    payload = _empty_payload(context, exc)
-    source = _breach_fields(payload, exc, report)
-    if source is not None:
-        payload.update(  # the payload's keys keep the order of _empty_payload
-            report_schema=source.schema,
-            records=source.records,
-            classes=source.classes,
-            columns_below_target=list(source.below_target),
-            outcome=source.outcome if source.outcome in OUTCOMES else "fail",
-            warnings=_crossings(source.warnings),
-            advice=advice_of(source.advice),
-            report_location=source.report_location,
-            report_url=source.report_url,
-        )
-        if source.identifier_scan is not None:
-            payload["identifier_scan"] = source.identifier_scan.to_dict()
+    payload: dict[str, Any] = {
+        "schema": ALERT_SCHEMA,
+        "event": ERROR_EVENT,
+        **_task_ids(context),
+        "exception_class": type(exc).__name__ if isinstance(exc, BaseException) else None,
+    }
+    payload.update(_gate_fields(exc, report))
+    outcome = payload.get("outcome")
+    if isinstance(outcome, str):
+        payload["event"] = EVENT_OF_OUTCOME[outcome]
     payload["text"] = _summary(payload)
     return payload
 
 
+def _number(metric: str, value: int | float | None) -> int | float | None:
+    """A metric's observed value or limit as JSON should carry it: a whole number of a metric
+    that counts as an int (``k`` 5, not 5.0), a share as a float; any other as read."""
+    if value is None:
+        return None
+    threshold = threshold_of(metric)
+    if metric in _COUNT_METRICS or (threshold is not None and threshold.whole):
+        return int(value) if float(value).is_integer() else value
+    if metric in _SHARE_METRICS or threshold is not None:
+        return float(value)
+    return value
+
+
 def _crossings(items: Sequence[BreachView]) -> list[dict[str, Any]]:
     """``[{"metric", "observed", "limit"}]`` of the breaches (or warnings) read."""
-    return [{"metric": b.metric, "observed": b.observed, "limit": b.limit} for b in items]
+    return [
+        {
+            "metric": b.metric,
+            "observed": _number(b.metric, b.observed),
+            "limit": _number(b.metric, b.limit),
+        }
+        for b in items
+    ]
 
 
 def _task_ids(context: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,36 +212,47 @@ def _task_ids(context: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _breach_fields(payload: dict[str, Any], exc: Any, report: Any) -> VerdictView | None:
-    """Fill the breach's fields of ``payload`` from the exception (or, without one, from the
-    XCom report); returns the verdict of the report they came from, or None when it was no
-    breach."""
+def _gate_fields(exc: Any, report: Any) -> dict[str, Any]:
+    """The fields of a gate's alert, in the order the alert lists them, from the exception
+    (or, without one, from the XCom report); none when it was no breach."""
     if isinstance(exc, ReidentificationBreach):
         source = VerdictView.from_dict(exc.report)
         given = VerdictView.from_dict(
             {"breaches": exc.breaches, "quasi_identifiers": exc.quasi_identifiers, "k": exc.k}
         )
-        payload.update(
-            event=BREACH_EVENT,
-            check=name_or_none(exc.check, MAX_NAME),
-            breaches=_crossings(given.breaches or source.breaches),
-            quasi_identifiers=list(given.quasi_identifiers or source.quasi_identifiers),
-            k=given.k if given.k is not None else source.k,
-        )
-        return source
-    if isinstance(exc, BaseException) or not isinstance(report, Mapping):
-        return None
-    source = VerdictView.from_dict(report)
-    if not source.breached:
-        return None
-    payload.update(
-        event=BREACH_EVENT,
-        check=_CHECK_OF_SCHEMA.get(source.schema or ""),
-        breaches=_crossings(source.breaches),
-        quasi_identifiers=list(source.quasi_identifiers),
-        k=source.k,
+        check = name_or_none(exc.check, MAX_NAME)
+        breaches = given.breaches or source.breaches
+        qis = given.quasi_identifiers or source.quasi_identifiers
+        k = given.k if given.k is not None else source.k
+    elif isinstance(exc, BaseException) or not isinstance(report, Mapping):
+        return {}
+    else:
+        source = VerdictView.from_dict(report)
+        if not source.breached:
+            return {}
+        check = _CHECK_OF_SCHEMA.get(source.schema or "")
+        breaches, qis, k = source.breaches, source.quasi_identifiers, source.k
+    direct_match = check == "direct_match" or source.schema == "reident.direct_match/v1"
+    fields: dict[str, Any] = {"check": check, "breaches": _crossings(breaches)}
+    if not direct_match:
+        fields.update(quasi_identifiers=list(qis), k=k)
+    fields["records"] = source.records
+    if direct_match:
+        fields["columns_below_target"] = list(source.below_target)
+    else:
+        fields["classes"] = source.classes
+    fields.update(
+        report_schema=source.schema,
+        outcome=source.outcome if source.outcome in OUTCOMES else "fail",
+        report_location=source.report_location,
+        report_url=source.report_url,
+        warnings=_crossings(source.warnings),
     )
-    return source
+    if not direct_match:
+        fields["advice"] = advice_of(source.advice)
+    if source.identifier_scan is not None:
+        fields["identifier_scan"] = source.identifier_scan.to_dict()
+    return fields
 
 
 def _where(payload: Mapping[str, Any]) -> str:
@@ -221,14 +276,14 @@ def _listed(items: Sequence[Mapping[str, Any]]) -> str:
 def is_warning_only(payload: Mapping[str, Any]) -> bool:
     """Whether the alert is about warning levels alone (the table passed its gate)."""
     return (
-        payload.get("event") == BREACH_EVENT
+        payload.get("event") == WARNING_EVENT
         and not payload.get("breaches")
         and bool(payload.get("warnings"))
     )
 
 
 def _summary(payload: Mapping[str, Any]) -> str:
-    if payload.get("event") != BREACH_EVENT:
+    if not is_gate_alert(payload):
         return f"Task {_where(payload)} failed {_failure_cause(payload)}"
     breaches = payload.get("breaches") or []
     warnings = payload.get("warnings") or []

@@ -15,6 +15,7 @@ from great_expectations.compatibility import pydantic
 
 from reident_airflow.engine.errors import InvalidInputError, ThresholdBreached
 from reident_airflow.gx import ReidentAlertAction, run_release_checkpoint
+from tests._schemas import assert_valid
 from tests.conftest import ROOT
 from tests.gx.conftest import QIS
 
@@ -35,7 +36,10 @@ def released(adult: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_alerts(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    alerts = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for alert in alerts:  # by the package's JSON Schema of reident.gx_alert/v1 (issue 29)
+        assert_valid(alert)
+    return alerts
 
 
 def test_failing_release_raises_and_the_alert_fires(adult: pd.DataFrame, tmp_path: Path) -> None:
@@ -50,6 +54,7 @@ def test_failing_release_raises_and_the_alert_fires(adult: pd.DataFrame, tmp_pat
     [alert] = read_alerts(alerts)
     assert alert == error.report
     assert alert["schema"] == "reident.gx_alert/v1"
+    assert alert["event"] == "reidentification_breach"  # issue 29: the event names the outcome
     assert alert["checkpoint"] == "adult_release_gate"
     assert alert["success"] is False
     [validation] = alert["validations"]

@@ -22,6 +22,7 @@ import pytest
 
 from reident_airflow.engine.errors import ThresholdBreached
 from reident_airflow.gx import ReidentAlertAction, run_release_checkpoint
+from tests._schemas import assert_valid
 
 AVERAGE = "prosecutor.average_risk"
 
@@ -51,7 +52,10 @@ def table(a: int, b: int) -> pd.DataFrame:
 
 
 def alerts(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    found = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for alert in found:  # by the package's JSON Schema of reident.gx_alert/v1 (issue 29)
+        assert_valid(alert)
+    return found
 
 
 def run(frame: pd.DataFrame, alert_file: Path, suite: dict = SUITE, **kwargs: Any) -> Any:
@@ -74,6 +78,7 @@ def test_a_warning_failure_alerts_warn_and_the_run_goes_on(
     assert warned["value"] == pytest.approx(2 / 30, rel=1e-12)
     [alert] = alerts(alert_file)
     assert alert["outcome"] == "warn" and alert == result.to_dict()
+    assert alert["event"] == "reidentification_warning"  # the release went ahead
     assert "two_levels_gate' warns: 1 expectation(s)" in caplog.text
 
 
@@ -83,6 +88,7 @@ def test_a_critical_failure_fails_the_run_and_alerts_fail(tmp_path: Path) -> Non
         run(table(5, 10), alert_file)
     [alert] = alerts(alert_file)
     assert alert["outcome"] == "fail"
+    assert alert["event"] == "reidentification_breach"
     failed = alert["validations"][0]["failed"]
     assert sorted(f["severity"] for f in failed) == ["critical", "warning"]
     # the error names the critical failure only: 2 / 15 = 0.133333 > 0.09
@@ -105,6 +111,17 @@ def test_a_warning_expectation_that_cannot_be_evaluated_fails_closed(tmp_path: P
         run(table(20, 30), tmp_path / "alerts.jsonl", suite=suite)
     [breach] = caught.value.breaches
     assert breach["severity"] == "warning" and "grup" in breach["error"]
+    # stopped because nothing could be measured: an error, not a breach of a limit
+    [alert] = alerts(tmp_path / "alerts.jsonl")
+    assert (alert["outcome"], alert["event"]) == ("fail", "reidentification_error")
+
+
+def test_a_pass_alerted_with_notify_on_all_is_named_passed(tmp_path: Path) -> None:
+    every = tmp_path / "every.jsonl"
+    action = ReidentAlertAction(name="every_run", notify_on="all", alert_file=str(every))
+    run(table(20, 30), tmp_path / "alerts.jsonl", actions=[action])
+    [alert] = alerts(every)
+    assert (alert["outcome"], alert["event"]) == ("pass", "reidentification_passed")
 
 
 def test_notify_on_critical_keeps_warnings_quiet(tmp_path: Path) -> None:

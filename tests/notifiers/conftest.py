@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from tests._schemas import schema_errors
+
 # Airflow reads its configuration when first imported: this must run before any test module
 # imports it (importing ``airflow.sdk`` with no AIRFLOW_HOME creates ``~/airflow``).
 if not os.environ.get("AIRFLOW_HOME"):
@@ -67,6 +69,9 @@ class WebhookReceiver:
     requests: list[ReceivedRequest] = field(default_factory=list)
     status: int = 200
     location: str | None = None
+    #: What the package's JSON Schema found wrong in each alert received (issue 29): every
+    #: alert posted in these tests is checked; the fixture fails a test that received one.
+    schema_errors: list[str] = field(default_factory=list)
 
     @property
     def host(self) -> str:
@@ -78,6 +83,7 @@ def _webhook_handler(receiver: WebhookReceiver) -> type[http.server.BaseHTTPRequ
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
+            receiver.schema_errors += schema_errors(json.loads(body))
             receiver.requests.append(
                 ReceivedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             )
@@ -108,6 +114,7 @@ def webhook_server() -> Iterator[WebhookReceiver]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+    assert receiver.schema_errors == [], receiver.schema_errors
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from structlog.testing import capture_logs
 
 import reident_airflow.notifiers as notifiers
 from reident_airflow.notifiers import ReidentBreachNotifier, breach_email, breach_payload
-from reident_airflow.notifiers.breach import ALERT_SCHEMA, BREACH_EVENT, FAILURE_EVENT, webhook_url
+from reident_airflow.notifiers.breach import ALERT_SCHEMA, BREACH_EVENT, ERROR_EVENT, webhook_url
 from reident_airflow.outcomes import (
     REPORT_PATH_XCOM_KEY,
     REPORT_URL_XCOM_KEY,
@@ -104,13 +104,36 @@ def assert_no_secrets(*texts: str) -> None:
 
 
 def mail_texts(mail: Any) -> tuple[str, str, str]:
-    """(subject, decoded plain body, decoded HTML body) of a received mail."""
+    """(subject, decoded plain body, decoded HTML body) of a received mail; the plain body is
+    ``""`` when the mail has none (the smtp provider's ``SmtpNotifier`` sends HTML only)."""
     msg = mail.message()
     plain = msg.get_body(preferencelist=("plain",))
     rich = msg.get_body(preferencelist=("html",))
-    assert plain is not None and rich is not None
+    assert rich is not None
     unix = str.maketrans({"\r": None})  # SMTP carries CRLF line ends
-    return str(msg["Subject"]), plain.get_content().translate(unix), rich.get_content()
+    text = "" if plain is None else plain.get_content().translate(unix)
+    return str(msg["Subject"]), text, rich.get_content().translate(unix)
+
+
+#: The module of the smtp provider's notifier: set to None in ``sys.modules``, its import
+#: fails as when the provider is not installed (the notifier's fallback, ``smtplib``).
+SMTP_PROVIDER_MODULE = "airflow.providers.smtp.notifications.smtp"
+
+
+@pytest.fixture(params=["provider", "fallback"])
+def smtp_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each e-mail test runs through the smtp provider's SmtpNotifier and through the
+    fallback used when that provider is absent."""
+    if request.param == "fallback":
+        monkeypatch.setitem(sys.modules, SMTP_PROVIDER_MODULE, None)
+    return str(request.param)
+
+
+#: How each path is named in the log.
+SMTP_VIA = {
+    "provider": "(the smtp provider's SmtpNotifier)",
+    "fallback": "(the built-in SMTP client)",
+}
 
 
 def http_conn(receiver: WebhookReceiver, **extra: Any) -> str:
@@ -135,10 +158,15 @@ def smtp_conn(receiver: SmtpReceiver, **fields: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+#: The keys of every alert that say which task try it is about.
+IDS_KEYS = ["dag_id", "task_id", "run_id", "try_number", "map_index", "log_url"]
+
+
 def test_payload_of_a_breach_carries_the_aggregates() -> None:
     payload = breach_payload(context_of(breach_exception()))
-    assert payload["schema"] == ALERT_SCHEMA
-    assert payload["event"] == BREACH_EVENT
+    assert payload["schema"] == ALERT_SCHEMA == "reident.alert/v2"
+    assert payload["event"] == BREACH_EVENT == "reidentification_breach"
+    assert "columns_below_target" not in payload  # a direct match's key (alert v2)
     assert (payload["dag_id"], payload["task_id"], payload["run_id"]) == (
         "release_gate",
         "assess",
@@ -160,9 +188,10 @@ def test_payload_of_a_breach_carries_the_aggregates() -> None:
 def test_payload_of_another_failure_names_the_class_only() -> None:
     exc = ConnectionError(f"cannot reach staging: password={SECRETS[4]} row {SECRETS[0]}")
     payload = breach_payload(context_of(exc))
-    assert payload["event"] == FAILURE_EVENT
+    assert payload["event"] == ERROR_EVENT == "reidentification_error"
     assert payload["exception_class"] == "ConnectionError"
-    assert payload["breaches"] == [] and payload["check"] is None
+    # the keys of a gate's verdict do not apply: left out, not empty (alert v2)
+    assert sorted(payload) == sorted([*IDS_KEYS, "schema", "event", "exception_class", "text"])
     assert payload["text"].endswith("failed (not a re-identification breach): ConnectionError")
     assert_no_secrets(json.dumps(payload))
 
@@ -177,11 +206,11 @@ def test_payload_from_the_xcom_report_when_the_context_has_no_exception() -> Non
 
     passed = dict(assessment_report(), passed=True, breaches=[])
     other = breach_payload(context_of(None), report=passed)
-    assert other["event"] == FAILURE_EVENT
+    assert other["event"] == ERROR_EVENT
     assert "cause not available" in other["text"]
     # an exception object wins over a report: a ConnectionError is not made a breach
     assert breach_payload(context_of(OSError()), report=assessment_report())["event"] == (
-        FAILURE_EVENT
+        ERROR_EVENT
     )
 
 
@@ -233,7 +262,8 @@ def test_payload_of_a_direct_match_breach() -> None:
     assert payload["check"] == "direct_match"
     assert payload["records"] == 500
     assert payload["columns_below_target"] == ["zip", "birth_date"]
-    assert payload["quasi_identifiers"] == [] and payload["k"] is None
+    for key in ("quasi_identifiers", "k", "classes", "advice"):  # a risk check's keys
+        assert key not in payload
     _, text, _ = breach_email(payload)
     assert "Columns below target : zip, birth_date" in text
     assert "direct_match.protection: observed 0.4, limit 0.9" in text
@@ -247,7 +277,7 @@ def test_payload_from_a_context_without_ti() -> None:
         None,
         "scheduled__x",
     )
-    assert payload["log_url"] is None and payload["event"] == FAILURE_EVENT
+    assert payload["log_url"] is None and payload["event"] == ERROR_EVENT
 
 
 def test_email_lists_each_metric_with_observed_and_limit() -> None:
@@ -371,7 +401,10 @@ def test_webhook_url_needs_a_host() -> None:
 
 
 def test_notifier_posts_the_webhook_and_sends_the_mail(
-    webhook_server: WebhookReceiver, smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
+    smtp_path: str,
+    webhook_server: WebhookReceiver,
+    smtp_server: SmtpReceiver,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     extra = {"endpoint": "/hooks/reident", "headers": {"X-Team": "privacy"}}
     monkeypatch.setenv(
@@ -399,17 +432,29 @@ def test_notifier_posts_the_webhook_and_sends_the_mail(
     assert mail.mail_from == "airflow@example.org"
     assert mail.rcpt_to == ["privacy@example.org", "dpo@example.org"]
     subject, text, html_body = mail_texts(mail)
+    expected_subject, expected_text, expected_html = breach_email(request.json())
+    assert subject == expected_subject
     assert subject.startswith("[reident] Re-identification breach: release_gate.assess")
-    assert "prosecutor.records_at_risk: observed 0.833333, limit 0.05" in text
+    assert html_body == expected_html  # our message, whichever path sent it
     assert "<td>prosecutor.records_at_risk</td><td>0.833333</td><td>0.05</td>" in html_body
+    if smtp_path == "fallback":  # smtplib sends the plain-text part too
+        assert text == expected_text
+        assert "prosecutor.records_at_risk: observed 0.833333, limit 0.05" in text
+    else:  # the provider's SmtpNotifier sends the HTML part only
+        assert text == ""
     assert_no_secrets(request.body.decode(), mail.data.decode(), subject, text, html_body)
     assert [e for e in logs if e["log_level"] in ("warning", "error")] == []
-    assert sum(e["event"].startswith("Breach alert") for e in logs) == 2
+    infos = [e["event"] for e in logs if e["event"].startswith("Breach alert")]
+    assert infos == [
+        f"Breach alert posted to webhook 'alerts_hook' (127.0.0.1:{webhook_server.port}): HTTP 200",
+        f"Breach alert e-mailed via SMTP connection 'alerts_smtp' {SMTP_VIA[smtp_path]} "
+        "to 2 recipient(s)",
+    ]
     assert "s3cret-token" not in repr(logs)
 
 
 def test_smtp_login_when_the_connection_has_credentials(
-    smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
+    smtp_path: str, smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     smtp_server.credentials = ("mailer", "pa55word")
     extra = {"disable_ssl": True, "disable_tls": True, "from_email": "gate@example.org"}
@@ -476,10 +521,17 @@ def test_missing_connections_are_logged(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_smtp_with_tls_against_a_plain_server_is_logged(
-    smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
+    smtp_path: str, smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the provider's defaults (SSL, STARTTLS) against a server offering neither: logged
-    conn = json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": smtp_server.port})
+    conn = json.dumps(
+        {
+            "conn_type": "smtp",
+            "host": "127.0.0.1",
+            "port": smtp_server.port,
+            "extra": {"timeout": 3, "retry_limit": 0},  # the provider's own settings
+        }
+    )
     monkeypatch.setenv("AIRFLOW_CONN_TLS_MAIL", conn)
     notifier = ReidentBreachNotifier(
         smtp_conn_id="tls_mail", to="a@x.org", from_email="f@x.org", timeout=3
@@ -488,7 +540,7 @@ def test_smtp_with_tls_against_a_plain_server_is_logged(
         notifier(context_of(breach_exception()))
     assert smtp_server.mails == []
     [error] = [e["event"] for e in logs if e["log_level"] == "error"]
-    assert "e-mail via SMTP connection 'tls_mail' failed" in error
+    assert f"e-mail via SMTP connection 'tls_mail' {SMTP_VIA[smtp_path]} failed" in error
 
 
 def test_other_failures_alert_by_default_and_can_be_turned_off(
@@ -498,7 +550,7 @@ def test_other_failures_alert_by_default_and_can_be_turned_off(
     failure = context_of(ConnectionError(f"password={SECRETS[4]}"))
     ReidentBreachNotifier(webhook_conn_id="hook")(failure)
     [request] = webhook_server.requests
-    assert request.json()["event"] == FAILURE_EVENT
+    assert request.json()["event"] == ERROR_EVENT
     assert request.json()["exception_class"] == "ConnectionError"
     assert_no_secrets(request.body.decode())
 
@@ -525,7 +577,7 @@ def test_xcom_fallback_without_exception(
     with capture_logs() as logs:
         notifier({"ti": broken, "reason": "task_failure"})
     events = [r.json()["event"] for r in webhook_server.requests]
-    assert events == [BREACH_EVENT, FAILURE_EVENT]
+    assert events == [BREACH_EVENT, ERROR_EVENT]
     assert [e["log_level"] for e in logs].count("warning") == 1
     # with the exception at hand, XCom is not read
     ti_with_exc = run_ti(xcom=assessment_report())
@@ -534,7 +586,7 @@ def test_xcom_fallback_without_exception(
 
 
 def test_templated_recipients_and_a_mapped_task(
-    smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
+    smtp_path: str, smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_MAIL", smtp_conn(smtp_server))
     notifier = ReidentBreachNotifier(
@@ -545,8 +597,40 @@ def test_templated_recipients_and_a_mapped_task(
     notifier(context)
     [mail] = smtp_server.mails
     assert mail.rcpt_to == ["privacy@example.org"]
-    _, text, _ = mail_texts(mail)
-    assert re.search(r"^Map index +: 3$", text, re.MULTILINE)
+    _, text, html_body = mail_texts(mail)
+    assert "<tr><th align='left'>Map index</th><td>3</td></tr>" in html_body
+    if smtp_path == "fallback":
+        assert re.search(r"^Map index +: 3$", text, re.MULTILINE)
+
+
+def test_the_smtp_provider_renders_no_name_of_the_alert_as_a_template(
+    smtp_server: SmtpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider's SmtpNotifier renders its subject and body as Jinja over the task's
+    context unless they are given; the notifier gives them, so a column named like a template
+    reaches the e-mail as written (never ``49``, never an XCom)."""
+    monkeypatch.setenv("AIRFLOW_CONN_MAIL", smtp_conn(smtp_server))
+    exc = ReidentificationBreach(
+        "x",
+        breaches=[{"metric": "k", "observed": 1, "limit": 5}],
+        report={"schema": "reident.assessment/v1"},
+        check="reidentification_risk",
+        quasi_identifiers=["{{ 7 * 7 }}", "{{ ti.xcom_pull(key='secret') }}"],
+        k=1,
+    )
+    notifier = ReidentBreachNotifier(
+        smtp_conn_id="mail",
+        to="a@example.org",
+        from_email="f@example.org",
+        subject_template="{{ quasi_identifiers[0] }}",
+    )
+    notifier(context_of(exc))
+    [mail] = smtp_server.mails
+    subject, text, html_body = mail_texts(mail)
+    assert text == ""  # the provider's path (the HTML part only)
+    assert subject == "{{ 7 * 7 }}"  # our sandboxed subject: the field's value, as text
+    assert "{{ 7 * 7 }}, {{ ti.xcom_pull(key=&#x27;secret&#x27;) }}" in html_body
+    assert "49" not in html_body
 
 
 def test_exports() -> None:
@@ -613,14 +697,15 @@ def test_dag_test_run_sends_breach_and_failure_alerts(
     assert observed["prosecutor.average_risk"][0] == pytest.approx(5 / 6)
     assert observed["prosecutor.average_risk"][1] == 0.1
     assert observed["k"] == (1, 2)
+    assert [type(n) for n in observed["k"]] == [int, int]  # not 1.0 / 2.0
 
     infra = by_task[("reident_notifier_infra", "stage", "/alerts/task")]
-    assert infra["event"] == FAILURE_EVENT and infra["exception_class"] == "ConnectionError"
+    assert infra["event"] == ERROR_EVENT and infra["exception_class"] == "ConnectionError"
 
     # DAG-level callback: dag.test() gives it no exception and (outside a task runtime) no
     # XCom access, so it can only say that the task failed
     dag_level = by_task[("reident_notifier_breach", "assess", "/alerts/dag")]
-    assert dag_level["event"] == FAILURE_EVENT and dag_level["exception_class"] is None
+    assert dag_level["event"] == ERROR_EVENT and dag_level["exception_class"] is None
 
     mails = {mail_texts(m)[0]: m for m in smtp_server.mails}
     assert len(mails) == 2
@@ -632,13 +717,14 @@ def test_dag_test_run_sends_breach_and_failure_alerts(
         "[reident] Re-identification breach: reident_notifier_breach.assess "
         "(reidentification_risk, 3 metric(s))"
     )
-    assert f"Run                : {breach['run_id']}" in text
-    assert "  - prosecutor.highest_risk: observed 1, limit 0.2" in text
-    assert "  - prosecutor.average_risk: observed 0.833333, limit 0.1" in text
-    assert "  - k: observed 1, limit 2" in text
-    assert "Records            : 6" in text
-    assert breach["log_url"] in text
+    # the smtp provider (installed with Airflow) sent it: the HTML part, our message
+    assert text == "" and html_body == breach_email(breach)[2]
+    assert f"<th align='left'>Run</th><td>{breach['run_id']}</td>" in html_body
     assert "<td>prosecutor.highest_risk</td><td>1</td><td>0.2</td>" in html_body
+    assert "<td>prosecutor.average_risk</td><td>0.833333</td><td>0.1</td>" in html_body
+    assert "<td>k</td><td>1</td><td>2</td>" in html_body
+    assert "<th align='left'>Records</th><td>6</td>" in html_body
+    assert breach["log_url"] in html_body
     assert "ConnectionError" in mail_texts(infra_mail)[0]
 
     # ...and no alert carries any of them
@@ -648,7 +734,11 @@ def test_dag_test_run_sends_breach_and_failure_alerts(
         *(t for m in smtp_server.mails for t in mail_texts(m)),
     )
     # the callbacks logged their deliveries in the task log
-    assert len(re.findall(r"Breach alert posted to webhook", output)) == 3
-    assert len(re.findall(r"Breach alert e-mailed", output)) == 2
+    # (the DAG-level alert is an error alert: no exception reached that callback)
+    provider = r"via SMTP connection '\w+' \(the smtp provider's SmtpNotifier\)"
+    assert len(re.findall(r"Breach alert posted to webhook", output)) == 1
+    assert len(re.findall(r"Error alert posted to webhook", output)) == 2
+    assert len(re.findall(rf"Breach alert e-mailed {provider}", output)) == 1
+    assert len(re.findall(rf"Error alert e-mailed {provider}", output)) == 1
     assert "NOT delivered" not in output
     print(f"dag.test() subprocess: {elapsed:.1f} s")

@@ -29,6 +29,13 @@ from tests.operators._fakes import RunTI
 #: Record values of the staged table: no alert may carry them.
 SECRETS = ("Alice Sensitive-Smith", "HIV-POSITIVE-7731", "99501-0042")
 QIS = ["zip", "sex"]
+#: The alert's ``event`` for each outcome (issue 29: before, all three were
+#: ``reidentification_breach``, so a router could not tell a release that went ahead).
+EVENTS = {
+    "fail": "reidentification_breach",
+    "skip": "reidentification_skipped",
+    "warn": "reidentification_warning",
+}
 
 
 def staged_csv(tmp_path: Path) -> Path:
@@ -77,11 +84,13 @@ def notifier(receiver: WebhookReceiver, monkeypatch: pytest.MonkeyPatch, **kw: A
 def assert_one_alert(receiver: WebhookReceiver, outcome: str, location: str) -> dict[str, Any]:
     [request] = receiver.requests
     payload = request.json()
-    assert payload["event"] == BREACH_EVENT
+    assert payload["event"] == EVENTS[outcome]
     assert payload["outcome"] == outcome
     assert payload["report_location"] == location
     assert payload["check"] == "reidentification_risk"
     assert payload["k"] == 1
+    if payload["breaches"]:  # the engine holds k as 1.0 / 2.0; the alert sends integers
+        assert b'{"metric": "k", "observed": 1, "limit": 2}' in request.body
     assert (payload["report_url"] or location) in payload["text"]  # the URL when it has one
     for secret in SECRETS:
         assert secret not in request.body.decode()
@@ -237,6 +246,10 @@ def test_a_warning_level_alone_alerts_warn_and_the_task_succeeds(
     payload = assert_one_alert(webhook_server, "warn", str(tmp_path / "report.html"))
     assert payload["breaches"] == []
     assert payload["warnings"] == [{"metric": "k", "observed": 1, "limit": 2}]
+    # k is a count: a JSON integer, not 1.0 / 2.0 as the assessment holds it
+    assert b'"warnings": [{"metric": "k", "observed": 1, "limit": 2}]' in (
+        webhook_server.requests[0].body
+    )
     assert payload["advice"] is None  # min_k itself was met: no advice
     assert payload["text"].startswith("Re-identification warning in release_gate.assess")
     assert "crossed 1 warning level(s): k observed 1 (limit 2)" in payload["text"]
