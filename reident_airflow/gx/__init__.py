@@ -20,7 +20,8 @@ Importing this package registers, explicitly and once:
 
 :func:`register` checks that GE's registries hold them and returns their names; it is called
 on import, so a suite that names these expectations loads as soon as this package is imported.
-:func:`run_release_checkpoint` runs a release suite with its alert actions (for Airflow tasks).
+:func:`run_release_checkpoint` runs a release suite with its alert actions (for Airflow tasks),
+on a DataFrame, a CSV file, a database URL or an Airflow connection (``conn_id``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.checkpoint import (
     ReleaseCheckpointResult,
+    connection_url,
     load_checkpoint_config,
     load_suite,
     run_release_checkpoint,
@@ -98,6 +100,7 @@ __all__ = [
     "attach_guard",
     "check_context",
     "check_result",
+    "connection_url",
     "guard_expectation",
     "install_guard",
     "is_guard",
