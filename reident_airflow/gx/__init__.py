@@ -13,13 +13,15 @@ Importing this package registers, explicitly and once:
   (:mod:`reident_airflow.gx.expectations`);
 - the checkpoint action type ``reident_alert`` (:mod:`reident_airflow.gx.actions`);
 - the suite-parameter function ``reident_expectations_loaded()`` of the guard expectation
-  (:func:`~reident_airflow.gx.guard.guard_expectation`): a saved suite that carries the
-  guard raises in a process that did not import this package, instead of validating without
-  the reident expectations GE dropped (GE has no hook to import this package by itself).
+  (:func:`~reident_airflow.gx.guard.guard_expectation`), which every suite holding a reident
+  expectation gets, however it is built (:func:`~reident_airflow.gx.guard.attach_guard`): a
+  saved suite raises in a process that did not import this package, instead of validating
+  without the reident expectations GE dropped (GE has no hook to import this package).
 
 :func:`register` checks that GE's registries hold them and returns their names; it is called
 on import, so a suite that names these expectations loads as soon as this package is imported.
-:func:`run_release_checkpoint` runs a release suite with its alert actions (for Airflow tasks).
+:func:`run_release_checkpoint` runs a release suite with its alert actions (for Airflow tasks),
+on a DataFrame, a CSV file, a database URL or an Airflow connection (``conn_id``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.checkpoint import (
     ReleaseCheckpointResult,
+    connection_url,
     load_checkpoint_config,
     load_suite,
     run_release_checkpoint,
@@ -45,6 +48,7 @@ from reident_airflow.gx.expectations import (
 from reident_airflow.gx.guard import (
     GUARD_FUNCTION,
     SuiteIncompleteError,
+    attach_guard,
     check_context,
     check_result,
     guard_expectation,
@@ -93,8 +97,10 @@ __all__ = [
     "SensitiveValueCountsMetric",
     "SuiteIncompleteError",
     "alert_document",
+    "attach_guard",
     "check_context",
     "check_result",
+    "connection_url",
     "guard_expectation",
     "install_guard",
     "is_guard",
@@ -149,7 +155,7 @@ def register() -> dict[str, tuple[str, ...]]:
     for name in METRIC_NAMES:
         if name not in registry._registered_metrics:
             raise RuntimeError(f"Great Expectations did not register the metric {name!r}")
-    install_guard()
+    install_guard(EXPECTATION_TYPES)
     return {"expectations": EXPECTATION_TYPES, "metrics": METRIC_NAMES, "actions": (ACTION_TYPE,)}
 
 

@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ReleaseCheckpointResult",
+    "connection_url",
     "load_checkpoint_config",
     "load_suite",
     "run_release_checkpoint",
@@ -182,6 +183,61 @@ def load_checkpoint_config(source: str | Path | Mapping[str, Any]) -> dict[str, 
     return data
 
 
+#: libpq parameters a PostgreSQL connection's extras may set: carried in the URL's query,
+#: which psycopg2 hands to libpq as they are (the operators pass them as connect arguments).
+_LIBPQ_EXTRAS = frozenset(
+    {
+        "sslmode",
+        "sslrootcert",
+        "sslcert",
+        "sslkey",
+        "sslcrl",
+        "options",
+        "connect_timeout",
+        "application_name",
+        "target_session_attrs",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+    }
+)
+
+
+def connection_url(conn_id: str) -> str:
+    """The SQLAlchemy URL of an Airflow connection, password included, for GX's data source.
+
+    The URL is the one the operators' engine uses
+    (:func:`~reident_airflow.operators.connections.sqlalchemy_engine`: ``extra.sqlalchemy_url``,
+    the provider's hook, or the connection's fields). GX's SQL data sources take a URL, not an
+    engine, so settings the operators pass at connect time must fit in it: a PostgreSQL
+    connection's libpq extras (``sslmode``, ``options``...) go in its query; any other extra
+    is refused (:class:`~reident_airflow.outcomes.ReidentConfigurationError`, naming the
+    extras, never their values) rather than dropped. Never log the URL: it holds the password.
+    """
+    from reident_airflow._compat import BaseHook
+    from reident_airflow.operators.connections import sqlalchemy_engine
+    from reident_airflow.outcomes import ReidentConfigurationError
+
+    engine = sqlalchemy_engine(conn_id)  # checks the connection as the operators do
+    try:
+        url = engine.url
+    finally:
+        engine.dispose()
+    given = dict(BaseHook.get_connection(conn_id).extra_dejson)
+    # beside sqlalchemy_url, sqlalchemy_engine refused any other extra
+    extra = {} if given.get("sqlalchemy_url") else given
+    if extra and url.get_backend_name() == "postgresql" and set(extra) <= _LIBPQ_EXTRAS:
+        url = url.update_query_dict({k: str(v) for k, v in extra.items()})
+    elif extra:
+        raise ReidentConfigurationError(
+            f"connection {conn_id!r}: extra {', '.join(sorted(extra))} cannot be carried to "
+            "Great Expectations' data source (it takes a URL); give extra.sqlalchemy_url "
+            "or url= instead"
+        )
+    return url.render_as_string(hide_password=False)
+
+
 def _data_source(
     context: Any,
     *,
@@ -195,9 +251,9 @@ def _data_source(
     """A batch definition for the data given, and the batch parameters that load it."""
     given = [n for n, v in (("dataframe", dataframe), ("csv", csv), ("url", url)) if v is not None]
     if len(given) != 1:
-        raise InvalidInputError("give exactly one of dataframe, csv, url (with table)")
+        raise InvalidInputError("give exactly one of dataframe, csv, url or conn_id (with table)")
     if url is None and table is not None:
-        raise InvalidInputError("table applies only to a database url")
+        raise InvalidInputError("table applies only to a database url (or conn_id)")
     if csv is not None:
         path = Path(csv)
         if not path.is_file():
@@ -208,7 +264,7 @@ def _data_source(
         asset = source.add_dataframe_asset("release")
         return asset.add_batch_definition_whole_dataframe("whole"), {"dataframe": dataframe}
     if not table:
-        raise InvalidInputError("a database url needs table=NAME")
+        raise InvalidInputError("a database url needs table=NAME (so does conn_id)")
     assert url is not None
     if url.startswith("sqlite"):
         source = context.data_sources.add_sqlite("reident_release", connection_string=url)
@@ -326,6 +382,7 @@ def run_release_checkpoint(
     csv: str | Path | None = None,
     sep: str = ",",
     url: str | None = None,
+    conn_id: str | None = None,
     table: str | None = None,
     schema: str | None = None,
     actions: Sequence[ValidationAction] = (),
@@ -337,8 +394,10 @@ def run_release_checkpoint(
 ) -> ReleaseCheckpointResult:
     """Validate one table against a release suite and run the checkpoint's actions.
 
-    Data: exactly one of ``dataframe``, ``csv`` (read as text, ``sep``) or ``url`` with
-    ``table`` (and ``schema``): a database table is grouped in the database.
+    Data: exactly one of ``dataframe``, ``csv`` (read as text, ``sep``), ``url`` or
+    ``conn_id`` (an Airflow connection, read as the operators read it: see
+    :func:`connection_url`) with ``table`` (and ``schema``): a database table is grouped in
+    the database. The password of a ``conn_id`` stays out of logs, results and errors.
     ``suite`` and ``checkpoint`` are JSON files (or parsed objects); ``actions`` are added to
     the checkpoint's; ``expectation_parameters`` resolve the suite's ``{"$PARAMETER": ...}``
     values; ``alert_file``, ``webhook_url`` and ``callback`` override those of every
@@ -358,6 +417,10 @@ def run_release_checkpoint(
     config = load_checkpoint_config(checkpoint) if checkpoint is not None else {}
     overrides = {"alert_file": alert_file, "webhook_url": webhook_url, "callback": callback}
     configured = _override_alerts(list(config.get("actions") or []), overrides)
+    if conn_id is not None:
+        if url is not None:
+            raise InvalidInputError("give url or conn_id, not both")
+        url = connection_url(conn_id)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     batch_definition, batch_parameters = _data_source(

@@ -2,34 +2,47 @@
 
 GE 1.24 drops, with a logged traceback, every expectation whose type is not registered when
 it loads a suite, and validates the rest: a saved suite of reident expectations loaded without
-``import reident_airflow.gx`` validates nothing and succeeds. GE has no hook that imports a
-package for a suite (no entry points; ``plugins_directory`` is only put on ``sys.path``), so
-two guards stand in:
+``import reident_airflow.gx`` validates only its core expectations and succeeds. GE has no
+hook that imports a package for a suite (no entry points; ``plugins_directory`` is only put on
+``sys.path``), so the saved suite itself must fail in such a process:
 
-- :func:`guard_expectation`, a core expectation that
-  :func:`~reident_airflow.gx.checkpoint.load_suite` puts first in every suite holding a
-  reident expectation (and that ``expectations/`` carries): its ``min_value`` is the suite
-  parameter ``reident_expectations_loaded()``, a function only ``import reident_airflow.gx``
-  defines (:func:`install_guard`). Without it GE raises ``SuiteParameterError`` while
-  validating, so the checkpoint cannot report success.
+- :func:`guard_expectation`, a core expectation whose ``min_value`` is the suite parameter
+  ``reident_expectations_loaded()``, a function only ``import reident_airflow.gx`` defines
+  (:func:`install_guard`). Without it GE raises ``SuiteParameterError`` while validating, so
+  the checkpoint cannot report success.
+- :func:`attach_guard` puts the guard first in every suite a reident expectation joins,
+  however the suite is built: each reident expectation calls it when GE binds it to a suite
+  (``suite.add_expectation``, ``ExpectationSuite(expectations=...)``, configurations, JSON,
+  a suite loaded from a store), so whatever is saved carries the guard.
 - :func:`check_result` refuses a result that did not evaluate every expectation of the suite
   JSON, and :func:`check_context` a saved context whose suites lose expectations or lack the
   guard (:class:`SuiteIncompleteError`).
+
+What no guard can cover (``docs/guides/gx-provider.md``): a suite file that never passed
+through a process with the package (written by hand without the guard) and is run without
+it; a suite loaded *before* ``import reident_airflow.gx`` in the same process (GE dropped the
+expectations, then the guard finds the package); a reident expectation appended to
+``suite.expectations`` as a plain list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from great_expectations.checkpoint.checkpoint import CheckpointResult
 
 from reident_airflow.engine import ReidentError
-from reident_airflow.gx.expectations import EXPECTATION_TYPES
+
+if TYPE_CHECKING:
+    from great_expectations.core.expectation_suite import ExpectationSuite
+    from great_expectations.expectations.expectation import Expectation
 
 __all__ = [
     "GUARD_FUNCTION",
     "SuiteIncompleteError",
+    "attach_guard",
     "check_context",
     "check_result",
     "guard_expectation",
@@ -73,26 +86,58 @@ def is_guard(item: Any) -> bool:
     return bool(kind == _GUARD_TYPE and kwargs.get("min_value") == _GUARD_PARAMETER)
 
 
-def _guard_value() -> int:
+def attach_guard(
+    suite: ExpectationSuite,
+    expectation: Expectation,
+    save_callback: Callable[[Expectation], Expectation],
+) -> None:
+    """Put the guard first in ``suite``, which the reident ``expectation`` joins (idempotent).
+
+    Called by every reident expectation when GE binds it to a suite
+    (:meth:`~reident_airflow.gx.expectations.base.ReidentExpectation.register_save_callback`):
+    ``suite.add_expectation``, ``ExpectationSuite(expectations=[...])`` with objects,
+    configurations or JSON dicts, ``add_expectation_configuration`` and a suite loaded from a
+    store. The guard joins the suite in memory, bound to the suite's ``save_callback`` as GE
+    binds its expectations; when ``suite.add_expectation`` has just stored ``expectation`` in
+    a saved suite, the suite is saved again so that the store holds the guard too.
+    """
+    if any(is_guard(e) for e in suite.expectations):
+        return
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
+
+    guard = ExpectationConfiguration(**guard_expectation()).to_domain_obj()
+    guard.register_save_callback(save_callback)
+    suite.expectations.insert(0, guard)
+    if suite.id is not None and any(e is expectation for e in suite.expectations):
+        suite.save()
+
+
+def _guard_value(expectation_types: tuple[str, ...]) -> int:
     """The guard's ``min_value``: 0 once every reident expectation is registered."""
     from great_expectations.expectations import registry
 
-    missing = [t for t in EXPECTATION_TYPES if t not in registry._registered_expectations]
+    missing = [t for t in expectation_types if t not in registry._registered_expectations]
     if missing:
         raise RuntimeError(f"reident expectations not registered: {', '.join(missing)}")
     return 0
 
 
-def install_guard() -> None:
+def install_guard(expectation_types: Sequence[str]) -> None:
     """Define the guard's suite-parameter function in GE's parameter parser (idempotent).
 
-    GE 1.24's parser looks functions up in ``SuiteParameterParser.fn`` (a class-level dict
-    shared by every parser); an unknown name is a ``SuiteParameterError``.
+    ``expectation_types`` are the types that must be registered for the guard to pass. GE
+    1.x has no public API to add a suite-parameter function: its parser looks functions up in
+    ``SuiteParameterParser.fn`` (in GE 1.24, a class-level dict shared by every parser); an
+    unknown name is a ``SuiteParameterError``. Should GE change that, this raises
+    at import instead of leaving suites unguarded.
     """
     from great_expectations.core.suite_parameters import EXPR, SuiteParameterParser
 
-    SuiteParameterParser.fn[GUARD_FUNCTION] = _guard_value
-    if EXPR.fn.get(GUARD_FUNCTION) is not _guard_value:
+    value = partial(_guard_value, tuple(expectation_types))
+    SuiteParameterParser.fn[GUARD_FUNCTION] = value
+    if EXPR.fn.get(GUARD_FUNCTION) is not value:
         raise RuntimeError("Great Expectations' suite parameter parser changed: no guard")
 
 
@@ -104,7 +149,7 @@ def check_context(context: Any) -> dict[str, int]:
     expectations must carry the guard (:func:`guard_expectation`). Raises
     :class:`SuiteIncompleteError` naming every suite at fault.
     """
-    import reident_airflow.gx  # noqa: F401 - the expectations must be registered
+    from reident_airflow.gx.expectations import EXPECTATION_TYPES  # registers them
 
     store = context.expectations_store
     counts: dict[str, int] = {}
@@ -116,11 +161,13 @@ def check_context(context: Any) -> dict[str, int]:
             dict(e) if isinstance(e, Mapping) else e.to_json_dict()  # configurations, as saved
             for e in saved.get("expectations") or []
         ]
-        loaded = len(context.suites.get(name).expectations)
-        if loaded != len(entries):
+        # a suite saved without the guard gets it when loaded (attach_guard): count the others
+        loaded = sum(not is_guard(e) for e in context.suites.get(name).expectations)
+        wanted = sum(not is_guard(e) for e in entries)
+        if loaded != wanted:
             kinds = sorted({str(e.get("type")) for e in entries})
             problems.append(
-                f"suite {name!r}: {loaded} of {len(entries)} expectations load ({', '.join(kinds)})"
+                f"suite {name!r}: {loaded} of {wanted} expectations load ({', '.join(kinds)})"
             )
         if any(e.get("type") in EXPECTATION_TYPES for e in entries) and not any(
             is_guard(e) for e in entries

@@ -249,12 +249,12 @@ def check_l_measure(value: Any, values: Mapping[str, Any]) -> str:
 
 
 def check_sensitive_columns(value: Any, values: Mapping[str, Any]) -> list[str]:
-    """``sensitive_columns``: named once each, none of them a quasi-identifier."""
+    """``sensitive``: named once each, none of them a quasi-identifier."""
     if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
-        raise ValueError("sensitive_columns must be a non-empty list of column names")
+        raise ValueError("sensitive must be a non-empty list of column names")
     names = [str(v) for v in value]
     if any(not n.strip() for n in names) or len(set(names)) < len(names):
-        raise ValueError("sensitive_columns must name each column once, none empty")
+        raise ValueError("sensitive must name each column once, none empty")
     qis = values.get("quasi_identifiers")
     shared = [n for n in names if isinstance(qis, list | tuple) and n in qis]
     if shared:
@@ -266,14 +266,14 @@ def check_sensitive_columns(value: Any, values: Mapping[str, Any]) -> list[str]:
 
 
 def check_l(value: Any, measure: str) -> float:
-    """The smallest acceptable ``l``: at least 1, whole unless the measure is entropy."""
+    """The smallest acceptable l (``min_l``): at least 1, whole unless the measure is entropy."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInputError(f"l must be a number >= 1, got {value!r}")
+        raise InvalidInputError(f"min_l must be a number >= 1, got {value!r}")
     if value < 1:
-        raise InvalidInputError(f"l must be >= 1, got {value!r}")
+        raise InvalidInputError(f"min_l must be >= 1, got {value!r}")
     if measure != "entropy" and not float(value).is_integer():
         raise InvalidInputError(
-            f"l for {measure} l-diversity must be a whole number, got {value!r}"
+            f"min_l for {measure} l-diversity must be a whole number, got {value!r}"
         )
     return float(value)
 
@@ -351,9 +351,9 @@ def check_needs_population(values: dict[str, Any]) -> None:
 
 
 def check_l_required(values: dict[str, Any]) -> None:
-    """``l`` is required and must suit the l-diversity measure."""
-    limit = values.get("l")
+    """``min_l`` is required and must suit the l-diversity measure."""
+    limit = values.get("min_l")
     if limit is None:
-        raise ValueError("l is required: the smallest acceptable l")
+        raise ValueError("min_l is required: the smallest acceptable l")
     if not is_parameter(limit):
-        values["l"] = check_l(limit, values["measure"])
+        values["min_l"] = check_l(limit, values["measure"])

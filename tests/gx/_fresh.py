@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import great_expectations as gx
-from great_expectations.core.expectation_suite import ExpectationSuite
 
-from reident_airflow.gx import EXPECTATION_TYPES, METRIC_NAMES, load_suite
+from reident_airflow.gx import EXPECTATION_TYPES, METRIC_NAMES, is_guard, load_suite
 from tests.conftest import ROOT
 
 __all__ = ["SUITE", "UNIQUE", "run_fresh", "save_context"]
@@ -119,21 +118,24 @@ print(json.dumps(out))
 def save_context(root: Path, *, guarded: bool) -> Path:
     """A file context at ``root``: the example suite and a checkpoint on a k = 1 CSV.
 
-    ``guarded=False`` saves the suite as it was before the guard existed (without it).
+    ``guarded=False`` saves the suite as it was before the guard existed: the guard is taken
+    out of the saved file.
     """
     root.mkdir(parents=True, exist_ok=True)
     (root / "release.csv").write_text(UNIQUE, encoding="utf-8")
     context = gx.get_context(mode="file", project_root_dir=str(root))
-    suite = load_suite(SUITE)
-    if not guarded:
-        suite = ExpectationSuite(name=suite.name, expectations=suite.expectations[1:])
-    suite = context.suites.add(suite)
+    suite = context.suites.add(load_suite(SUITE))
     source = context.data_sources.add_pandas_filesystem("files", base_directory=root)
     batch = source.add_csv_asset("release").add_batch_definition_path("one", path="release.csv")
     definition = context.validation_definitions.add(
         gx.ValidationDefinition(name="release", data=batch, suite=suite)
     )
     context.checkpoints.add(gx.Checkpoint(name="release_gate", validation_definitions=[definition]))
+    if not guarded:  # every reident expectation now brings the guard: remove it from the file
+        saved = root / "gx" / "expectations" / f"{suite.name}.json"
+        data = json.loads(saved.read_text(encoding="utf-8"))
+        data["expectations"] = [e for e in data["expectations"] if not is_guard(e)]
+        saved.write_text(json.dumps(data, indent=2), encoding="utf-8")
     return root
 
 

@@ -9,6 +9,7 @@ the first time. Nothing else is silenced.
 
 from __future__ import annotations
 
+import json
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -46,6 +47,28 @@ def read_adult() -> pd.DataFrame:
 def typed(frame: pd.DataFrame) -> pd.DataFrame:
     """The same records as a database holds them: age an integer column."""
     return frame.assign(age=frame["age"].astype("int64"))
+
+
+#: a password the server does not check (trust authentication on the test server) but that
+#: must never show up: it holds every character a URL or GX's ``${VAR}`` substitution treats
+#: specially
+PASSWORD = "pw-SECRET$x{y}@:/%7"
+
+
+def postgres_conn(url: str, **extra: Any) -> str:
+    """An Airflow connection (JSON form of ``AIRFLOW_CONN_...``) to the server at ``url``."""
+    import sqlalchemy as sa
+
+    u = sa.make_url(url)
+    conn = {
+        "conn_type": "postgres",
+        "host": u.host,
+        "port": u.port,
+        "login": u.username,
+        "password": PASSWORD,
+        "schema": u.database,
+    }
+    return json.dumps({**conn, "extra": extra} if extra else conn)
 
 
 @pytest.fixture(scope="session")

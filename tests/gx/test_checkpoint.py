@@ -16,8 +16,8 @@ from great_expectations.compatibility import pydantic
 from reident_airflow.engine.errors import InvalidInputError, ThresholdBreached
 from reident_airflow.gx import ReidentAlertAction, run_release_checkpoint
 from tests._schemas import assert_valid
-from tests.conftest import ROOT
-from tests.gx.conftest import QIS
+from tests.conftest import ROOT, require_server
+from tests.gx.conftest import PASSWORD, QIS, postgres_conn
 
 SUITE = ROOT / "expectations" / "adult_release.suite.json"
 CHECKPOINT = ROOT / "expectations" / "adult_release.checkpoint.json"
@@ -182,3 +182,57 @@ def test_a_suite_parameter_resolved_to_a_bad_value_is_an_input_error(
     suite["expectations"][1]["kwargs"]["k"] = {"$PARAMETER": "k"}
     with pytest.raises(InvalidInputError, match=r"^suite 'adult_release': .*k must be >= 1"):
         run_release_checkpoint(suite=suite, dataframe=adult, expectation_parameters={"k": 0})
+
+
+def test_conn_id_reads_an_airflow_connection(
+    adult: pd.DataFrame,
+    postgres_adult: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 29: ``conn_id`` beside ``url``; same verdict as the URL; no password anywhere."""
+    import logging
+
+    url, table = postgres_adult
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_REIDENT_GX_PG", postgres_conn(url, application_name="reident-gx")
+    )
+    import sqlalchemy as sa
+
+    from reident_airflow.gx import connection_url
+
+    built = sa.make_url(connection_url("reident_gx_pg"))
+    assert (built.password, built.username, built.database) == (PASSWORD, "postgres", "test")
+    assert dict(built.query) == {"application_name": "reident-gx"}  # a libpq extra, carried
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(ThresholdBreached) as caught:
+        run_release_checkpoint(suite=SUITE, conn_id="reident_gx_pg", table=table)
+    by_url = run_release_checkpoint(suite=SUITE, url=url, table=table, raise_on_failure=False)
+    same = ("outcome", "validations")
+    assert {k: caught.value.report[k] for k in same} == {k: by_url.to_dict()[k] for k in same}
+    assert by_url.outcome == "fail"  # raw Adult: k = 1
+    passed = run_release_checkpoint(suite=SUITE, dataframe=released(adult), raise_on_failure=False)
+    assert passed.success
+    out, err = capfd.readouterr()
+    seen = [caplog.text, out, err, str(caught.value), json.dumps(caught.value.report)]
+    assert not any("SECRET" in text for text in seen)
+
+
+def test_conn_id_errors_name_no_password(
+    postgres_adult: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reident_airflow.outcomes import ReidentConfigurationError
+
+    url, table = postgres_adult
+    mariadb = json.loads(postgres_conn(require_server("mariadb"), connect_timeout=5))
+    monkeypatch.setenv("AIRFLOW_CONN_REIDENT_GX_MY", json.dumps({**mariadb, "conn_type": "mysql"}))
+    with pytest.raises(ReidentConfigurationError) as refused:
+        run_release_checkpoint(suite=SUITE, conn_id="reident_gx_my", table=table)
+    assert "extra connect_timeout cannot be carried" in str(refused.value)
+    monkeypatch.setenv("AIRFLOW_CONN_REIDENT_GX_PG", postgres_conn(url.replace("5432", "9")))
+    with pytest.raises(Exception) as unreachable:
+        run_release_checkpoint(suite=SUITE, conn_id="reident_gx_pg", table=table)
+    assert "SECRET" not in str(unreachable.value) and "SECRET" not in repr(unreachable.value)
+    with pytest.raises(InvalidInputError, match="give url or conn_id, not both"):
+        run_release_checkpoint(suite=SUITE, conn_id="reident_gx_pg", url=url, table=table)

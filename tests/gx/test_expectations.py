@@ -18,6 +18,7 @@ from reident_airflow.gx import (
     MEASURES,
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
+    is_guard,
 )
 from reident_airflow.sources.frames import class_table_from_frame
 from tests.gx.conftest import sql_batch
@@ -245,6 +246,8 @@ def test_suite_parameters_are_resolved_at_validation(context: Any) -> None:
     failing = validation.run(
         batch_parameters={"dataframe": SMALL}, expectation_parameters={"k": 4, "highest": 0.1}
     )
-    assert [r.success for r in failing.results] == [False, False]
-    assert failing.results[0].result["observed_value"] == 3
-    assert failing.results[0].result["details"]["assessment"]["thresholds"] == {"min_k": 4}
+    # the suite got the guard first (attach_guard): it passes, the two given fail
+    assert is_guard(suite.expectations[0])
+    assert [r.success for r in failing.results] == [True, False, False]
+    assert failing.results[1].result["observed_value"] == 3
+    assert failing.results[1].result["details"]["assessment"]["thresholds"] == {"min_k": 4}

@@ -64,8 +64,9 @@ def test_without_the_guard_ge_still_fails_open(fresh_process: dict[str, Any]) ->
         "evaluated": 0,
         "reident_imported": False,
     }
+    # with the package, the loaded suite gets the guard back (attach_guard) and runs it
     out = fresh_process["with"]["bare"]
-    assert out["loaded"] == 4 and out["success"] is False and out["reident_imported"] is True
+    assert out == {"loaded": 5, "success": False, "evaluated": 5, "reident_imported": True}
 
 
 def test_check_context_accepts_a_guarded_suite_and_names_a_bare_one(

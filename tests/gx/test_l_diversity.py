@@ -35,7 +35,7 @@ QIS = ["sex", "zip"]
 
 
 def expectation(**kwargs: Any) -> ExpectTableToBeLDiverse:
-    kwargs.setdefault("sensitive_columns", ["diagnosis"])
+    kwargs.setdefault("sensitive", ["diagnosis"])
     return ExpectTableToBeLDiverse(quasi_identifiers=QIS, **kwargs)
 
 
@@ -51,7 +51,7 @@ def expectation(**kwargs: Any) -> ExpectTableToBeLDiverse:
     ],
 )
 def test_measures(pandas_batch: Any, measure: str, l_value: float, success: bool) -> None:
-    result = pandas_batch(SMALL).validate(expectation(l=l_value, measure=measure))
+    result = pandas_batch(SMALL).validate(expectation(min_l=l_value, measure=measure))
     assert result.success is success, result.result["details"]
     details = result.result["details"]
     expected = {"distinct": 3, "entropy": 2**1.5, "recursive": 2}[measure]
@@ -64,7 +64,7 @@ def test_measures(pandas_batch: Any, measure: str, l_value: float, success: bool
 
 
 def test_a_homogeneous_column_fails_and_is_named(pandas_batch: Any) -> None:
-    result = pandas_batch(SMALL).validate(expectation(sensitive_columns=["diagnosis", "flag"], l=2))
+    result = pandas_batch(SMALL).validate(expectation(sensitive=["diagnosis", "flag"], min_l=2))
     assert not result.success
     details = result.result["details"]
     assert details["below_limit"] == ["flag"]
@@ -78,7 +78,7 @@ def test_a_homogeneous_column_fails_and_is_named(pandas_batch: Any) -> None:
 
 
 def test_unknown_column_is_a_failed_result_not_a_crash(pandas_batch: Any) -> None:
-    result = pandas_batch(SMALL).validate(expectation(sensitive_columns=["nope"], l=2))
+    result = pandas_batch(SMALL).validate(expectation(sensitive=["nope"], min_l=2))
     assert not result.success
     assert "unknown sensitive column 'nope'" in result.exception_info["exception_message"]
 
@@ -86,12 +86,12 @@ def test_unknown_column_is_a_failed_result_not_a_crash(pandas_batch: Any) -> Non
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"l": 0}, "l must be >= 1"),
-        ({"l": 2.5}, "must be a whole number"),
-        ({"l": 2, "measure": "max"}, "unknown measure 'max'"),
-        ({"l": 2, "c": 0}, "recursive c"),
-        ({"l": 2, "sensitive_columns": ["sex"]}, "'sex' is also a quasi-identifier"),
-        ({"l": 2, "sensitive_columns": []}, "list of column names"),
+        ({"min_l": 0}, "min_l must be >= 1"),
+        ({"min_l": 2.5}, "must be a whole number"),
+        ({"min_l": 2, "measure": "max"}, "unknown measure 'max'"),
+        ({"min_l": 2, "recursive_c": 0}, "recursive c"),
+        ({"min_l": 2, "sensitive": ["sex"]}, "'sex' is also a quasi-identifier"),
+        ({"min_l": 2, "sensitive": []}, "list of column names"),
     ],
 )
 def test_bad_parameters_fail_when_built(kwargs: dict[str, Any], message: str) -> None:
@@ -100,11 +100,11 @@ def test_bad_parameters_fail_when_built(kwargs: dict[str, Any], message: str) ->
 
 
 def test_entropy_accepts_a_fractional_l() -> None:
-    assert expectation(l=1.5, measure="entropy").l == 1.5
+    assert expectation(min_l=1.5, measure="entropy").min_l == 1.5
 
 
 def test_sentence() -> None:
-    exp = expectation(l=2, measure="recursive", c=3)
+    exp = expectation(min_l=2, measure="recursive", recursive_c=3)
     template, params = type(exp)._rendered_sentence(exp.configuration.kwargs)
     text = template
     for key, value in sorted(params.items(), key=lambda kv: -len(kv[0])):
@@ -123,7 +123,7 @@ def test_pandas_sqlite_and_cli_agree(pandas_batch: Any, context: Any, tmp_path: 
     engine = sa.create_engine(url)
     frame.to_sql("survey", engine, index=False)
     engine.dispose()
-    exp = ExpectTableToBeLDiverse(quasi_identifiers=keys, sensitive_columns=["hhcivil", "age"], l=2)
+    exp = ExpectTableToBeLDiverse(quasi_identifiers=keys, sensitive=["hhcivil", "age"], min_l=2)
     out = tmp_path / "cli.json"
     code = cli.main(
         [
@@ -158,8 +158,8 @@ def test_postgresql_equals_pandas(
     url, table = postgres_adult
     exp = ExpectTableToBeLDiverse(
         quasi_identifiers=["sex", "age", "race"],
-        sensitive_columns=["salary-class", "occupation"],
-        l=2,
+        sensitive=["salary-class", "occupation"],
+        min_l=2,
         measure="recursive",
     )
 
@@ -168,3 +168,43 @@ def test_postgresql_equals_pandas(
     assert on_postgres.result["observed_value"] == on_pandas.result["observed_value"]
     assert on_postgres.result["details"] == on_pandas.result["details"]
     assert on_postgres.success is on_pandas.success is False
+
+
+def test_argument_names_are_the_operators() -> None:
+    """Issue 29: ``sensitive``, ``min_l``, ``recursive_c``, as ReidentificationRiskOperator."""
+    import inspect
+
+    from reident_airflow.operators.risk import ReidentificationRiskOperator
+
+    fields = ExpectTableToBeLDiverse.__fields__
+    own = [name for name in ExpectTableToBeLDiverse.__annotations__ if name in fields]
+    own.remove("measure")  # the operator reports every measure; the expectation gates one
+    assert own == ["sensitive", "min_l", "recursive_c"]
+    operator = inspect.signature(ReidentificationRiskOperator.__init__).parameters
+    assert all(name in operator for name in own)
+
+
+def test_former_names_still_load_with_a_deprecation_warning(pandas_batch: Any) -> None:
+    """A suite saved with ``sensitive_columns``, ``l``, ``c`` loads, and re-saves renamed."""
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
+
+    kwargs = {"quasi_identifiers": QIS, "sensitive_columns": ["diagnosis"], "l": 2, "c": 3}
+    config = ExpectationConfiguration(type="expect_table_to_be_l_diverse", kwargs=kwargs)
+    with pytest.warns(DeprecationWarning) as caught:
+        exp = config.to_domain_obj()
+    assert sorted(str(w.message).split("'")[1] for w in caught) == ["c", "l", "sensitive_columns"]
+    assert exp.configuration.kwargs == {
+        "quasi_identifiers": QIS,
+        "sensitive": ["diagnosis"],
+        "min_l": 2.0,
+        "recursive_c": 3.0,
+    }
+    renamed = expectation(min_l=2, recursive_c=3)
+    assert pandas_batch(SMALL).validate(exp).result == pandas_batch(SMALL).validate(renamed).result
+
+
+def test_a_name_and_its_former_name_together_are_refused() -> None:
+    with pytest.raises(pydantic.ValidationError, match="give min_l only: l is its former name"):
+        expectation(min_l=2, l=2)

@@ -128,7 +128,7 @@ MIXED_MESSAGE = (
         k_anonymous(["sex", "code"], 2, rank_attributes=False),  # the histogram metric
         k_anonymous(["sex", "code"], 2),  # the class distributions metric
         ExpectTableReidentificationRiskToBeBelow(quasi_identifiers=["sex", "code"], max_value=1),
-        ExpectTableToBeLDiverse(quasi_identifiers=["sex"], sensitive_columns=["code"], l=1),
+        ExpectTableToBeLDiverse(quasi_identifiers=["sex"], sensitive=["code"], min_l=1),
     ],
     ids=["histogram", "class_distributions", "risk", "sensitive"],
 )
@@ -151,7 +151,7 @@ def test_a_column_the_metric_does_not_read_is_not_read(pandas_batch: Any) -> Non
     for expectation in (
         k_anonymous(["sex"], 2, rank_attributes=False),
         k_anonymous(["sex"], 2),
-        ExpectTableToBeLDiverse(quasi_identifiers=["sex"], sensitive_columns=["diagnosis"], l=2),
+        ExpectTableToBeLDiverse(quasi_identifiers=["sex"], sensitive=["diagnosis"], min_l=2),
     ):
         result = batch.validate(expectation)
         assert result.success, result.exception_info
@@ -332,8 +332,8 @@ def test_l_diversity_without_ranking(pandas_batch: Any) -> None:
     result = pandas_batch(SMALL).validate(
         ExpectTableToBeLDiverse(
             quasi_identifiers=["sex", "zip"],
-            sensitive_columns=["diagnosis"],
-            l=3,
+            sensitive=["diagnosis"],
+            min_l=3,
             rank_attributes=False,
         )
     )
@@ -404,7 +404,7 @@ def test_the_expectations_read_distributions_built_by_the_engine(
     assert batch.validate(k_anonymous(["sex", "zip"], 3)).success
     assert len(built) == 1 and built[0].subsets is not None
     diverse = ExpectTableToBeLDiverse(
-        quasi_identifiers=["sex", "zip"], sensitive_columns=["diagnosis"], l=3
+        quasi_identifiers=["sex", "zip"], sensitive=["diagnosis"], min_l=3
     )
     assert batch.validate(diverse).success
     assert len(built) == 2 and list(built[1].profiles) == ["diagnosis"]

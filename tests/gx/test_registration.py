@@ -101,7 +101,7 @@ def test_each_expectation_declares_its_own_and_inherits_the_rest() -> None:
     )
     assert rgx.ExpectTableToBeLDiverse.success_keys == (
         *qi,
-        *("sensitive_columns", "l", "measure", "c"),
+        *("sensitive", "min_l", "measure", "recursive_c"),
     )
     assert rgx.ExpectTableDirectMatchProtectionToBeAbove.success_keys == (
         *("original_table", "original_schema", "key", "columns", "target", "sep"),

@@ -128,9 +128,7 @@ HOSTILE_CASES = [
         4 / 7,
     ),
     (
-        ExpectTableToBeLDiverse(
-            quasi_identifiers=HOSTILE_QIS, sensitive_columns=["diagnosis"], l=2
-        ),
+        ExpectTableToBeLDiverse(quasi_identifiers=HOSTILE_QIS, sensitive=["diagnosis"], min_l=2),
         # distinct diagnoses per class: (Ann,1000,x) {flu, cold} = 2, (Bob,1000,NULL) {flu} = 1,
         # (Ann,NULL,x) {flu} = 1, ('',01000,y) {cold} = 1 -> lowest 1
         1,

@@ -20,8 +20,9 @@ expectations do, a result's ``observed_value`` is the one number the verdict che
     is at least ``target``; ``observed_value`` is the protection (the lowest column's, in
     percent) and ``details.assessment`` the ``reident.direct_match/v1`` JSON.
 ``ExpectTableToBeLDiverse`` (:mod:`.l_diversity`)
-    Every class holds at least ``l`` distinct values of each sensitive column (or has entropy
-    or recursive (c, l)-diversity of at least ``l``: ``measure``); ``observed_value`` is the
+    Every class holds at least ``min_l`` distinct values of each ``sensitive`` column (or has
+    entropy or recursive (``recursive_c``, l)-diversity of at least ``min_l``: ``measure``;
+    the operator's argument names); ``observed_value`` is the
     lowest l over the sensitive columns (``details.values``: each column's) and
     ``details.assessment`` is ``reident assess --sensitive COLS --recursive-c C`` (with
     ``--min-l L`` for ``distinct``).

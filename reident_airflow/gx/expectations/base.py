@@ -24,13 +24,15 @@ therefore kept, as translations of the atomic content, never a second wording.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from string import Template
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from great_expectations.compatibility import pydantic
+from great_expectations.core.expectation_suite import ExpectationSuite
 from great_expectations.expectations.expectation import (
     BatchExpectation,
+    Expectation,
     render_suite_parameter_string,
 )
 from great_expectations.render.components import (
@@ -52,6 +54,7 @@ from reident_airflow.engine import (
     assess,
     options_for,
 )
+from reident_airflow.gx.guard import attach_guard
 from reident_airflow.gx.metrics import CLASS_DISTRIBUTIONS_METRIC, HISTOGRAM_METRIC, MetricError
 from reident_airflow.gx.parameters import (
     CrossCheck,
@@ -250,6 +253,20 @@ class ReidentExpectation(BatchExpectation, abc.ABC):
                     },
                 }
             )
+
+    def register_save_callback(self, save_callback: Callable[[Expectation], Expectation]) -> None:
+        """GE binds this expectation to a suite: the suite gets the guard too (fail closed).
+
+        GE calls this on every way into a suite (``add_expectation``, the suite's constructor,
+        ``add_expectation_configuration``, loading from a store) with the suite's own bound
+        method, so the suite is ``save_callback.__self__``; it then holds the guard
+        (:func:`~reident_airflow.gx.guard.attach_guard`): saved, it cannot validate in a
+        process that does not know the reident expectations.
+        """
+        super().register_save_callback(save_callback)
+        suite = getattr(save_callback, "__self__", None)
+        if isinstance(suite, ExpectationSuite):
+            attach_guard(suite, self, save_callback)
 
     # ------------------------------------------------------------------ what subclasses write
     @classmethod
