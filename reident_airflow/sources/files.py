@@ -525,7 +525,8 @@ _PREFILTERS = {
 class _ProfileLayout:
     """The columns of :func:`_profile_sql`'s rows after the column number and its four
     counts: per pattern any plan counts, its records and distinct values; per kind any plan
-    samples, the sample; then the records over 89 and in restricted ZIP3 areas."""
+    samples, the sample: its values and their records, two lists in the same order; then the
+    records over 89 and in restricted ZIP3 areas."""
 
     patterns: tuple[str, ...]
     sampled: tuple[str, ...]
@@ -632,14 +633,17 @@ def _profile_aggregates(
             aggs += [f"coalesce(sum(n) FILTER (WHERE m_{k}), 0)", f"count(*) FILTER (WHERE m_{k})"]
         else:
             aggs += ["0", "0"]
+    # the sample as two lists in the same order, the values and their records (measured:
+    # half the time of one list of structs, 0.13 s against 0.29 s for 10M values)
     for k in layout.sampled:
         if plan is None or k in plan.sample:
             where = f"m_{k}" if plan is not None else f"m_{k} AND {_among(plans, k, sampled=True)}"
-            aggs.append(
-                f"min_by({{'v': t, 'n': n}}, t, {layout.sample_size}) FILTER (WHERE {where})"
-            )
+            aggs += [
+                f"min(t, {layout.sample_size}) FILTER (WHERE {where})",
+                f"min_by(n, t, {layout.sample_size}) FILTER (WHERE {where})",
+            ]
         else:
-            aggs.append("NULL::STRUCT(v VARCHAR, n BIGINT)[]")
+            aggs += ["NULL::VARCHAR[]", "NULL::BIGINT[]"]
     aggs += [
         "coalesce(sum(n) FILTER (WHERE o), 0)" if plan is None or plan.over_89 else "0",
         "coalesce(sum(n) FILTER (WHERE z), 0)" if plan is None or plan.zip3 else "0",
@@ -672,7 +676,7 @@ def _profiles_of(
     from reident_airflow.sources.column_profile import profile_from_counts
 
     layout = _ProfileLayout.of(plans)
-    width = 4 + 2 * len(layout.patterns) + len(layout.sampled) + 2
+    width = 4 + 2 * len(layout.patterns) + 2 * len(layout.sampled) + 2
     by_column = {int(row[0]): list(row[1:]) for row in rows}
     out = []
     for j, plan in enumerate(plans):
@@ -683,7 +687,10 @@ def _profiles_of(
             for i, k in enumerate(layout.patterns)
         }
         base = 4 + 2 * len(layout.patterns)
-        lists = {k: cells[base + i] or () for i, k in enumerate(layout.sampled)}
+        lists = {
+            k: zip(cells[base + 2 * i] or (), cells[base + 2 * i + 1] or (), strict=True)
+            for i, k in enumerate(layout.sampled)
+        }
         out.append(
             profile_from_counts(
                 plan,
@@ -692,7 +699,7 @@ def _profiles_of(
                 distinct=distinct,
                 singletons=singletons,
                 matches={k: counted[k][0] for k in plan.patterns},
-                samples={k: [(str(d["v"]), int(d["n"])) for d in lists[k]] for k in plan.sample},
+                samples={k: [(str(v), int(n)) for v, n in lists[k]] for k in plan.sample},
                 matched_distinct={k: counted[k][1] for k in plan.sample},
                 over_89=int(cells[width - 2] or 0),
                 zip3=int(cells[width - 1] or 0),
