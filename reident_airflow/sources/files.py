@@ -571,12 +571,6 @@ def _profile_sql(
     over = [_over_89(c, p.kind) if p.over_89 else None for c, p in zip(cols, plans, strict=True)]
     zips = [_zip3(c, p.kind) if p.zip3 else None for c, p in zip(cols, plans, strict=True)]
 
-    def matched(t: str, plan: ColumnPlan) -> str:
-        return "".join(
-            f", {_matches(k, t) if k in plan.patterns else 'false'} AS m_{k}"
-            for k in layout.patterns
-        )
-
     if one_read:
         flags = ", ".join(f"GROUPING({c}) AS g{j}" for j, c in enumerate(cols))
         sets = ", ".join(f"({c})" for c in cols)
@@ -595,11 +589,7 @@ def _profile_sql(
             f"{per_column(texts, 'NULL')} AS t, "
             f"{per_column(over, 'false')} AS o, {per_column(zips, 'false')} AS z FROM ({inner})"
         )
-        ms = [
-            f"CASE WHEN {_among(plans, k)} THEN {_matches(k, 't')} ELSE false END AS m_{k}"
-            for k in layout.patterns
-        ]
-        middle = f"SELECT *{''.join(', ' + m for m in ms)} FROM ({told})"
+        middle = _with_matches(told, {k: _among(plans, k) for k in layout.patterns})
         return f"SELECT {', '.join(_profile_aggregates(layout, plans))} FROM ({middle}) GROUP BY j"
     branches = []
     for j, (c, plan) in enumerate(zip(cols, plans, strict=True)):
@@ -610,7 +600,8 @@ def _profile_sql(
             f"FROM (SELECT {c}, count(*) AS n FROM {rel} GROUP BY {c})"
         )
         aggs = ", ".join(_profile_aggregates(layout, [plan], j))
-        branches.append(f"SELECT {aggs} FROM (SELECT *{matched('t', plan)} FROM ({told}))")
+        counted = {k: "true" if k in plan.patterns else "false" for k in layout.patterns}
+        branches.append(f"SELECT {aggs} FROM ({_with_matches(told, counted)})")
     return " UNION ALL ".join(branches)
 
 
@@ -651,15 +642,54 @@ def _profile_aggregates(
     return aggs
 
 
-def _matches(kind: str, t: str) -> str:
-    """Whether the text ``t`` matches the content pattern ``kind``: its regular expression,
-    evaluated only where its cheap necessary condition (:data:`_PREFILTERS`) holds."""
+#: Patterns rarely matched by the same value, tried together first (:func:`_with_matches`).
+_GATED = ("ipv4", "ipv6", "card", "iban", "us_ssn")
+
+
+def _with_matches(rows: str, counted: Mapping[str, str]) -> str:
+    """``rows`` (with their text ``t``) and a flag ``m_<kind>`` per pattern of ``counted``
+    (kind -> the condition on the row under which it is counted: ``"true"``, ``"false"`` or
+    one on ``j``): whether ``t`` matches the pattern's regular expression, which is evaluated
+    only where its cheap necessary condition (:data:`_PREFILTERS`) holds.
+
+    A call of a regular expression costs about the same whatever the expression (measured in
+    DuckDB: 0.80 s for 10M e-mail addresses, an expression that never matches as much as
+    five of ours in one alternation). So where two or more of the :data:`_GATED` patterns
+    pass their conditions, their alternation is evaluated first (a value matches it if and
+    only if it matches one of them), and each of them only where it matched: a value that
+    matches none of them costs one call instead of several."""
     from reident_airflow.engine.identifiers import CONTENT_PATTERNS
 
-    return (
-        f"CASE WHEN {_PREFILTERS[kind].format(t=t)} "
-        f"THEN regexp_matches({t}, {_literal(CONTENT_PATTERNS[kind])}) ELSE false END"
-    )
+    def pre(k: str) -> str:
+        cond = _PREFILTERS[k].format(t="t")
+        return cond if counted[k] == "true" else f"({counted[k]} AND {cond})"
+
+    live = [k for k, c in counted.items() if c != "false"]
+    gated = [k for k in live if k in _GATED]
+    flags = []
+    if len(gated) >= 2:
+        rows = f"SELECT *, {', '.join(f'{pre(k)} AS p_{k}' for k in gated)} FROM ({rows})"
+        several = " + ".join(f"p_{k}::INTEGER" for k in gated)
+        either = _literal("|".join(f"(?:{CONTENT_PATTERNS[k]})" for k in gated))
+        rows = (
+            f"SELECT *, CASE WHEN {several} >= 2 THEN regexp_matches(t, {either}) "
+            f"ELSE true END AS g FROM ({rows})"
+        )
+    else:
+        gated = []
+    for k in counted:
+        if k in gated:
+            cond = f"p_{k} AND g"
+        elif k in live:
+            cond = pre(k)
+        else:
+            flags.append(f"false AS m_{k}")
+            continue
+        flags.append(
+            f"CASE WHEN {cond} THEN regexp_matches(t, {_literal(CONTENT_PATTERNS[k])}) "
+            f"ELSE false END AS m_{k}"
+        )
+    return f"SELECT *{''.join(', ' + f for f in flags)} FROM ({rows})"
 
 
 def _among(plans: Sequence[ColumnPlan], kind: str, sampled: bool = False) -> str:
