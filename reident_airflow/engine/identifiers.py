@@ -31,6 +31,7 @@ from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.identifier_checks import CHECKS, known_region, phone_number
 from reident_airflow.engine.numbers import as_whole_number, is_unset
 from reident_airflow.engine.options import parse_flag
+from reident_airflow.engine.presets import find_preset
 
 __all__ = [
     "AGE_RULE",
@@ -765,12 +766,16 @@ class ScanOptions:
         }
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> ScanOptions:
+    def from_mapping(cls, values: Mapping[str, Any], *, preset: Any = None) -> ScanOptions:
         """The options from loosely typed values, as templating or a configuration gives them
         (as :meth:`~reident_airflow.engine.options.AssessmentOptions.from_mapping` reads
         them): ``None``, ``""`` and ``"none"`` leave a field to its default; lists may be
         comma-separated strings; flags ``"true"``/``"false"``/...; ``sample_size`` a whole
-        number or its text. Raises :class:`InvalidInputError` naming the key at fault."""
+        number or its text. Raises :class:`InvalidInputError` naming the key at fault.
+
+        ``preset`` (a name of :data:`~reident_airflow.engine.presets.PRESETS`, or unset):
+        its scan policy and Safe Harbor choice fill ``policy`` and ``safe_harbor`` when those
+        are unset (docs/metrics.md §11); a value given wins."""
         unknown = sorted(set(values) - set(_CONVERTERS))
         if unknown:
             known = ", ".join(sorted(_CONVERTERS))
@@ -782,6 +787,10 @@ class ScanOptions:
             for key, value in values.items()
             if not is_unset(value)
         }
+        if not is_unset(preset):
+            chosen = find_preset(preset)
+            converted.setdefault("policy", chosen.scan_policy)
+            converted.setdefault("safe_harbor", chosen.safe_harbor)
         return cls(**converted)
 
 
