@@ -167,7 +167,7 @@ def test_assess_scan_fail_breaches_on_the_planted_table(
     out_json = tmp_path / "assessment.json"
     code, out, err = run(
         "assess", *source, *PLANTED_ARGS, "--min-k", "5", "--scan", "fail",
-        "--json", str(out_json), "--no-fingerprint",
+        "--json", str(out_json), "--no-fingerprint", "--report", str(tmp_path / "r.html"),
     )  # fmt: skip
     # k = 50 passes min_k 5: the scan alone fails the release, five failing columns
     assert code == 1, err
@@ -181,7 +181,8 @@ def test_assess_scan_fail_breaches_on_the_planted_table(
     ]
     assert _verdicts(doc["identifier_scan"]) == PLANTED
     assert "reident: scan: mrn: identifier (name: record number" in err
-    assert_no_value(out, err, out_json.read_text(encoding="utf-8"))
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert_no_value(out, err, out_json.read_text(encoding="utf-8"), page)
 
 
 def test_assess_without_scan_is_unchanged_and_scan_adds_only_its_parts() -> None:
@@ -250,3 +251,19 @@ def test_scan_flags_need_scan_on_assess() -> None:
     assert code == 2 and "--safe-harbor applies only with --scan" in err
     code, _, err = run("assess", str(DATA / "planted.csv"), "--qi", "sex", "--scan", "maybe")
     assert code == 2 and "must be warn or fail" in err
+
+
+@pytest.mark.spark
+def test_scan_on_spark_gives_the_same_verdicts(
+    table_input: Callable[[str, str], list[str]],
+) -> None:
+    import subprocess
+    import sys
+
+    [parquet] = table_input("parquet", "planted")
+    command = [sys.executable, "-m", "reident_airflow.cli", "scan", "--engine", "spark", parquet]
+    command += [*PLANTED_ARGS, "--policy", "fail", "--spark-master", "local[2]", "--json", "-"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert _verdicts(json.loads(done.stdout)) == PLANTED
+    assert_no_value(done.stdout, done.stderr)

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from reident_airflow.notifiers.message import breach_email
+from reident_airflow.notifiers.payload import breach_payload
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
 from tests.conftest import require_server
@@ -111,7 +113,10 @@ def test_warn_logs_each_flagged_column_and_the_task_succeeds(
 
 @pytest.mark.parametrize("where", ["file", pytest.param("postgresql", marks=pytest.mark.db)])
 def test_fail_fails_the_task_like_a_breach(
-    where: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    where: str,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     planted = request.getfixturevalue("planted_pg") if where == "postgresql" else None
     engine, staged = _staged(where, planted)
@@ -124,6 +129,7 @@ def test_fail_fails_the_task_like_a_breach(
         identifier_scan="fail",
         safe_harbor="true",
         scan_options={"phone_regions": "US,GB,FR", "sample_size": "500"},
+        report_path=str(tmp_path / "report.html"),
     )
     with pytest.raises(ReidentificationBreach) as info:
         op.execute({"ti": ti})
@@ -137,9 +143,22 @@ def test_fail_fails_the_task_like_a_breach(
     report = ti.pushed["return_value"]  # pushed before failing
     assert report["passed"] is False and report["identifier_scan"]["failing"] == FAILING
     assert report["identifier_scan"]["options"]["sample_size"] == 500
+    # the alert a notifier would send (its JSON and its e-mail) and the HTML report
+    payload = breach_payload({"ti": ti, "exception": info.value}, report=report)
+    assert payload["breaches"] == info.value.breaches
+    subject, text, html = breach_email(payload)
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "identifier_scan.failing_columns" in page
     logged = capsys.readouterr()
     assert_no_value(
-        json.dumps(ti.pushed), message, repr(info.value.breaches), logged.out, logged.err
+        json.dumps(ti.pushed),
+        message,
+        repr(info.value.breaches),
+        logged.out,
+        logged.err,
+        json.dumps(payload),
+        subject + text + html,
+        page,
     )
 
 
