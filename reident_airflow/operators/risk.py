@@ -16,6 +16,7 @@ from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.identifiers import (
     IdentifierScan,
     ScanOptions,
+    as_spelled,
     scan_columns,
     scan_plan,
 )
@@ -396,7 +397,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         except InvalidInputError as exc:
             self._not_scanned(scanning, exc)
             return None
-        scan_plan(kinds, scanning)  # the columns allowed exist
+        scan_plan(kinds, as_spelled(scanning, list(kinds)))  # the columns allowed exist
         try:
             return scan_columns(source, scanning)
         except InvalidInputError as exc:
