@@ -4,9 +4,10 @@ Each sub-command lives in a module of :mod:`reident_airflow.commands` (listed in
 ``COMMAND_MODULES``) that registers its parser and handler; this module builds the top-level
 parser from them, runs the handler and turns errors into exit codes.
 
-Exit codes: 0 passed (or no thresholds given), 1 a threshold was breached, 2 usage or input
-error (one line on stderr; the traceback only with ``--debug``), 130 interrupted. A mistyped
-command, flag or choice gets a suggestion (``did you mean --max-highest-risk?``).
+Exit codes: 0 passed (or no thresholds given), 1 a threshold was breached (scan: a column
+failed under ``--policy fail``), 2 usage or input error (one line on stderr; the traceback
+only with ``--debug``), 130 interrupted. A mistyped command, flag or choice gets a suggestion
+(``did you mean --max-highest-risk?``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import Any, NoReturn, TextIO
 
-from reident_airflow.commands import COMMAND_MODULES, assess, datafly, direct_match
+from reident_airflow.commands import COMMAND_MODULES, assess, datafly, direct_match, scan
 from reident_airflow.commands.common import (
     EXIT_INTERRUPTED,
     EXIT_PASSED,
@@ -35,7 +36,7 @@ __all__ = ["PROG", "build_parser", "closest", "main"]
 PROG = "reident"
 
 #: The command modules by name (each one's parser and handler: :mod:`reident_airflow.commands`).
-_COMMANDS: dict[str, ModuleType] = {m.__name__: m for m in (assess, datafly, direct_match)}
+_COMMANDS: dict[str, ModuleType] = {m.__name__: m for m in (assess, datafly, direct_match, scan)}
 
 
 class _UsageError(Exception):
@@ -85,8 +86,8 @@ def _build() -> _Parser:
         description="Re-identification risk gates for data releases (ARX-compatible).",
         epilog=exit_codes_text(
             "passed, or no threshold was given (datafly: the table was anonymized and written)",
-            "a threshold was breached (datafly: k cannot be reached within the suppression "
-            "limit; nothing is written)",
+            "a threshold was breached (scan: a column failed under --policy fail; datafly: k "
+            "cannot be reached within the suppression limit; nothing is written)",
         )
         + "\n\nRun 'reident COMMAND --help' for a command's options.",
         formatter_class=argparse.RawDescriptionHelpFormatter,

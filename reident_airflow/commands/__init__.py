@@ -22,6 +22,7 @@ __all__ = ["COMMAND_MODULES"]
 #: The command modules, in the order ``reident --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "reident_airflow.commands.assess",
+    "reident_airflow.commands.scan",
     "reident_airflow.commands.direct_match",
     "reident_airflow.commands.datafly",
 )

@@ -66,10 +66,16 @@ from reident_airflow.commands.common import (
     database_located,
     given_hierarchies,
     memory_size,
-    open_table,
+    open_source,
     positive_int,
     positive_number,
     share,
+)
+from reident_airflow.commands.scan import (
+    add_scan_arguments,
+    scan_lines,
+    scan_options,
+    scan_source,
 )
 from reident_airflow.commands.spark import add_spark_arguments, check_engine_arguments
 from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RECURSIVE_C, REGIONS
@@ -80,6 +86,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.assessment import Assessment, Breach
     from reident_airflow.engine.classes import ClassSizes, ClassTable
     from reident_airflow.engine.hierarchies import Hierarchy
+    from reident_airflow.engine.identifiers import ScanOptions
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources import Counted, Source
     from reident_airflow.sources.spark import SparkSource
@@ -199,12 +206,31 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
     )
     for flag, help_text in _SWITCHES:
         a.add_argument(flag, action="store_true", help=help_text)
+    a.add_argument(
+        "--scan",
+        nargs="?",
+        const="",
+        type=_policy,
+        metavar="warn|fail",
+        help="also scan every column for identifiers and attach the scan to the JSON "
+        "(identifier_scan); fail: a failing column is a breach. Without a value: the "
+        "--preset's policy, else warn. Default: no scan",
+    )
+    add_scan_arguments(a)
     add_outcome_arguments(a)
     add_output_arguments(
         a,
         json_help="write the assessment JSON here",
         report_help="write a self-contained HTML risk report here (needs the 'report' extra)",
     )
+
+
+def _policy(text: str) -> str:
+    """An argument type: ``--scan``'s policy, ``warn`` or ``fail`` (``""``: ``--scan`` without
+    a value, the preset's policy)."""
+    if text not in ("warn", "fail", ""):
+        raise argparse.ArgumentTypeError(f"must be warn or fail, got {text!r}")
+    return text
 
 
 def _gate_arguments(a: argparse.ArgumentParser) -> None:
@@ -325,38 +351,6 @@ def assessment_options(args: argparse.Namespace) -> AssessmentOptions:
     except OptionError as exc:
         exc.spelled(FLAG_NAMES)
         raise
-
-
-# ------------------------------------------------------------------------------- the door
-def open_source(args: argparse.Namespace, progress: Progress) -> Source:
-    """The source INPUT names, chosen once: Spark's with ``--engine spark`` (its session
-    started here), a database's for a SQLAlchemy URL (with ``--table``), else a file's."""
-    if args.engine == "spark":
-        return _spark_source(args, progress)
-    return open_table(args)
-
-
-def _spark_source(args: argparse.Namespace, progress: Progress) -> Source:
-    """INPUT (a Parquet path) or ``--table`` of the Spark catalog, as a lazy DataFrame of the
-    session the Spark flags describe (nothing is read yet but the schema)."""
-    from reident_airflow.commands.spark import DEFAULT_MASTER, session_of
-    from reident_airflow.sources.spark import SparkSource
-    from reident_airflow.sources.spark_grouping import spark_errors
-
-    label = f"table {args.table!r}" if args.table else str(args.input)
-    where = args.spark_remote or args.spark_master or DEFAULT_MASTER
-    progress(f"starting the Spark session ({where})")
-    with spark_errors(label):
-        block = session_of(args)
-        session = block.__enter__()
-        try:
-            if args.table:
-                return SparkSource(session.table(args.table), label=label, session=block)
-            frame = session.read.parquet(args.input)
-        except BaseException:
-            block.__exit__(None, None, None)
-            raise
-        return SparkSource(frame, label=label, path=args.input, session=block)
 
 
 def _refused_on_spark(options: AssessmentOptions) -> None:
@@ -586,6 +580,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """
     check_engine_arguments(args)
     options = assessment_options(args)
+    scanning = _scan_options(args, options)
     if args.engine == "spark":
         _refused_on_spark(options)
     hierarchies = given_hierarchies(args)
@@ -593,6 +588,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         with open_source(args, progress) as source:
             counted, register = _count(args, source, options, progress)
             result = _assessed(args, counted, options, register, progress)
+            if scanning is not None:
+                from reident_airflow.engine.assessment import with_identifier_scan
+
+                result = with_identifier_scan(result, scan_source(source, scanning, progress))
             found = _advice(args, source, result, counted, hierarchies, progress)
             fingerprint = _fingerprint(args, source, result, progress)
         code = finish_assessment(
@@ -600,4 +599,35 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     for line in result_lines(result, found):
         err.write(f"{line}\n")
+    if result.identifier_scan is not None:
+        for line in scan_lines(result.identifier_scan):
+            err.write(f"{line}\n")
     return code
+
+
+def _scan_options(args: argparse.Namespace, options: AssessmentOptions) -> ScanOptions | None:
+    """The identifier scan's options with ``--scan`` (its policy, else the preset's, else
+    ``warn``; the QIs of ``--qi`` declared), ``None`` without it. A scan flag without
+    ``--scan`` is an input error: it would change nothing."""
+    if args.scan is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--allow", args.allow),
+                ("--safe-harbor", args.safe_harbor),
+                ("--extra-names", args.extra_names),
+                ("--phone-regions", args.phone_regions),
+                ("--sample-size", args.sample_size),
+                ("--approximate", args.approximate),
+            )
+            if value
+        ]
+        if given:
+            raise InvalidInputError(f"{given[0]} applies only with --scan")
+        return None
+    return scan_options(
+        args,
+        policy=args.scan or None,
+        quasi_identifiers=options.quasi_identifiers,
+        preset=options.preset,
+    )

@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TextIO, TypeGuard
 
 if TYPE_CHECKING:
+    from reident_airflow.sources import Source
     from reident_airflow.sources.files import FileSource
     from reident_airflow.sources.sql import SqlSource
 
@@ -50,6 +51,7 @@ __all__ = [
     "html_path",
     "is_database",
     "memory_size",
+    "open_source",
     "open_table",
     "positive_int",
     "positive_number",
@@ -410,6 +412,18 @@ def open_table(args: argparse.Namespace) -> FileSource | SqlSource:
         sep=args.sep,
         memory_limit=getattr(args, "memory_limit", None),
     )
+
+
+def open_source(args: argparse.Namespace, progress: Callable[[str], None]) -> Source:
+    """The source INPUT names, chosen once: Spark's with ``--engine spark`` (its session
+    started here: :func:`~reident_airflow.commands.spark.spark_source`), a database's for a
+    SQLAlchemy URL (with ``--table``), else a file's (:func:`open_table`). The door of
+    ``assess`` and ``scan``."""
+    if args.engine == "spark":
+        from reident_airflow.commands.spark import spark_source
+
+        return spark_source(args, progress)
+    return open_table(args)
 
 
 @contextmanager

@@ -32,10 +32,14 @@ refused (exit 2), as is ``--memory-limit`` (DuckDB's).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reident_airflow.engine.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from reident_airflow.sources.spark import SparkSource
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -45,6 +49,7 @@ __all__ = [
     "add_spark_arguments",
     "check_engine_arguments",
     "session_of",
+    "spark_source",
 ]
 
 #: ``--engine``'s choices: ``local`` (DuckDB for a file, the database for a URL), ``spark``.
@@ -166,3 +171,25 @@ def session_of(args: argparse.Namespace) -> AbstractContextManager[Any]:
         return spark_session(remote=args.spark_remote, conf=conf)
     master = args.spark_master or DEFAULT_MASTER
     return spark_session(master=master, conf=conf, app_name="reident", quiet=True)
+
+
+def spark_source(args: argparse.Namespace, progress: Callable[[str], None]) -> SparkSource:
+    """INPUT (a Parquet path) or ``--table`` of the Spark catalog, as a lazy DataFrame of the
+    session the Spark flags describe (nothing is read yet but the schema)."""
+    from reident_airflow.sources.spark import SparkSource
+    from reident_airflow.sources.spark_grouping import spark_errors
+
+    label = f"table {args.table!r}" if args.table else str(args.input)
+    where = args.spark_remote or args.spark_master or DEFAULT_MASTER
+    progress(f"starting the Spark session ({where})")
+    with spark_errors(label):
+        block = session_of(args)
+        session = block.__enter__()
+        try:
+            if args.table:
+                return SparkSource(session.table(args.table), label=label, session=block)
+            frame = session.read.parquet(args.input)
+        except BaseException:
+            block.__exit__(None, None, None)
+            raise
+        return SparkSource(frame, label=label, path=args.input, session=block)

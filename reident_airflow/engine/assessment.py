@@ -38,12 +38,15 @@ if TYPE_CHECKING:
     from reident_airflow.engine.attributes import AttributeRisk
     from reident_airflow.engine.distributions import WeightPairs
     from reident_airflow.engine.diversity import LDiversity
+    from reident_airflow.engine.identifiers import IdentifierScan
     from reident_airflow.engine.individual_risk import IndividualRisk
     from reident_airflow.engine.population import PopulationUniqueness
     from reident_airflow.engine.register import RegisterRisk
     from reident_airflow.engine.suda import SudaResult
 
 __all__ = [
+    "SCAN_FAILING",
+    "SCAN_FLAGGED",
     "SCHEMA",
     "Assessment",
     "AssessmentOptions",
@@ -55,6 +58,7 @@ __all__ = [
     "check_gates",
     "options_for",
     "refuse_per_class",
+    "with_identifier_scan",
 ]
 
 SCHEMA = "reident.assessment/v1"
@@ -110,14 +114,18 @@ class Assessment:
     individual_risk: IndividualRisk | None = None
     l_diversity: tuple[LDiversity, ...] | None = None
     suda: SudaResult | None = None
+    identifier_scan: IdentifierScan | None = None
 
     @property
     def passed(self) -> bool:
         return not self.breaches
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``reident.assessment/v1`` JSON (plain Python types, aggregates only)."""
-        return {
+        """The ``reident.assessment/v1`` JSON (plain Python types, aggregates only); with an
+        identifier scan attached (:func:`with_identifier_scan`), its
+        ``reident.identifier_scan/v1`` object last, under ``identifier_scan`` (no key
+        without one, so an assessment without a scan reads as it always has)."""
+        document: dict[str, Any] = {
             "schema": SCHEMA,
             "quasi_identifiers": list(self.quasi_identifiers),
             "records": self.records,
@@ -150,6 +158,39 @@ class Assessment:
             "warn_thresholds": self.warn_thresholds.to_dict(),
             "warnings": [b.to_dict() for b in self.warnings],
         }
+        if self.identifier_scan is not None:
+            document["identifier_scan"] = self.identifier_scan.to_dict()
+        return document
+
+
+#: The metric of the breach a failing identifier scan adds under policy ``"fail"``.
+SCAN_FAILING = "identifier_scan.failing_columns"
+#: The metric of the warning flagged columns add.
+SCAN_FLAGGED = "identifier_scan.flagged_columns"
+
+
+def with_identifier_scan(assessment: Assessment, scan: IdentifierScan) -> Assessment:
+    """``assessment`` with the identifier ``scan`` of the same table attached, gated by the
+    scan's policy (docs/identifier-scan.md §9):
+
+    - ``"fail"``: failing columns (verdicts ``identifier``, ``quasi-identifier not
+      declared``) add the breach ``identifier_scan.failing_columns`` (observed: how many,
+      limit 0), so the assessment no longer passes; columns flagged but not failing
+      (``possible identifier``) add the warning ``identifier_scan.flagged_columns``
+      (observed: every flagged column, limit 0);
+    - ``"warn"``: flagged columns add that warning only; the verdict is the thresholds';
+    - ``"off"``: no scan: ``assessment`` is returned as it is, nothing attached.
+    """
+    policy = scan.options.policy
+    if policy == "off":
+        return assessment
+    breaches, warnings = assessment.breaches, assessment.warnings
+    failing, flagged = len(scan.failing), len(scan.flagged)
+    if policy == "fail" and failing:
+        breaches = (*breaches, Breach(SCAN_FAILING, float(failing), 0.0))
+    if flagged > (failing if policy == "fail" else 0):
+        warnings = (*warnings, Breach(SCAN_FLAGGED, float(flagged), 0.0))
+    return replace(assessment, identifier_scan=scan, breaches=breaches, warnings=warnings)
 
 
 class MeasureKeywords(TypedDict, total=False):

@@ -10,6 +10,9 @@ by it.
   the metric it reads (the dotted path of the number in the JSON, the name a breach
   carries), whether the number must be at least the limit (``min_``) or at most, whether it
   is a whole number (a count) or a share of records, and what the report calls the check.
+- :data:`SCAN_GATES`: the two metrics the identifier scan adds to an assessment's breaches
+  and warnings (``engine.assessment.with_identifier_scan``): counts of columns, limit 0.
+  They are no field of ``Thresholds`` and have no limit to set: the scan's policy gates.
 - :data:`MEASURES`: the risk measures every assessment reports (shares of records; the
   population ones when a population is described), by their dotted path, each with how it
   reads in a sentence.
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["MEASURES", "THRESHOLDS", "Measure", "Threshold", "threshold_of"]
+__all__ = ["MEASURES", "SCAN_GATES", "THRESHOLDS", "Measure", "Threshold", "threshold_of"]
 
 
 @dataclass(frozen=True)
@@ -88,11 +91,37 @@ THRESHOLDS: Mapping[str, Threshold] = {
 }
 
 
+#: The identifier scan's breach and warning (docs/identifier-scan.md §9), by metric: how
+#: many columns failed the scan (a breach under policy ``"fail"``) and how many it flagged
+#: (a warning). Both are counts of columns at most 0; ``name`` is the operator parameter
+#: whose policy sets them, and the number is the length of the scan's ``failing`` or
+#: ``flagged`` list (``identifier_scan.failing`` / ``.flagged`` in the JSON).
+SCAN_GATES: Mapping[str, Threshold] = {
+    t.metric: t
+    for t in (
+        Threshold(
+            "identifier_scan",
+            "identifier_scan.failing_columns",
+            "Columns failing the identifier scan",
+            whole=True,
+        ),
+        Threshold(
+            "identifier_scan",
+            "identifier_scan.flagged_columns",
+            "Columns flagged by the identifier scan",
+            whole=True,
+        ),
+    )
+}
+
+
 def threshold_of(metric: str) -> Threshold | None:
-    """The threshold that gates ``metric`` (a breach's metric name), or ``None``."""
+    """The threshold that gates ``metric`` (a breach's metric name: of :data:`THRESHOLDS`
+    or :data:`SCAN_GATES`), or ``None``."""
     if metric.startswith("l_diversity.") and metric.endswith(".distinct"):
         return THRESHOLDS["min_l"]
-    return next((t for t in THRESHOLDS.values() if t.metric == metric), None)
+    found = next((t for t in THRESHOLDS.values() if t.metric == metric), None)
+    return found if found is not None else SCAN_GATES.get(metric)
 
 
 @dataclass(frozen=True)

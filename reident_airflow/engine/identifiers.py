@@ -24,13 +24,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.identifier_checks import CHECKS, known_region, phone_number
 from reident_airflow.engine.numbers import as_whole_number, is_unset
 from reident_airflow.engine.options import parse_flag
+from reident_airflow.engine.presets import find_preset
 
 __all__ = [
     "AGE_RULE",
@@ -54,6 +55,7 @@ __all__ = [
     "IdentifierScan",
     "NameRule",
     "ScanOptions",
+    "as_spelled",
     "match_name",
     "name_tokens",
     "scan",
@@ -765,12 +767,16 @@ class ScanOptions:
         }
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> ScanOptions:
+    def from_mapping(cls, values: Mapping[str, Any], *, preset: Any = None) -> ScanOptions:
         """The options from loosely typed values, as templating or a configuration gives them
         (as :meth:`~reident_airflow.engine.options.AssessmentOptions.from_mapping` reads
         them): ``None``, ``""`` and ``"none"`` leave a field to its default; lists may be
         comma-separated strings; flags ``"true"``/``"false"``/...; ``sample_size`` a whole
-        number or its text. Raises :class:`InvalidInputError` naming the key at fault."""
+        number or its text. Raises :class:`InvalidInputError` naming the key at fault.
+
+        ``preset`` (a name of :data:`~reident_airflow.engine.presets.PRESETS`, or unset):
+        its scan policy and Safe Harbor choice fill ``policy`` and ``safe_harbor`` when those
+        are unset (docs/metrics.md §11); a value given wins."""
         unknown = sorted(set(values) - set(_CONVERTERS))
         if unknown:
             known = ", ".join(sorted(_CONVERTERS))
@@ -782,6 +788,10 @@ class ScanOptions:
             for key, value in values.items()
             if not is_unset(value)
         }
+        if not is_unset(preset):
+            chosen = find_preset(preset)
+            converted.setdefault("policy", chosen.scan_policy)
+            converted.setdefault("safe_harbor", chosen.safe_harbor)
         return cls(**converted)
 
 
@@ -1097,8 +1107,29 @@ def scan_columns(counter: ColumnCounter, options: ScanOptions) -> IdentifierScan
     (:func:`scan_plan`), their profiles counted where the data is, the verdicts
     (:func:`scan`). The one line every adapter runs; ``options.policy`` ``"off"`` is the
     adapter's to honour (it then does not call this)."""
-    plans = scan_plan(counter.column_kinds(), options)
+    kinds = counter.column_kinds()
+    options = as_spelled(options, list(kinds))
+    plans = scan_plan(kinds, options)
     return scan(counter.profile(plans, approximate=options.approximate), options)
+
+
+def as_spelled(options: ScanOptions, columns: Sequence[str]) -> ScanOptions:
+    """``options`` with each allowed or declared column as the table spells it, read as the
+    assessment reads QIs (docs/reading.md): as given first; only when no column has that
+    name, the one column equal to it without surrounding spaces (``--qi "age, sex"``). A name
+    matching none, or several, is left as given (:func:`scan_plan` names it)."""
+
+    def spelled(name: str) -> str:
+        if name in columns:
+            return name
+        loose = [c for c in columns if c.strip() == name.strip()]
+        return loose[0] if len(loose) == 1 else name
+
+    allow = tuple(spelled(c) for c in options.allow_columns)
+    declared = tuple(spelled(c) for c in options.quasi_identifiers)
+    if allow == options.allow_columns and declared == options.quasi_identifiers:
+        return options
+    return replace(options, allow_columns=allow, quasi_identifiers=declared)
 
 
 def _verdict(

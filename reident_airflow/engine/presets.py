@@ -19,6 +19,13 @@ name                      limits                                         source
 ``k5``                    k >= 5                                         minimum class size
 ``k11``                   k >= 11                                        CMS cell size rule
 ========================  =============================================  ==================
+
+Each preset also names the identifier scan's policy (docs/identifier-scan.md §10): the
+public-release presets (``ema-0070``, ``health-canada``, ``el-emam-public``) ``fail`` with
+the HIPAA Safe Harbor checks -- a release to anyone cannot take back a forgotten identifier,
+and Safe Harbor's list is the published catalogue of what must not be in such a release --;
+the others ``warn``: their recipients are bound by an agreement, and a date or a ZIP code may
+be what they were meant to receive.
 """
 
 from __future__ import annotations
@@ -37,12 +44,15 @@ __all__ = ["PRESETS", "Preset", "find_preset"]
 @dataclass(frozen=True)
 class Preset:
     """A named set of gate limits (field names of the gate, e.g. ``max_average_risk``), the
-    release context it is meant for and the published source it comes from."""
+    release context it is meant for and the published source it comes from; the identifier
+    scan's policy (``"fail"`` or ``"warn"``) and whether it applies the Safe Harbor checks."""
 
     name: str
     limits: Mapping[str, float]
     context: str
     source: str
+    scan_policy: str = "warn"
+    safe_harbor: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +60,8 @@ class Preset:
             "limits": dict(self.limits),
             "context": self.context,
             "source": self.source,
+            "scan_policy": self.scan_policy,
+            "safe_harbor": self.safe_harbor,
         }
 
 
@@ -72,8 +84,12 @@ _CMS = (
 )
 
 
-def _preset(name: str, limits: Mapping[str, float], context: str, source: str) -> Preset:
-    return Preset(name, MappingProxyType(dict(limits)), context, source)
+def _preset(
+    name: str, limits: Mapping[str, float], context: str, source: str, *, public: bool = False
+) -> Preset:
+    """A preset; ``public``: a release to anyone, scanned with ``fail`` and Safe Harbor."""
+    policy = "fail" if public else "warn"
+    return Preset(name, MappingProxyType(dict(limits)), context, source, policy, public)
 
 
 #: Every preset by name.
@@ -86,18 +102,21 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
                 {"max_average_risk": 0.09},
                 "public release of clinical study reports",
                 _EMA,
+                public=True,
             ),
             _preset(
                 "health-canada",
                 {"max_average_risk": 0.09},
                 "public release of clinical information",
                 _HC,
+                public=True,
             ),
             _preset(
                 "el-emam-public",
                 {"max_highest_risk": 0.05},
                 "public release: no controls on who receives the data",
                 _EL_EMAM,
+                public=True,
             ),
             _preset(
                 "el-emam-controlled",

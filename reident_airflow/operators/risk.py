@@ -10,8 +10,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.aggregates import ClassAggregates
-from reident_airflow.engine.assessment import Assessment, assess
+from reident_airflow.engine.assessment import Assessment, assess, with_identifier_scan
 from reident_airflow.engine.classes import ClassSizes, ClassTable
+from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.identifiers import (
+    IdentifierScan,
+    ScanOptions,
+    as_spelled,
+    scan_columns,
+    scan_plan,
+)
 from reident_airflow.engine.options import AssessmentOptions, Thresholds
 from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import hierarchy_files
@@ -25,7 +33,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.sources import Counted, Source
 
-__all__ = ["GATE_FIELDS", "ReidentificationRiskOperator"]
+__all__ = ["GATE_FIELDS", "ReidentificationRiskOperator", "scan_lines", "scan_verdicts"]
 
 #: The gate's limits; each has a warning level ``warn_<name>``.
 GATE_FIELDS = tuple(f.name for f in fields(Thresholds))
@@ -124,9 +132,27 @@ class ReidentificationRiskOperator(StagedTableOperator):
         size and row count (an object-storage file is hashed as downloaded), or a table's or
         query's row count and snapshot (:mod:`reident_airflow.sources.fingerprint`); the
         report shows it. Hashing costs about 2.5 s per GB.
+    :param identifier_scan: the identifier scan of every column of the staged table
+        (docs/identifier-scan.md), through the same source as the assessment: ``"warn"``
+        (a flagged column is logged, alerted as a warning and kept in the result; the
+        release goes ahead), ``"fail"`` (a column found an identifier or an undeclared
+        quasi-identifier fails the task like a breach of the gate, through ``on_breach``,
+        no retries) or ``"off"``. Unset (default): the ``preset``'s policy
+        (docs/metrics.md §11), else ``"warn"``. ``reident assess`` scans only when asked
+        (``--scan``), so that its output stays what scripts read; a pipeline gains the check
+        on every run, and under ``"warn"`` no task changes state. Templated.
+    :param scan_allow_columns: columns the scan never flags (list, or comma-separated); the
+        declared ``quasi_identifiers`` are never flagged either.
+    :param safe_harbor: add the HIPAA Safe Harbor checks to the scan (exact dates, ages over
+        89, restricted ZIP3 areas, geography below a state, free text); unset: the preset's
+        choice, else ``False``.
+    :param scan_options: the scan's other options as a mapping (or its JSON):
+        ``extra_names``, ``phone_regions``, ``sample_size``, ``approximate`` (Spark only),
+        read by :meth:`~reident_airflow.engine.identifiers.ScanOptions.from_mapping`.
 
     Returns the assessment JSON (``reident.assessment/v1``, aggregates only, with ``advice``
-    and ``input``) as XCom (``return_value``, pushed before failing on a breach too).
+    and ``input``, and ``identifier_scan`` unless it is ``"off"``) as XCom
+    (``return_value``, pushed before failing on a breach too).
     Connection and SQL errors are raised as they are, so Airflow's retries apply; bad
     parameters and breaches fail now.
     """
@@ -157,6 +183,10 @@ class ReidentificationRiskOperator(StagedTableOperator):
         "hierarchy_sep",
         "advice",
         "fingerprint",
+        "identifier_scan",
+        "scan_allow_columns",
+        "safe_harbor",
+        "scan_options",
         *StagedTableOperator.template_fields,
     )
     #: The one option read by name here (the others go through :meth:`_options`).
@@ -166,6 +196,10 @@ class ReidentificationRiskOperator(StagedTableOperator):
     hierarchy_sep: str
     advice: bool | str
     fingerprint: bool | str
+    identifier_scan: str | None
+    scan_allow_columns: str | Sequence[str] | None
+    safe_harbor: bool | str | None
+    scan_options: Mapping[str, Any] | str | None
 
     ui_color = "#f0e4ff"
     check = "reidentification_risk"
@@ -206,6 +240,10 @@ class ReidentificationRiskOperator(StagedTableOperator):
         hierarchy_sep: str = ";",
         advice: bool | str = True,
         fingerprint: bool | str = True,
+        identifier_scan: str | None = None,
+        scan_allow_columns: str | Sequence[str] | None = None,
+        safe_harbor: bool | str | None = None,
+        scan_options: Mapping[str, Any] | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
@@ -239,6 +277,10 @@ class ReidentificationRiskOperator(StagedTableOperator):
         self.hierarchy_sep = hierarchy_sep
         self.advice = advice
         self.fingerprint = fingerprint
+        self.identifier_scan = identifier_scan
+        self.scan_allow_columns = scan_allow_columns
+        self.safe_harbor = safe_harbor
+        self.scan_options = scan_options
 
     # -- work ------------------------------------------------------------------------------
     def _options(self, *, spark: bool = False) -> AssessmentOptions:
@@ -263,6 +305,43 @@ class ReidentificationRiskOperator(StagedTableOperator):
             [("the source file", self.path), *hierarchy_files(specs)],
         )
         return options
+
+    def _scan_options(self, options: AssessmentOptions, *, spark: bool) -> ScanOptions | None:
+        """The rendered scan parameters as the scan's options (``None`` under ``"off"``);
+        the assessment's QIs declared, the preset's policy where none is given. Bad values
+        fail now."""
+        with self.input_errors():
+            rest = (
+                {}
+                if _unset(self.scan_options)
+                else parse_mapping(self.scan_options, "scan_options")
+            )
+            more = {
+                key: rest.get(key)
+                for key in ("extra_names", "phone_regions", "sample_size", "approximate")
+            }
+            unknown = sorted(set(rest) - set(more))
+            if unknown:
+                raise ReidentConfigurationError(
+                    f"scan_options: unknown option {unknown[0]!r}; known: {', '.join(more)}"
+                )
+            scanning = ScanOptions.from_mapping(
+                {
+                    "policy": self.identifier_scan,
+                    "safe_harbor": self.safe_harbor,
+                    "allow_columns": self.scan_allow_columns,
+                    "quasi_identifiers": list(options.quasi_identifiers),
+                    **more,
+                },
+                preset=options.preset,
+            )
+        if scanning.policy == "off":
+            return None
+        if scanning.approximate and not spark:
+            raise ReidentConfigurationError(
+                "scan_options: approximate applies only on a Spark connection"
+            )
+        return scanning
 
     def _hierarchy_specs(self) -> dict[str, Any]:
         """The rendered ``hierarchies`` (``{}`` when none are given)."""
@@ -290,18 +369,45 @@ class ReidentificationRiskOperator(StagedTableOperator):
         return spark_source(self, spark)
 
     def _assess(
-        self, options: AssessmentOptions, spark: Any = None
+        self, options: AssessmentOptions, spark: Any = None, scanning: ScanOptions | None = None
     ) -> tuple[Assessment, AdviceFound | None, dict[str, Any]]:
         """The assessment of the staged table (``spark``: the Spark connection that reads
-        it), its advice and its report, counted where the data is."""
+        it), with its identifier scan (``scanning``; none when ``None``) through the same
+        source, its advice and its report, counted where the data is."""
         with self.input_errors(), self._source(spark) as source:
             counted = source.count(options)
             result = assess(counted, options, population_table=self._register(source, options))
+            if scanning is not None:
+                scan = self._scan(source, scanning)
+                result = result if scan is None else with_identifier_scan(result, scan)
             found = self._advice(source, result, counted, spark) if self.advice else None
             report = result.to_dict()
             report["advice"] = None if found is None else found[0].to_dict()
             report["input"] = self._fingerprint(source, result, spark) if self.fingerprint else None
         return result, found, report
+
+    def _scan(self, source: Source, scanning: ScanOptions) -> IdentifierScan | None:
+        """The identifier scan of every column of ``source``. A column the source cannot
+        profile (a type without equality, such as PostgreSQL's ``json``) fails the task under
+        ``"fail"``; under ``"warn"`` it is logged and the assessment goes on without a scan:
+        a warning never stops a release the gate passes. A column of ``scan_allow_columns``
+        the table lacks fails the task whatever the policy (a typo allows nothing)."""
+        try:
+            kinds = source.column_kinds()
+        except InvalidInputError as exc:
+            self._not_scanned(scanning, exc)
+            return None
+        scan_plan(kinds, as_spelled(scanning, list(kinds)))  # the columns allowed exist
+        try:
+            return scan_columns(source, scanning)
+        except InvalidInputError as exc:
+            self._not_scanned(scanning, exc)
+            return None
+
+    def _not_scanned(self, scanning: ScanOptions, exc: InvalidInputError) -> None:
+        if scanning.policy == "fail":
+            raise exc
+        self.log.warning("identifier scan: not run (%s); the assessment goes on", exc)
 
     def _register(self, source: Source, options: AssessmentOptions) -> ClassTable | None:
         """The class table of ``population_table`` on the QIs, counted where it is, next to
@@ -391,12 +497,15 @@ class ReidentificationRiskOperator(StagedTableOperator):
 
         conn = spark_connection(self.conn_id)
         options = self._options(spark=conn is not None)
-        result, found, report = self._assess(options, conn)
+        scanning = self._scan_options(options, spark=conn is not None)
+        result, found, report = self._assess(options, conn, scanning)
         location = self.publish(context, report, source=self.source_name("SQL query"))
         from reident_airflow.summary import assessment_summary
 
         self.log.info("%s", assessment_summary(report))
         for line in warning_lines(result):
+            self.log.warning("%s", line)
+        for line in scan_lines(result.identifier_scan):
             self.log.warning("%s", line)
         if found is not None:
             self.log.warning("advice: %s", advice_sentence(found))
@@ -431,17 +540,24 @@ class ReidentificationRiskOperator(StagedTableOperator):
             f"(quasi-identifiers: {', '.join(result.quasi_identifiers)}; k = {result.k}; "
             f"{result.records} records): {parts}"
         )
+        scan = result.identifier_scan
+        if scan is not None and scan.failing and not scan.passed:
+            message += f". Identifier scan: {scan_verdicts(scan, scan.failing)}"
         if found is not None:
             message += f". What to do: {advice_sentence(found)}"
         return message
 
     def _warning_message(self, result: Assessment) -> str:
         parts = "; ".join(w.describe() for w in result.warnings)
-        return (
+        message = (
             f"re-identification risk warning level crossed for {self.source_name()!r} "
             f"(quasi-identifiers: {', '.join(result.quasi_identifiers)}; k = {result.k}; "
             f"{result.records} records): {parts}"
         )
+        scan = result.identifier_scan
+        if scan is not None and scan.flagged:
+            message += f". Identifier scan: {scan_verdicts(scan, scan.flagged)}"
+        return message
 
 
 def warning_lines(result: Assessment) -> list[str]:
@@ -450,6 +566,30 @@ def warning_lines(result: Assessment) -> list[str]:
     return [
         f"warning level crossed: {w.describe()}; the release goes ahead" for w in result.warnings
     ]
+
+
+def scan_lines(scan: IdentifierScan | None) -> list[str]:
+    """One log line per column the scan flagged:
+    ``identifier scan: mrn: identifier (name: record number; unique: 200 of 200 values)``.
+    Column names, verdicts and counts, never a value."""
+    if scan is None:
+        return []
+    return [
+        f"identifier scan: {c.column}: {c.verdict} ({'; '.join(c.reasons)})"
+        for c in scan.columns
+        if c.flagged
+    ]
+
+
+def scan_verdicts(scan: IdentifierScan, columns: Sequence[str]) -> str:
+    """``mrn (identifier), zip (quasi-identifier not declared)``: the verdicts of
+    ``columns``, for a breach's or a warning's message."""
+    verdicts = {c.column: c.verdict for c in scan.columns}
+    return ", ".join(f"{column} ({verdicts[column]})" for column in columns)
+
+
+def _unset(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def advice_sentence(found: AdviceFound) -> str:

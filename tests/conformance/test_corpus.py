@@ -112,6 +112,10 @@ def _operator(engine: sa.Engine | None = None, **staged: Any) -> Assess:
             quasi_identifiers=qis,
             fingerprint=False,
             advice=False,
+            # the corpus checks the grouping of the QIs; the identifier scan of every column
+            # of the table is tests/sources/test_column_profile.py's (and on MariaDB's BIT
+            # column SQLAlchemy warns when the profile compares it with NULL)
+            identifier_scan="off",
             **staged,
         )
         try:

@@ -8,6 +8,7 @@ import pytest
 from reident_airflow.engine.assessment import assess
 from reident_airflow.engine.classes import ClassSizes
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.identifiers import ScanOptions
 from reident_airflow.engine.options import AssessmentOptions, OptionError, Thresholds
 from reident_airflow.engine.presets import PRESETS, find_preset
 
@@ -116,3 +117,21 @@ def test_assess_reports_warnings_apart_from_breaches() -> None:
     with_preset = assess(sizes, AssessmentOptions(("a",), preset="k5", rank_attributes=False))
     assert with_preset.to_dict()["preset"] == "k5"
     assert with_preset.to_dict()["thresholds"] == {"min_k": 5}
+
+
+def test_each_preset_names_its_identifier_scan_policy() -> None:
+    # docs/metrics.md §11: a release to the public fails on a forgotten identifier, with the
+    # Safe Harbor checks; a release under an agreement warns
+    public = {"ema-0070", "health-canada", "el-emam-public"}
+    for name, preset in PRESETS.items():
+        expected = ("fail", True) if name in public else ("warn", False)
+        assert (preset.scan_policy, preset.safe_harbor) == expected, name
+        assert preset.to_dict()["scan_policy"] == expected[0]
+        options = ScanOptions.from_mapping({}, preset=name.upper())
+        assert (options.policy, options.safe_harbor) == expected, name
+    # a policy given wins over the preset's, one option at a time; no preset: warn
+    given = ScanOptions.from_mapping({"policy": "warn", "safe_harbor": None}, preset="ema-0070")
+    assert (given.policy, given.safe_harbor) == ("warn", True)
+    assert ScanOptions.from_mapping({"policy": ""}, preset="none").policy == "warn"
+    with pytest.raises(InvalidInputError, match="unknown preset"):
+        ScanOptions.from_mapping({}, preset="el-emam-publik")

@@ -70,3 +70,14 @@ def test_the_result_carries_no_value() -> None:
     planted = (DATA / "planted.csv").read_text(encoding="utf-8").splitlines()[1:]
     values = {v for line in planted for v in line.split(",") if len(v) >= 4}
     assert not [v for v in values if v in text]
+
+
+def test_declared_names_are_read_as_the_assessment_reads_them() -> None:
+    # docs/reading.md: a name is looked up as given, then without surrounding spaces
+    # (`--qi "sex, ethnicity"` gives " ethnicity")
+    options = ScanOptions(quasi_identifiers=("sex", " ethnicity"), allow_columns=("ref ",))
+    with FileSource(str(DATA / "planted.csv")) as source:
+        result = scan_columns(source, options)
+    assert result.options.quasi_identifiers == ("sex", "ethnicity")
+    assert result.options.allow_columns == ("ref",)
+    assert {c.column: c.treated_as for c in result.columns}["ethnicity"] == "quasi-identifier"

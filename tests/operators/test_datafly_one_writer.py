@@ -190,7 +190,14 @@ def test_a_datafly_run_that_cannot_wait_fails_retryably(
 
 
 @pytest.mark.parametrize(
-    "name", ["release_gate", "gx_release_check", "existing_etl", "spark_release_gate"]
+    "name",
+    [
+        "release_gate",
+        "gx_release_check",
+        "existing_etl",
+        "spark_release_gate",
+        "identifier_scan_gate",
+    ],
 )
 def test_the_example_dags_that_publish_run_one_at_a_time(name: str) -> None:
     """A backfill beside a scheduled run waits instead of publishing beside it."""

@@ -163,6 +163,10 @@ def test_passing_table_is_published_with_report_in_xcom(staging: str, tmp_path: 
         ti = next(t for t in run.get_task_instances() if t.task_id == "assess")
         report = ti.xcom_pull(task_ids="assess")
         assert report.pop("input")["rows"] == 30162
+        # the operator scans every column (identifier_scan="warn" by default); the DAG allows
+        # its row key, and Adult's columns are clear
+        scan = report.pop("identifier_scan")
+        assert scan["flagged"] == [] and scan["options"]["allow_columns"] == ["record_id"]
         assert report == _expected_report(tmp_path, generalize=True)
         assert report["passed"] is True and report["records"] == 30162
         assert conf["published_table"] in _table_names(staging)

@@ -45,6 +45,9 @@ def test_spark_path_equals_cli_on_csv(
     got = op.execute({"ti": ti})
     assert ti.pushed["return_value"] == got
     run = {key: got.pop(key) for key in RUN_KEYS}
+    # the operator also scans every column (identifier_scan="warn" by default): Adult's
+    # columns are clear, so the scan adds its object and nothing else
+    assert got.pop("identifier_scan")["flagged"] == []
     assert got == expected
     assert run["advice"] is None
     assert (run["input"]["kind"], run["input"]["rows"]) == ("file", 30162)
