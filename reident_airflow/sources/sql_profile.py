@@ -209,7 +209,8 @@ def _branch(
     return (
         sa.select(
             constant(j).label(_G),
-            _flag(key.is_(None)).label(_NULL),
+            # untyped: a dialect type without operator classes (MariaDB's BIT) warns on IS
+            _flag(sa.type_coerce(key, sa.types.NullType()).is_(None)).label(_NULL),
             sa.func.count().label(_N),
             *(f.label(f"f{i}") for i, f in enumerate(flags)),
         )

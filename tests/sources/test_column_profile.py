@@ -456,3 +456,30 @@ def test_sql_query_and_where(backend: str, sql_table: Any) -> None:
     }
     assert note.samples["card"] == ((CARD_NOTE, 1),) and note.complete["card"]
     assert (age.records, age.distinct, age.singletons, age.over_89) == (100, 30, 0, 0)
+
+
+@pytest.mark.db
+def test_mariadb_bit_column_is_profiled_without_a_warning() -> None:
+    # MariaDB's BIT type has no SQLAlchemy operator classes: an IS NULL on it warned (an
+    # error under the test suite's warning filter). Hand-made: 3 records, b = 1, 0, NULL.
+    from reident_airflow.sources.sql import SqlSource
+
+    engine = sa.create_engine(require_server("mariadb"))
+    name = f"i27_bit_{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {name} (b BIT(1))")
+        conn.exec_driver_sql(f"INSERT INTO {name} VALUES (b'1'), (b'0'), (NULL)")
+    try:
+        with SqlSource(engine.url.render_as_string(hide_password=False), table=name) as source:
+            kinds = source.column_kinds()
+            (profile,) = source.profile([ColumnPlan("b", kinds["b"])])
+        assert (profile.records, profile.nulls, profile.distinct, profile.singletons) == (
+            3,
+            1,
+            2,
+            2,
+        )
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE {name}")
+        engine.dispose()
