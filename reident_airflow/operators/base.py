@@ -276,6 +276,12 @@ class ReidentOperator(BaseOperator):
         """The datasets published, in the form of :meth:`lineage_inputs`."""
         return []
 
+    def get_openlineage_facets_on_start(self) -> Any:
+        """The datasets to be read (with their ``schema`` facet) and written (OpenLineage)."""
+        from reident_airflow.operators.lineage import operator_lineage
+
+        return operator_lineage(self, None, start=True)
+
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The datasets read and written, the assertions and the row count (OpenLineage)."""
         from reident_airflow.operators.lineage import operator_lineage

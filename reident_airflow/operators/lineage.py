@@ -2,6 +2,14 @@
 assertion per threshold and the row count, as Airflow's common.sql check operators report
 them.
 
+The START event names the datasets already (the inputs, and the output a Datafly release
+will be written to); every event gives each input its ``schema`` facet, column names and
+types only (a file's as DuckDB describes it, a table's by SQLAlchemy's reflection). Each
+assertion carries ``params`` as common.sql's do (``geq_to`` / ``leq_to``: the limit) and,
+where the report counts it, ``failures``: the records in classes below k, the failing
+columns of an identifier scan. A Datafly release's assertions (its k, the records
+suppressed) are on its OUTPUT dataset, which they describe.
+
 Warning levels (``warn_*``) are assertions as well, named ``"<measure> <= <limit> (warning
 level)"`` with severity ``"warn"``; ``success`` is whether the measure met the level, so a
 crossed warning level reads ``success: false`` on a task that succeeded. The failing levels'
@@ -36,9 +44,11 @@ from reident_airflow.engine.catalogue import THRESHOLDS
 __all__ = [
     "LineageAssertion",
     "dataset_of",
+    "file_columns",
     "file_dataset",
     "operator_lineage",
     "report_assertions",
+    "table_columns",
     "tables_in_sql",
 ]
 
@@ -59,6 +69,10 @@ class LineageAssertion:
     severity: str | None = None
     """``"warn"`` for a warning level (``warn_*``): crossing it does not fail the task; None
     for a failing level, whose severity follows the operator's ``on_breach``."""
+    params: Mapping[str, Any] | None = None
+    """The check's parameters as common.sql names them (``geq_to`` / ``leq_to``: the limit)
+    and ``failures``, the count of what fails it (e.g. the records in classes below k) where
+    the report holds it; counts and limits only."""
 
 
 def _number(value: Any) -> float | None:
@@ -80,9 +94,14 @@ def _check(
     limit: float,
     column: str | None = None,
     severity: str | None = None,
+    failures: int | None = None,
 ) -> LineageAssertion:
     ok = actual is not None and (actual <= limit if bound == "<=" else actual >= limit)
     name = f"{measure} {bound} {_text(limit)}"
+    whole = int(limit) if float(limit).is_integer() else limit
+    params: dict[str, Any] = {"geq_to" if bound == ">=" else "leq_to": whole}
+    if failures is not None:
+        params["failures"] = failures
     return LineageAssertion(
         name=f"{name} (warning level)" if severity == "warn" else name,
         assertion=measure,
@@ -91,7 +110,25 @@ def _check(
         success=ok,
         column=column,
         severity=severity,
+        params=params,
     )
+
+
+def _records_below(report: Mapping[str, Any], k: float) -> int | None:
+    """The records in classes smaller than ``k``, from the report's class-size histogram
+    (``[[size, classes], ...]``); None without one."""
+    histogram = report.get("class_size_histogram")
+    if not isinstance(histogram, list):
+        return None
+    total = 0
+    for pair in histogram:
+        if not (isinstance(pair, list | tuple) and len(pair) == 2):
+            return None
+        size, classes = (_number(v) for v in pair)
+        if size is None or classes is None:
+            return None
+        total += int(size * classes) if size < k else 0
+    return total
 
 
 def _assessment_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
@@ -137,6 +174,7 @@ def _scan_assertions(scan: Any) -> list[LineageAssertion]:
             actual=str(len(counted)),
             success=not counted,
             severity=None if gating else "warn",
+            params={"leq_to": 0, "failures": len(counted)},
         )
     ]
     for c in flagged:
@@ -176,16 +214,26 @@ def _level_assertions(
         value: Any = report
         for part in threshold.path:
             value = value.get(part) if isinstance(value, Mapping) else None
-        out.append(_check(threshold.metric, _number(value), bound, bound_limit, None, severity))
+        failures = _records_below(report, bound_limit) if threshold.name == "min_k" else None
+        out.append(
+            _check(threshold.metric, _number(value), bound, bound_limit, None, severity, failures)
+        )
     return out
 
 
 def _datafly_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
+    """The release's: its k (``failures``: the records still in classes below k, 0 when k is
+    reached) and the records suppressed against the limit. They describe the OUTPUT dataset
+    (:func:`operator_lineage` attaches them there)."""
     k = _number(report.get("k"))
     limit = _number(report.get("suppression_limit"))
     out = []
     if k is not None:
-        out.append(_check("k", _number(report.get("achieved_k")), ">=", k))
+        achieved = _number(report.get("achieved_k"))
+        below = _number(report.get("below_k"))
+        reached = achieved is not None and achieved >= k
+        failures = 0 if reached else (int(below) if below is not None else None)
+        out.append(_check("k", achieved, ">=", k, failures=failures))
     if limit is not None:
         removed = report.get("suppressed_records")
         if removed is None:  # k not reached: the best attempt's records below k
@@ -294,9 +342,13 @@ def _report_of(operator: Any, task_instance: Any) -> Mapping[str, Any] | None:
     return report if isinstance(report, Mapping) else None
 
 
-def _named(operator: Any, refs: Sequence[tuple[str | None, str | None, str | None]]) -> list[Any]:
+def _named(
+    operator: Any, refs: Sequence[tuple[str | None, str | None, str | None]]
+) -> list[tuple[str, str, tuple[str | None, str | None, str | None]]]:
+    """``(namespace, name, ref)`` of each ref that can be named."""
     out = []
-    for conn_id, schema, table in refs:
+    for ref in refs:
+        conn_id, schema, table = ref
         own = conn_id is not None and conn_id == getattr(operator, "conn_id", None)
         try:
             named = dataset_of(
@@ -309,13 +361,90 @@ def _named(operator: Any, refs: Sequence[tuple[str | None, str | None, str | Non
             operator.log.debug("OpenLineage: dataset not named (%s)", type(exc).__name__)
             named = None
         if named is not None:
-            out.append(named)
+            out.append((*named, ref))
     return out
 
 
-def operator_lineage(operator: Any, task_instance: Any) -> Any:
-    """The provider's ``OperatorLineage`` of a finished (or failed) reident task, or None
-    without the OpenLineage provider."""
+def file_columns(path: str, sep: str | None = None) -> list[tuple[str, str]] | None:
+    """``(name, type)`` of each column of a local CSV or Parquet file, as DuckDB describes
+    it (its CSV sniffer reads a sample: names and types, never values); None for an
+    object-storage URL, a glob or a file DuckDB cannot describe."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    local = urllib.parse.urlsplit(path).path if path.startswith("file://") else path
+    if any(c in local for c in "*?[") or not Path(local).is_file():
+        return None
+    import duckdb
+
+    parquet = local.lower().endswith((".parquet", ".pq"))
+    reader = "read_parquet(?)" if parquet else "read_csv(?, header = true, delim = ?)"
+    params: list[Any] = [local] if parquet else [local, sep or ","]
+    con = duckdb.connect()
+    try:
+        rows = con.execute(f"DESCRIBE SELECT * FROM {reader}", params).fetchall()
+    finally:
+        con.close()
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
+def table_columns(
+    conn_id: str,
+    schema: str | None,
+    table: str,
+    *,
+    database: str | None = None,
+    hook_params: dict[str, Any] | None = None,
+) -> list[tuple[str, str]] | None:
+    """``(name, type)`` of each column of a table of an Airflow connection, by SQLAlchemy's
+    reflection (the type as the database's dialect spells it); None when not reflected."""
+    import sqlalchemy as sa
+
+    from reident_airflow.operators.connections import sqlalchemy_engine
+
+    engine = sqlalchemy_engine(conn_id, database=database, hook_params=hook_params)
+    try:
+        columns = sa.inspect(engine).get_columns(table, schema=schema)
+        return [(str(c["name"]), str(c["type"].compile(dialect=engine.dialect))) for c in columns]
+    finally:
+        engine.dispose()
+
+
+def _columns_of(
+    operator: Any, ref: tuple[str | None, str | None, str | None]
+) -> list[tuple[str, str]] | None:
+    conn_id, schema, table = ref
+    if not table:
+        return None
+    try:
+        if conn_id is None:
+            return file_columns(table, getattr(operator, "sep", None))
+        own = conn_id == getattr(operator, "conn_id", None)
+        return table_columns(
+            conn_id,
+            schema,
+            table,
+            database=getattr(operator, "database", None) if own else None,
+            hook_params=getattr(operator, "hook_params", None) if own else None,
+        )
+    except Exception as exc:  # a source that cannot be described: no schema, no failure
+        operator.log.debug("OpenLineage: no schema (%s)", type(exc).__name__)
+        return None
+
+
+def _schema_facets(operator: Any, ref: tuple[str | None, str | None, str | None]) -> dict[str, Any]:
+    from openlineage.client.facet_v2 import schema_dataset
+
+    columns = _columns_of(operator, ref)
+    if not columns:
+        return {}
+    fields = [schema_dataset.SchemaDatasetFacetFields(name=n, type=t) for n, t in columns]
+    return {"schema": schema_dataset.SchemaDatasetFacet(fields=fields)}
+
+
+def operator_lineage(operator: Any, task_instance: Any, *, start: bool = False) -> Any:
+    """The provider's ``OperatorLineage`` of a reident task: on ``start`` the datasets it
+    reads (with their ``schema`` facet) and writes; once finished (or failed) also the
+    assertions, the row counts. None without the OpenLineage provider."""
     try:
         from airflow.providers.openlineage.extractors import OperatorLineage
         from openlineage.client.event_v2 import InputDataset, OutputDataset
@@ -330,9 +459,11 @@ def operator_lineage(operator: Any, task_instance: Any) -> Any:
         )
     except ImportError:
         return None
-    report = _report_of(operator, task_instance)
+    report = None if start else _report_of(operator, task_instance)
     input_facets: dict[str, Any] = {}
     output_facets: dict[str, Any] = {}
+    release_facets: dict[str, Any] = {}  # a Datafly release's assertions, on its output
+    outputs_named = _named(operator, operator.lineage_outputs())
     if report is not None:
         severity = "error" if getattr(operator, "on_breach", "fail") == "fail" else "warn"
         assertions = [
@@ -344,13 +475,17 @@ def operator_lineage(operator: Any, task_instance: Any) -> Any:
                 name=a.name,
                 expected=a.expected,
                 actual=a.actual,
+                params=dict(a.params) if a.params is not None else None,
             )
             for a in report_assertions(report)
         ]
         if assertions:
-            input_facets["dataQualityAssertions"] = dqa.DataQualityAssertionsDatasetFacet(
-                assertions=assertions
-            )
+            facet = dqa.DataQualityAssertionsDatasetFacet(assertions=assertions)
+            datafly = str(report.get("schema") or "").startswith("reident.datafly")
+            if datafly and outputs_named:
+                release_facets["dataQualityAssertions"] = facet
+            else:
+                input_facets["dataQualityAssertions"] = facet
         records = report.get("records")
         if isinstance(records, int) and not isinstance(records, bool):
             input_facets["dataQualityMetrics"] = dqm.DataQualityMetricsInputDatasetFacet(
@@ -363,11 +498,18 @@ def operator_lineage(operator: Any, task_instance: Any) -> Any:
                 rowCount=written
             )
     inputs = [
-        InputDataset(namespace=ns, name=name, inputFacets=dict(input_facets))
-        for ns, name in _named(operator, operator.lineage_inputs())
+        InputDataset(
+            namespace=ns,
+            name=name,
+            facets=_schema_facets(operator, ref),
+            inputFacets=dict(input_facets),
+        )
+        for ns, name, ref in _named(operator, operator.lineage_inputs())
     ]
     outputs = [
-        OutputDataset(namespace=ns, name=name, outputFacets=dict(output_facets))
-        for ns, name in _named(operator, operator.lineage_outputs())
+        OutputDataset(
+            namespace=ns, name=name, facets=dict(release_facets), outputFacets=dict(output_facets)
+        )
+        for ns, name, _ in outputs_named
     ]
     return OperatorLineage(inputs=inputs, outputs=outputs)

@@ -127,7 +127,10 @@ def test_passing_and_breaching_runs_report_inputs_and_assertions(
     [source] = failed["inputs"]
     assert source["namespace"].startswith("sqlite://") and source["name"] == "staged"
     assert _assertions(source) == [("k >= 2", "2", "1", False)]
-    assert source["inputFacets"]["dataQualityAssertions"]["assertions"][0]["severity"] == "error"
+    [k_check] = source["inputFacets"]["dataQualityAssertions"]["assertions"]
+    assert k_check["severity"] == "error"
+    # 7 classes of one record each: all 7 records are below k = 2
+    assert k_check["params"] == {"geq_to": 2, "failures": 7}
     assert source["inputFacets"]["dataQualityMetrics"]["rowCount"] == 7
     assert "COMPLETE" not in events["breaches"]
 
@@ -137,15 +140,51 @@ def test_passing_and_breaching_runs_report_inputs_and_assertions(
 
 
 def test_datafly_reports_its_published_output(lineage_run: dict[str, Any]) -> None:
+    """Issue 29: the release's assertions (k >= 2, suppression) describe the OUTPUT and are
+    on it (a dataset facet, where common.sql attaches its checks), not on the input; k is
+    reached, so no record fails it (``failures`` 0)."""
     complete = lineage_run["events"]["datafly"]["COMPLETE"]
     [source] = complete["inputs"]
-    assert _assertions(source) == [
-        ("k >= 2", "2", "2", True),
-        ("suppressed_records <= 2", "2", "1", True),
-    ]
+    assert "dataQualityAssertions" not in source["inputFacets"]
+    assert source["inputFacets"]["dataQualityMetrics"]["rowCount"] == 7
     [output] = complete["outputs"]
     assert output["name"] == str(lineage_run["out"] / "release.csv")
     assert output["outputFacets"]["outputStatistics"]["rowCount"] == 6
+    facet = output["facets"]["dataQualityAssertions"]
+    got = [
+        (a["name"], a["expected"], a["actual"], a["success"], a["params"])
+        for a in facet["assertions"]
+    ]
+    assert got == [
+        ("k >= 2", "2", "2", True, {"geq_to": 2, "failures": 0}),
+        ("suppressed_records <= 2", "2", "1", True, {"leq_to": 2}),
+    ]
+
+
+def test_start_events_name_the_datasets_with_their_schema(lineage_run: dict[str, Any]) -> None:
+    """Issue 29: START carries the inputs (and Datafly's output) with a ``schema`` facet:
+    names and types only. test.csv's header is ``age;gender;zipcode``, numbers in age and
+    zipcode (DuckDB's sniffer reads whole numbers as BIGINT, text as VARCHAR); ``staged`` was
+    written by pandas' ``to_sql`` (int64 as BIGINT, object as TEXT on SQLite)."""
+    events = lineage_run["events"]
+
+    def fields(dataset: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(f["name"], f["type"]) for f in dataset["facets"]["schema"]["fields"]]
+
+    [csv_in] = events["passes"]["START"]["inputs"]
+    assert csv_in["name"] == str(oracle_data("test.csv"))
+    assert fields(csv_in) == [("age", "BIGINT"), ("gender", "VARCHAR"), ("zipcode", "BIGINT")]
+    assert "inputFacets" not in csv_in or not csv_in["inputFacets"]  # no result before the run
+    [table] = events["breaches"]["START"]["inputs"]
+    assert table["name"] == "staged"
+    assert fields(table) == [("age", "BIGINT"), ("gender", "TEXT"), ("zipcode", "BIGINT")]
+    datafly = events["datafly"]["START"]
+    assert [d["name"] for d in datafly["inputs"]] == [str(oracle_data("test.csv"))]
+    assert [d["name"] for d in datafly["outputs"]] == [str(lineage_run["out"] / "release.csv")]
+    # the schema facet is on the finished events too, and carries no values
+    [source] = events["breaches"]["FAIL"]["inputs"]
+    assert fields(source) == fields(table)
+    assert "81667" not in json.dumps(events)  # a zip code of test.csv's first record
 
 
 def test_report_link_of_each_task_instance(lineage_run: dict[str, Any]) -> None:
