@@ -128,22 +128,38 @@ def level_label(hierarchy: Hierarchy, level: int) -> str:
 
 @dataclass(frozen=True)
 class TradeoffRow(FieldRecord):
-    """A state on Datafly's path: the level of each QI and the records then in classes
-    smaller than k, which Datafly would suppress if it stopped there."""
+    """A state on Datafly's path: the level of each QI, the records then in classes smaller
+    than k, which Datafly would suppress if it stopped there, and each level's label
+    (:func:`level_label`; ``None`` without the hierarchies)."""
 
     levels: Mapping[str, int]
     suppressed: int
+    labels: Mapping[str, str] | None = None
+
+
+def _labels(
+    levels: Mapping[str, int], hierarchies: Mapping[str, Hierarchy] | None
+) -> dict[str, str] | None:
+    if hierarchies is None:
+        return None
+    return {q: level_label(hierarchies[q], lv) for q, lv in levels.items() if q in hierarchies}
 
 
 def _tradeoff(
-    names: Sequence[str], steps: Sequence[DataflyStep], below_at_start: int | None
+    names: Sequence[str],
+    steps: Sequence[DataflyStep],
+    below_at_start: int | None,
+    hierarchies: Mapping[str, Hierarchy] | None,
 ) -> tuple[TradeoffRow, ...]:
+    def row(levels: Mapping[str, int], suppressed: int) -> TradeoffRow:
+        return TradeoffRow(dict(levels), int(suppressed), _labels(levels, hierarchies))
+
     levels = dict.fromkeys(names, 0)
-    rows = [] if below_at_start is None else [TradeoffRow(dict(levels), int(below_at_start))]
-    for step in steps:
+    rows = [] if below_at_start is None else [row(levels, below_at_start)]
+    for step in steps[: TRADEOFF_ROWS - len(rows)]:
         levels[step.generalized] = int(step.level)
-        rows.append(TradeoffRow(dict(levels), int(step.below_k)))
-    return tuple(rows[:TRADEOFF_ROWS])
+        rows.append(row(levels, step.below_k))
+    return tuple(rows)
 
 
 @dataclass(frozen=True)
@@ -211,7 +227,8 @@ def datafly_outlook(
 ) -> DataflyOutlook:
     """The outlook from a Datafly run at ``k``: its result, or the error it raised.
 
-    With the run's ``hierarchies`` each level gets its label (:func:`level_label`);
+    With the run's ``hierarchies`` each level gets its label (:func:`level_label`), in the
+    outlook and in each row of the trade-off;
     ``below_at_start``, the records in classes smaller than ``k`` before any
     generalization, opens the trade-off table (else it starts after the first step).
     """
@@ -226,11 +243,6 @@ def datafly_outlook(
         levels, steps = dict(outcome.levels), outcome.steps
         feasible, suppressed, below = True, int(outcome.suppressed_records), 0
         limit = int(outcome.suppression_limit)
-    labels = None
-    if hierarchies is not None:
-        labels = {
-            q: level_label(hierarchies[q], lv) for q, lv in levels.items() if q in hierarchies
-        }
     return DataflyOutlook(
         k=k,
         feasible=feasible,
@@ -238,8 +250,8 @@ def datafly_outlook(
         suppressed_records=suppressed,
         below_k=below,
         suppression_limit=limit,
-        level_labels=labels,
-        tradeoff=_tradeoff(list(levels), steps, below_at_start),
+        level_labels=_labels(levels, hierarchies),
+        tradeoff=_tradeoff(list(levels), steps, below_at_start, hierarchies),
     )
 
 

@@ -61,23 +61,24 @@ def _tradeoff(outlook: DataflyOutlookView) -> str:
         ),
         None,
     )
+    labelled = any(row.labels for row in outlook.tradeoff)
     rows = []
     for i, row in enumerate(outlook.tradeoff):
-        levels = dict(row.levels)
-        rows.append(
-            [
-                *(count(levels.get(name)) for name in names),
-                count(row.suppressed),
-                "Datafly stops here" if i == stop else "",
-            ]
-        )
+        levels, labels = dict(row.levels), dict(row.labels)
+        cells = []
+        for name in names:
+            level, label = levels.get(name), labels.get(name)
+            shown = label is not None and is_number(level) and level > 0
+            cells.append(f"{count(level)}: {label}" if shown else count(level))
+        rows.append([*cells, count(row.suppressed), "Datafly stops here" if i == stop else ""])
     headers = [*names, "records below k", ""]
+    first = len(names) if labelled else 0  # a level with its label is text, not a number
     return (
         "<h3>Trade-off: coarser levels against suppressed records</h3>\n"
         + table(
             headers,
             rows,
-            numeric=tuple(range(len(names) + 1)),
+            numeric=tuple(range(first, len(names) + 1)),
             labels=[*names, "records below k", "Datafly"],
         )
         + note(

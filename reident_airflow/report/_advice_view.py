@@ -45,16 +45,25 @@ def _levels(value: Any) -> tuple[tuple[str, Number | None], ...]:
     return tuple((str(name), number_or_none(v)) for name, v in levels.items())
 
 
+def _labels(value: Any) -> tuple[tuple[str, str], ...]:
+    labels = mapping_or_none(value) or {}
+    return tuple((str(name), v) for name, v in labels.items() if isinstance(v, str))
+
+
 @dataclass(frozen=True)
 class TradeoffRowView(Checked):
-    """A state on Datafly's path: each QI's level and the records then below ``k``."""
+    """A state on Datafly's path: each QI's level, the records then below ``k`` and the
+    levels' labels (empty in a document without them)."""
 
     levels: tuple[tuple[str, Number | None], ...]
     suppressed: Number | None
+    labels: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        return cls.read(data, levels=_levels(data.get("levels")))
+        return cls.read(
+            data, levels=_levels(data.get("levels")), labels=_labels(data.get("labels"))
+        )
 
 
 @dataclass(frozen=True)
@@ -76,12 +85,11 @@ class DataflyOutlookView(Checked):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        labels = mapping_or_none(data.get("level_labels")) or {}
         rows = data.get("tradeoff")
         return cls.read(
             data,
             levels=_levels(data.get("levels")),
-            labels=tuple((str(q), v) for q, v in labels.items() if isinstance(v, str)),
+            labels=_labels(data.get("level_labels")),
             tradeoff=tuple(
                 TradeoffRowView.from_dict(r)
                 for r in (rows if isinstance(rows, list) else [])

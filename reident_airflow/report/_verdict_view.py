@@ -149,7 +149,9 @@ def _tradeoff(raw: Any, levels: Mapping[str, int]) -> tuple[TradeoffRow, ...] | 
         if all(v is not None for v in state.values()):
             rows.append(
                 TradeoffRow(
-                    levels={n: int(v or 0) for n, v in state.items()}, suppressed=suppressed
+                    levels={n: int(v or 0) for n, v in state.items()},
+                    suppressed=suppressed,
+                    labels=_labels(row.get("labels"), levels),
                 )
             )
     return tuple(rows)

@@ -171,8 +171,16 @@ def test_database_advice_and_fingerprint(patients: tuple[str, str], tmp_path: Pa
     ) in err
     # the trade-off: 3 records below k as they are, none after age -> 1
     assert advice["datafly"]["tradeoff"] == [
-        {"levels": {"sex": 0, "age": 0}, "suppressed": 3},
-        {"levels": {"sex": 0, "age": 1}, "suppressed": 0},
+        {
+            "levels": {"sex": 0, "age": 0},
+            "suppressed": 3,
+            "labels": {"sex": "as is", "age": "as is"},
+        },
+        {
+            "levels": {"sex": 0, "age": 1},
+            "suppressed": 0,
+            "labels": {"sex": "as is", "age": "intervals of width 10"},
+        },
     ]
     fingerprint = doc["input"]
     assert fingerprint["kind"] == "database" and fingerprint["dialect"] == "postgresql"

@@ -219,10 +219,11 @@ def test_outlook_labels_and_trade_off_by_hand() -> None:
     result = datafly(SMALL, ["age", "zip"], {"age": AGE, "zip": ZIP}, 2)
     outlook = datafly_outlook(2, result, hierarchies={"age": AGE, "zip": ZIP}, below_at_start=6)
     assert outlook.level_labels == {"age": "intervals of width 10", "zip": "as is"}
+    as_is = {"zip": "as is"}
     assert outlook.tradeoff == (
-        TradeoffRow({"age": 0, "zip": 0}, 6),
-        TradeoffRow({"age": 1, "zip": 0}, 4),
-        TradeoffRow({"age": 2, "zip": 0}, 2),
+        TradeoffRow({"age": 0, "zip": 0}, 6, {"age": "as is", **as_is}),
+        TradeoffRow({"age": 1, "zip": 0}, 4, {"age": "intervals of width 5", **as_is}),
+        TradeoffRow({"age": 2, "zip": 0}, 2, {"age": "intervals of width 10", **as_is}),
     )
     assert (
         "Datafly at k=2 would generalize age → intervals of width 10 (level 2), zip → as is "
@@ -240,7 +241,11 @@ def test_outlook_labels_and_trade_off_by_hand() -> None:
         "level_labels",
         "tradeoff",
     ]
-    assert doc["tradeoff"][1] == {"levels": {"age": 1, "zip": 0}, "suppressed": 4}
+    assert doc["tradeoff"][1] == {
+        "levels": {"age": 1, "zip": 0},
+        "suppressed": 4,
+        "labels": {"age": "intervals of width 5", "zip": "as is"},
+    }
     # limit 0: on past age L2 -- zip L1 (1 below), zip L2 (0 below): zip's last 2 digits
     strict = datafly(SMALL, ["age", "zip"], {"age": AGE, "zip": ZIP}, 2, 0)
     outlook = datafly_outlook(2, strict, hierarchies={"age": AGE, "zip": ZIP})
@@ -268,7 +273,10 @@ def test_infeasible_outlook_has_its_trade_off() -> None:
         datafly(frame, ["g"], {"g": hierarchy}, 3, 0)
     outlook = datafly_outlook(3, info.value, hierarchies={"g": hierarchy}, below_at_start=4)
     assert not outlook.feasible and outlook.level_labels == {"g": "2 groups"}
-    assert outlook.tradeoff == (TradeoffRow({"g": 0}, 4), TradeoffRow({"g": 1}, 4))
+    assert outlook.tradeoff == (
+        TradeoffRow({"g": 0}, 4, {"g": "as is"}),
+        TradeoffRow({"g": 1}, 4, {"g": "2 groups"}),
+    )
 
 
 def _below_by_hand(rows, hierarchies, levels, k):  # type: ignore[no-untyped-def]
@@ -298,7 +306,9 @@ def test_adult_trade_off_matches_a_hand_count(adult_rows) -> None:  # type: igno
     outlook = datafly_outlook(5, result, hierarchies=files, below_at_start=start)
     rows = outlook.tradeoff or ()
     assert len(rows) == TRADEOFF_ROWS == 8 and len(result.steps) == 14
-    assert rows[1] == TradeoffRow({**dict.fromkeys(qis, 0), "age": 1}, 14603)
+    assert (rows[1].levels, rows[1].suppressed) == ({**dict.fromkeys(qis, 0), "age": 1}, 14603)
+    # age 1;0-4;0-9;... in the ARX file: its level 1 is intervals of width 5
+    assert rows[1].labels is not None and rows[1].labels["age"] == "intervals of width 5"
     for row in rows:
         assert row.suppressed == _below_by_hand(adult_rows, by_hand, row.levels, 5)
     assert outlook.level_labels is not None

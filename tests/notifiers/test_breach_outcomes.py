@@ -292,7 +292,13 @@ def test_the_advice_reaches_the_alert_the_message_and_xcom(
             # level 0 of any hierarchy keeps the values; Datafly takes no step, so the
             # trade-off is the one state before it: 2 records below k
             "level_labels": {"zip": "as is", "sex": "as is"},
-            "tradeoff": [{"levels": {"zip": 0, "sex": 0}, "suppressed": 2}],
+            "tradeoff": [
+                {
+                    "levels": {"zip": 0, "sex": 0},
+                    "suppressed": 2,
+                    "labels": {"zip": "as is", "sex": "as is"},
+                }
+            ],
         },
     }
     assert ti.pushed[REPORT_XCOM_KEY]["advice"] == expected

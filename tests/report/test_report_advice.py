@@ -169,6 +169,9 @@ def test_mistyped_labels_and_trade_off_are_left_out() -> None:
     assert [(r.levels, r.suppressed) for r in view.datafly.tradeoff] == [((), None)]
     check_page(render_report(_advice(datafly=junk)))
     hostile = {**LABELLED, "level_labels": {"a": "<i>x</i>"}}
+    hostile["tradeoff"] = [
+        {"levels": {"a": 1, "b": 0}, "suppressed": 2, "labels": {"a": "<i>x</i>"}}
+    ]
     html = render_report(_advice(datafly=hostile))
     assert "<i>x</i>" not in html and "&lt;i&gt;x&lt;/i&gt;" in html
 
@@ -231,3 +234,25 @@ def test_a_mistyped_advice_is_left_out() -> None:
         html = render_report(small_breach(advice=junk))
         check_page(html)
         assert 'id="assessment-advice"' not in html
+
+
+def test_trade_off_rows_show_their_labels() -> None:
+    # the rows of LABELLED with the labels this version writes: a level above 0 shows its
+    # label beside its number; level 0 ("as is") shows the number alone
+    rows = [
+        {**r, "labels": {"a": "all in one group" if r["levels"]["a"] else "as is", "b": "as is"}}
+        for r in LABELLED["tradeoff"]
+    ]
+    html = render_report(_advice(datafly={**LABELLED, "tradeoff": rows}))
+    check_page(html)
+    block = _section(html, "assessment-advice")
+    assert (
+        '<td data-label="a">1: all in one group</td><td data-label="b">0</td>'
+        '<td class="num" data-label="records below k">2</td>'
+    ) in block
+    assert '<td data-label="a">0</td><td data-label="b">0</td>' in block
+    view = AdviceView.from_dict(
+        {**SMALL_BREACH["advice"], "datafly": {**LABELLED, "tradeoff": rows}}
+    )
+    assert view.datafly is not None
+    assert view.datafly.tradeoff[1].labels == (("a", "all in one group"), ("b", "as is"))
