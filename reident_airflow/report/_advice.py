@@ -8,7 +8,7 @@ would do at that k. Aggregates only: counts, shares, column names and hierarchy 
 
 from __future__ import annotations
 
-from reident_airflow.report._format import NA, count, esc, percent, share_text
+from reident_airflow.report._format import NA, count, esc, is_number, percent, share_text
 from reident_airflow.report._html import cards, na, note, table, text
 from reident_airflow.report.view import AdviceView, AssessmentView, DataflyOutlookView
 
@@ -34,9 +34,61 @@ def _driver(advice: AdviceView) -> str:
 def _levels(outlook: DataflyOutlookView) -> str:
     if not outlook.levels:
         return na("The result does not say which levels Datafly chose.")
-    rows = [[name, count(level)] for name, level in outlook.levels]
-    return table(["quasi-identifier", "hierarchy level"], rows, numeric=(1,)) + note(
+    explained = (
         "Level 0 keeps a column as it is; each level up is one step coarser in its hierarchy."
+    )
+    if not outlook.labels:
+        rows = [[name, count(level)] for name, level in outlook.levels]
+        return table(["quasi-identifier", "hierarchy level"], rows, numeric=(1,)) + note(explained)
+    rows = [[name, count(level), outlook.label(name) or NA] for name, level in outlook.levels]
+    return table(["quasi-identifier", "hierarchy level", "meaning"], rows, numeric=(1,)) + note(
+        explained + " The meaning is read from the hierarchy and names no value: the width "
+        "of its intervals, the characters it masks, or how many groups the level has."
+    )
+
+
+def _tradeoff(outlook: DataflyOutlookView) -> str:
+    """The trade-off table: the states on Datafly's path and the records below k at each."""
+    if not outlook.tradeoff:
+        return ""
+    names = [name for name, _ in outlook.levels]
+    limit = outlook.suppression_limit
+    stop = next(
+        (
+            i
+            for i, row in enumerate(outlook.tradeoff)
+            if is_number(limit) and is_number(row.suppressed) and row.suppressed <= limit
+        ),
+        None,
+    )
+    labelled = any(row.labels for row in outlook.tradeoff)
+    rows = []
+    for i, row in enumerate(outlook.tradeoff):
+        levels, labels = dict(row.levels), dict(row.labels)
+        cells = []
+        for name in names:
+            level, label = levels.get(name), labels.get(name)
+            shown = label is not None and is_number(level) and level > 0
+            cells.append(f"{count(level)}: {label}" if shown else count(level))
+        rows.append([*cells, count(row.suppressed), "Datafly stops here" if i == stop else ""])
+    headers = [*names, "records below k", ""]
+    first = len(names) if labelled else 0  # a level with its label is text, not a number
+    return (
+        "<h3>Trade-off: coarser levels against suppressed records</h3>\n"
+        + table(
+            headers,
+            rows,
+            numeric=tuple(range(first, len(names) + 1)),
+            labels=[*names, "records below k", "Datafly"],
+        )
+        + note(
+            "Each row is a state on Datafly's path, one generalization step after the other, "
+            "with the level of each quasi-identifier and the records then in classes smaller "
+            f"than k: those Datafly would suppress if it stopped there. It stops at the first "
+            f"row within its suppression limit ({count(limit)} record(s)). With another limit "
+            "it would stop at the first row within that one, or further along its path than "
+            "the rows shown (the path does not depend on the limit)."
+        )
     )
 
 
@@ -62,7 +114,7 @@ def _datafly(advice: AdviceView) -> str:
         )
     else:
         lead = na(f"The result does not say whether Datafly can reach k = {k}.")
-    return lead + _levels(outlook)
+    return lead + _levels(outlook) + _tradeoff(outlook)
 
 
 def advice_section(advice: AdviceView) -> str:

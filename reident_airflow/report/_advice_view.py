@@ -21,7 +21,7 @@ from reident_airflow.report._read import (
     optional_view,
 )
 
-__all__ = ["AdviceView", "DataflyOutlookView", "DriverView"]
+__all__ = ["AdviceView", "DataflyOutlookView", "DriverView", "TradeoffRowView"]
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,39 @@ class DriverView(Checked):
         )
 
 
+def _levels(value: Any) -> tuple[tuple[str, Number | None], ...]:
+    levels = mapping_or_none(value) or {}
+    return tuple((str(name), number_or_none(v)) for name, v in levels.items())
+
+
+def _labels(value: Any) -> tuple[tuple[str, str], ...]:
+    labels = mapping_or_none(value) or {}
+    return tuple((str(name), v) for name, v in labels.items() if isinstance(v, str))
+
+
+@dataclass(frozen=True)
+class TradeoffRowView(Checked):
+    """A state on Datafly's path: each QI's level, the records then below ``k`` and the
+    levels' labels (empty in a document without them)."""
+
+    levels: tuple[tuple[str, Number | None], ...]
+    suppressed: Number | None
+    labels: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls.read(
+            data, levels=_levels(data.get("levels")), labels=_labels(data.get("labels"))
+        )
+
+
 @dataclass(frozen=True)
 class DataflyOutlookView(Checked):
     """What Datafly at the breached ``k`` would do: when ``feasible``, the level it chooses
     for each QI (``levels``, in the QIs' order) and the records it suppresses; otherwise its
-    most generalized attempt's levels and the records still below ``k`` there."""
+    most generalized attempt's levels and the records still below ``k`` there. ``labels``
+    words the levels (``{qi: label}``; empty in a document that predates them) and
+    ``tradeoff`` is the states on Datafly's path (empty likewise)."""
 
     k: Number | None
     feasible: bool | None
@@ -52,16 +80,36 @@ class DataflyOutlookView(Checked):
     suppressed_records: Number | None
     below_k: Number | None
     suppression_limit: Number | None
+    labels: tuple[tuple[str, str], ...] = ()
+    tradeoff: tuple[TradeoffRowView, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        levels = mapping_or_none(data.get("levels")) or {}
+        rows = data.get("tradeoff")
         return cls.read(
-            data, levels=tuple((str(name), number_or_none(v)) for name, v in levels.items())
+            data,
+            levels=_levels(data.get("levels")),
+            labels=_labels(data.get("level_labels")),
+            tradeoff=tuple(
+                TradeoffRowView.from_dict(r)
+                for r in (rows if isinstance(rows, list) else [])
+                if mapping_or_none(r) is not None
+            ),
         )
 
+    def label(self, name: str) -> str | None:
+        """The label of ``name``'s level, if the document has one."""
+        return dict(self.labels).get(name)
+
+    def level_text(self, name: str, level: Number | None) -> str:
+        """``age → intervals of width 10 (level 2)``; ``age→2`` without a label."""
+        label = self.label(name)
+        if label is None:
+            return f"{name}→{count(level)}"
+        return f"{name} → {label} (level {count(level)})"
+
     def describe(self) -> str:
-        levels = ", ".join(f"{name}→{count(level)}" for name, level in self.levels) or NA
+        levels = ", ".join(self.level_text(name, level) for name, level in self.levels) or NA
         k = count(self.k)
         if self.feasible is True:
             return (

@@ -27,7 +27,12 @@ from reident_airflow.report._read import (
 from reident_airflow.report._thresholds import BreachView
 
 if TYPE_CHECKING:
-    from reident_airflow.engine.advice import BreachAdvice, DataflyOutlook, RiskDriver
+    from reident_airflow.engine.advice import (
+        BreachAdvice,
+        DataflyOutlook,
+        RiskDriver,
+        TradeoffRow,
+    )
 
 __all__ = [
     "MAX_ITEMS",
@@ -114,7 +119,42 @@ def _outlook(value: Any) -> DataflyOutlook | None:
         suppressed_records=whole_or_none(value.get("suppressed_records")),
         below_k=whole_or_none(value.get("below_k")),
         suppression_limit=whole_or_none(value.get("suppression_limit")),
+        level_labels=_labels(value.get("level_labels"), levels),
+        tradeoff=_tradeoff(value.get("tradeoff"), levels),
     )
+
+
+def _labels(raw: Any, levels: Mapping[str, int]) -> dict[str, str] | None:
+    """The level labels of the QIs in ``levels`` (``None`` when the result has none)."""
+    if not isinstance(raw, Mapping):
+        return None
+    labels = {name: name_or_none(raw.get(name), MAX_NAME) for name in levels}
+    return {name: label for name, label in labels.items() if label is not None}
+
+
+def _tradeoff(raw: Any, levels: Mapping[str, int]) -> tuple[TradeoffRow, ...] | None:
+    """The trade-off rows whose levels cover the QIs in ``levels`` and whose suppressed
+    records are a count (``None`` when the result has none)."""
+    from reident_airflow.engine.advice import TradeoffRow
+
+    if not isinstance(raw, list):
+        return None
+    rows = []
+    for row in raw[:MAX_ITEMS]:
+        found = row.get("levels") if isinstance(row, Mapping) else None
+        suppressed = whole_or_none(row.get("suppressed")) if isinstance(row, Mapping) else None
+        if not isinstance(found, Mapping) or suppressed is None:
+            continue
+        state = {name: whole_or_none(found.get(name)) for name in levels}
+        if all(v is not None for v in state.values()):
+            rows.append(
+                TradeoffRow(
+                    levels={n: int(v or 0) for n, v in state.items()},
+                    suppressed=suppressed,
+                    labels=_labels(row.get("labels"), levels),
+                )
+            )
+    return tuple(rows)
 
 
 def _complete_advice(value: Any) -> BreachAdvice | None:

@@ -9,8 +9,12 @@ table costs nothing):
   (the caller's loader reads it where the data is);
 - Datafly at the breached ``k``: on the rows (the caller's loader), with the hierarchies given
   for the QIs, or else those bundled with the package (ARX's hierarchies for the Adult columns,
-  ``reident_airflow/data/hierarchies/``) when one exists for a QI of that name. Without a
-  hierarchy for every QI there is no Datafly outlook, and the advice says which QIs lacked one.
+  ``reident_airflow/data/hierarchies/``) when one exists for a QI of that name, and at the
+  suppression limit the caller will run Datafly with (default: Sweeney's ``k`` records, the
+  default of the ``DataflyOperator`` and of ``reident datafly``). Without a hierarchy that
+  covers the data for every QI there is no Datafly outlook, and the advice names every QI
+  that lacked one, at once (those without a hierarchy and those whose hierarchy misses a
+  value of the data).
 
 Aggregates only, like everything it returns.
 """
@@ -23,7 +27,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from reident_airflow.engine.advice import BreachAdvice, breach_advice, datafly_outlook
-from reident_airflow.engine.errors import AnonymizationInfeasibleError, HierarchyError
+from reident_airflow.engine.errors import AnonymizationInfeasibleError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,7 +69,9 @@ def hierarchies_for(
 class AdviceInputs:
     """How to reach what the advice needs beyond the assessment: loaders that read the class
     table and the rows from the adapter's source (each called at most once), the hierarchies
-    given by the user and Datafly's suppression limit (default: Sweeney's, k records)."""
+    given by the user and the suppression limit of the Datafly the user will run (a count or
+    a fraction, as :func:`~reident_airflow.engine.datafly.datafly` takes it; default:
+    Sweeney's, k records, the default of the ``DataflyOperator`` and ``reident datafly``)."""
 
     class_table: Callable[[], ClassTable] | None = None
     rows: Callable[[], pd.DataFrame] | None = None
@@ -89,21 +95,38 @@ def _ranking(
     return attribute_risks(full), full
 
 
+def _uncovered(frame: pd.DataFrame, hierarchies: Mapping[str, Hierarchy]) -> list[str]:
+    """The QIs whose hierarchy does not cover every value of their column in ``frame``."""
+    from reident_airflow.engine.hierarchies import value_text
+
+    uncovered = []
+    for name, hierarchy in hierarchies.items():
+        texts = [value_text(v) for v in frame[name].unique()]
+        if (hierarchy.positions(texts) < 0).any():
+            uncovered.append(name)
+    return uncovered
+
+
 def _datafly(k: int, qis: Sequence[str], inputs: AdviceInputs) -> tuple[Any, tuple[str, ...]]:
     from reident_airflow.engine.datafly import datafly
 
     hierarchies, missing = hierarchies_for(qis, inputs.hierarchies)
-    if missing or inputs.rows is None:
+    if inputs.rows is None or (not hierarchies and missing):
         return None, missing
+    frame = inputs.rows()
+    # every QI without a hierarchy that fits, named at once: those without one and those
+    # whose hierarchy (given or bundled) does not cover the data
+    lacking = set(missing) | set(_uncovered(frame, hierarchies))
+    if lacking:
+        return None, tuple(q for q in qis if q in lacking)
     try:
-        outcome: Any = datafly(inputs.rows(), list(qis), hierarchies, k, inputs.suppression_limit)
+        outcome: Any = datafly(frame, list(qis), hierarchies, k, inputs.suppression_limit)
     except AnonymizationInfeasibleError as exc:
         outcome = exc
-    except HierarchyError:
-        # a bundled hierarchy that does not cover this table's values: no outlook, and the
-        # QIs are named as lacking a hierarchy that fits
-        return None, tuple(q for q in qis if q not in (inputs.hierarchies or {}))
-    return datafly_outlook(k, outcome), ()
+    # the trade-off's first row, grouped as Datafly groups: with a limit of every record it
+    # stops before its first step, suppressing the records then below k
+    start = datafly(frame, list(qis), hierarchies, k, len(frame)).suppressed_records
+    return datafly_outlook(k, outcome, hierarchies=hierarchies, below_at_start=start), ()
 
 
 def advise_on_breach(

@@ -164,7 +164,24 @@ def test_database_advice_and_fingerprint(patients: tuple[str, str], tmp_path: Pa
     assert (advice["classes"], advice["classes_below_k"], advice["records_below_k"]) == (5, 3, 3)
     assert advice["datafly"]["levels"] == {"sex": 0, "age": 1}
     assert advice["datafly"]["suppressed_records"] == 0
-    assert "generalize sex→0, age→1 and suppress 0 record(s)" in err
+    # age level 1 is 30-39 / 40-49: intervals of width 10
+    assert (
+        "generalize sex → as is (level 0), age → intervals of width 10 (level 1) and suppress "
+        "0 record(s)"
+    ) in err
+    # the trade-off: 3 records below k as they are, none after age -> 1
+    assert advice["datafly"]["tradeoff"] == [
+        {
+            "levels": {"sex": 0, "age": 0},
+            "suppressed": 3,
+            "labels": {"sex": "as is", "age": "as is"},
+        },
+        {
+            "levels": {"sex": 0, "age": 1},
+            "suppressed": 0,
+            "labels": {"sex": "as is", "age": "intervals of width 10"},
+        },
+    ]
     fingerprint = doc["input"]
     assert fingerprint["kind"] == "database" and fingerprint["dialect"] == "postgresql"
     assert (fingerprint["table"], fingerprint["rows"]) == (name, len(ROWS))

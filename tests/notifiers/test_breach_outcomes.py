@@ -292,13 +292,23 @@ def test_the_advice_reaches_the_alert_the_message_and_xcom(
             "suppressed_records": 2,
             "below_k": 0,
             "suppression_limit": 2,
+            # level 0 of any hierarchy keeps the values; Datafly takes no step, so the
+            # trade-off is the one state before it: 2 records below k
+            "level_labels": {"zip": "as is", "sex": "as is"},
+            "tradeoff": [
+                {
+                    "levels": {"zip": 0, "sex": 0},
+                    "suppressed": 2,
+                    "labels": {"zip": "as is", "sex": "as is"},
+                }
+            ],
         },
     }
     assert ti.pushed[REPORT_XCOM_KEY]["advice"] == expected
     sentence = (
         "2 of 3 classes, holding 2 of 4 records, are smaller than k=2; 'zip' drives the "
         "risk: without it the distinction falls from 0.75 to 0.5; Datafly at k=2 would "
-        "generalize zip→0, sex→0 and suppress 2 record(s)."
+        "generalize zip → as is (level 0), sex → as is (level 0) and suppress 2 record(s)."
     )
     assert str(exc).endswith(f"What to do: {sentence}")
     callbacks = op.on_failure_callback

@@ -71,6 +71,14 @@ def test_adult_k_breach_names_the_counts_and_datafly(adult_db: sa.Engine) -> Non
     assert (advice["classes_below_k"], advice["records_below_k"]) == (classes_below, records_below)
     assert advice["datafly"]["levels"] == dict(expected.levels)
     assert advice["datafly"]["suppressed_records"] == expected.suppressed_records
+    # the trade-off opens with the records below k counted by hand, then Datafly's steps
+    tradeoff = advice["datafly"]["tradeoff"]
+    assert (tradeoff[0]["levels"], tradeoff[0]["suppressed"]) == (
+        dict.fromkeys(QIS, 0),
+        records_below,
+    )
+    assert [r["suppressed"] for r in tradeoff[1:]] == [s.below_k for s in expected.steps]
+    assert set(advice["datafly"]["level_labels"]) == set(QIS)
     assert advice["driver"]["column"] == "age"
     message = str(caught.value)
     assert (

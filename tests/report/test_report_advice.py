@@ -111,6 +111,71 @@ def test_a_column_name_in_the_advice_is_escaped() -> None:
     assert hostile not in html and "&lt;b&gt;a&lt;/b&gt;" in html
 
 
+# ------------------------------------------------------------ level labels and trade-off
+#: SMALL_BREACH's outlook as this version writes it (tests/report/documents.py): a's
+#: hierarchy value -> * has one label at level 1, b stays at level 0; before any step the
+#: classes of 1, 1 and 2 hold 4 records below k = 3, after a -> 1 the class (*, 1) of 2
+#: records: 2 below, within the limit of 3, where Datafly stops.
+LABELLED = {
+    **SMALL_BREACH["advice"]["datafly"],
+    "level_labels": {"a": "all in one group", "b": "as is"},
+    "tradeoff": [
+        {"levels": {"a": 0, "b": 0}, "suppressed": 4},
+        {"levels": {"a": 1, "b": 0}, "suppressed": 2},
+    ],
+}
+
+
+def test_the_view_reads_labels_and_trade_off() -> None:
+    view = AssessmentView.from_dict(_advice(datafly=LABELLED)).advice
+    assert view is not None and view.datafly is not None
+    outlook = view.datafly
+    assert outlook.labels == (("a", "all in one group"), ("b", "as is"))
+    assert [(r.levels, r.suppressed) for r in outlook.tradeoff] == [
+        ((("a", 0), ("b", 0)), 4),
+        ((("a", 1), ("b", 0)), 2),
+    ]
+    assert view.describe().endswith(
+        "Datafly at k=3 would generalize a → all in one group (level 1), b → as is (level 0) "
+        "and suppress 2 record(s)."
+    )
+
+
+def test_the_block_shows_labels_and_the_trade_off() -> None:
+    html = render_report(_advice(datafly=LABELLED))
+    check_page(html)
+    block = _section(html, "assessment-advice")
+    assert '<td data-label="meaning">all in one group</td>' in block
+    assert "<h3>Trade-off: coarser levels against suppressed records</h3>" in block
+    # two rows: levels (0, 0) with 4 below k, then (1, 0) with 2, where Datafly stops
+    assert (
+        '<td class="num" data-label="a">0</td><td class="num" data-label="b">0</td>'
+        '<td class="num" data-label="records below k">4</td><td data-label="Datafly"></td>'
+    ) in block
+    assert (
+        '<td class="num" data-label="a">1</td><td class="num" data-label="b">0</td>'
+        '<td class="num" data-label="records below k">2</td>'
+        '<td data-label="Datafly">Datafly stops here</td>'
+    ) in block
+    # a document without them has neither (SMALL_BREACH predates both keys)
+    old = _section(render_report(SMALL_BREACH), "assessment-advice")
+    assert "meaning" not in old and "Trade-off" not in old
+
+
+def test_mistyped_labels_and_trade_off_are_left_out() -> None:
+    junk = {**LABELLED, "level_labels": ["a"], "tradeoff": [3, "x", {"levels": 1}]}
+    view = AdviceView.from_dict({**SMALL_BREACH["advice"], "datafly": junk})
+    assert view.datafly is not None and view.datafly.labels == ()
+    assert [(r.levels, r.suppressed) for r in view.datafly.tradeoff] == [((), None)]
+    check_page(render_report(_advice(datafly=junk)))
+    hostile = {**LABELLED, "level_labels": {"a": "<i>x</i>"}}
+    hostile["tradeoff"] = [
+        {"levels": {"a": 1, "b": 0}, "suppressed": 2, "labels": {"a": "<i>x</i>"}}
+    ]
+    html = render_report(_advice(datafly=hostile))
+    assert "<i>x</i>" not in html and "&lt;i&gt;x&lt;/i&gt;" in html
+
+
 # ----------------------------------------------------------------------------- the preset
 def test_the_preset_s_context_and_source() -> None:
     html = render_report(SMALL_BREACH)
@@ -169,3 +234,25 @@ def test_a_mistyped_advice_is_left_out() -> None:
         html = render_report(small_breach(advice=junk))
         check_page(html)
         assert 'id="assessment-advice"' not in html
+
+
+def test_trade_off_rows_show_their_labels() -> None:
+    # the rows of LABELLED with the labels this version writes: a level above 0 shows its
+    # label beside its number; level 0 ("as is") shows the number alone
+    rows = [
+        {**r, "labels": {"a": "all in one group" if r["levels"]["a"] else "as is", "b": "as is"}}
+        for r in LABELLED["tradeoff"]
+    ]
+    html = render_report(_advice(datafly={**LABELLED, "tradeoff": rows}))
+    check_page(html)
+    block = _section(html, "assessment-advice")
+    assert (
+        '<td data-label="a">1: all in one group</td><td data-label="b">0</td>'
+        '<td class="num" data-label="records below k">2</td>'
+    ) in block
+    assert '<td data-label="a">0</td><td data-label="b">0</td>' in block
+    view = AdviceView.from_dict(
+        {**SMALL_BREACH["advice"], "datafly": {**LABELLED, "tradeoff": rows}}
+    )
+    assert view.datafly is not None
+    assert view.datafly.tradeoff[1].labels == (("a", "all in one group"), ("b", "as is"))
