@@ -4,24 +4,45 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["get_provider_info"]
+__all__ = ["documentation_url", "get_provider_info"]
+
+
+def documentation_url() -> str | None:
+    """The ``Documentation`` URL the installed distribution declares, or ``None``.
+
+    It comes from ``[project.urls]`` in ``pyproject.toml`` (the ``Project-URL`` metadata),
+    the same field Airflow shows as the provider's documentation link; without one, the
+    integration names no URL rather than a page that does not exist.
+    """
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        entries = metadata("reident-airflow").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        return None
+    for entry in entries:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() == "documentation" and url.strip():
+            return str(url.strip())
+    return None
 
 
 def get_provider_info() -> dict[str, Any]:
     from reident_airflow import __version__
 
+    integration: dict[str, Any] = {
+        "integration-name": "Re-identification risk",
+        "tags": ["privacy"],
+    }
+    doc_url = documentation_url()
+    if doc_url is not None:
+        integration["external-doc-url"] = doc_url
     return {
         "package-name": "reident-airflow",
         "name": "Re-identification risk (reident-airflow)",
         "description": "Gate data releases on re-identification risk (ARX-compatible engine).",
         "versions": [__version__],
-        "integrations": [
-            {
-                "integration-name": "Re-identification risk",
-                "external-doc-url": "https://pypi.org/project/reident-airflow/",
-                "tags": ["privacy"],
-            }
-        ],
+        "integrations": [integration],
         "operators": [
             {
                 "integration-name": "Re-identification risk",
