@@ -82,6 +82,7 @@ def _anchors(page: Path) -> set[str]:
 def test_strict_build_writes_every_page(site: Path) -> None:
     for page in (
         "index.html",
+        "install/index.html",
         "guides/scheduled-release/index.html",
         "guides/existing-dag/index.html",
         "guides/alerts/index.html",
