@@ -30,7 +30,9 @@ from reident_airflow.operators.report_link import (
     ReidentReportLink,
     check_base_url,
     configured_base_url,
+    is_web_link,
     report_url,
+    served_root,
 )
 from reident_airflow.outcomes import (
     REPORT_PATH_XCOM_KEY,
@@ -135,6 +137,8 @@ class ReidentOperator(BaseOperator):
         super().__init__(**kwargs)
         self.on_breach = on_breach
         self.report_path = report_path
+        # as written, before rendering: the folders of a per-run path stay in the report's URL
+        self._report_root = served_root(report_path)
         self.report_base_url = report_base_url
         self.sign_off = sign_off
         self.database = database
@@ -314,6 +318,9 @@ class ReidentOperator(BaseOperator):
         logical = context.get("logical_date")
         if logical is not None:
             extra["logical_date"] = str(logical)
+        run_url = _log_url(ti)
+        if run_url is not None:
+            extra["run_url"] = run_url
         sign_off = self.check_sign_off()
         try:
             html = render_report(
@@ -325,7 +332,7 @@ class ReidentOperator(BaseOperator):
             location = write_report(str(self.report_path), html)
         except InvalidInputError as exc:  # ChartUnavailableError too
             raise ReidentConfigurationError(f"report_path: {exc}") from None
-        url = report_url(location, self.report_base_url)
+        url = report_url(location, self.report_base_url, getattr(self, "_report_root", None))
         self.last_report_url = url
         if ti is not None:
             ti.xcom_push(key=REPORT_PATH_XCOM_KEY, value=location)
@@ -369,7 +376,7 @@ class StagedTableOperator(ReidentOperator):
 
     ``sql`` may name a ``.sql`` file (read as a Jinja template, like Airflow's SQL operators).
     ``where`` (with ``table`` only) gates one partition without a whole ``SELECT``:
-    ``where="day = '{{ data_interval_end | ds }}'"`` reads
+    ``where="day = '{{ (logical_date | default(dag_run.run_after)) | ds }}'"`` reads
     ``SELECT * FROM <table> WHERE (day = '...')``, the table quoted by the database's
     dialect; the condition is SQL of the DAG's author, as ``sql`` is: one condition (no
     ``;``, no ``UNION``, no parenthesis it did not open), read with ``sql`` in a read-only
@@ -469,6 +476,16 @@ class StagedTableOperator(ReidentOperator):
     def source_name(self, query: str = "query") -> str:
         """The staged table as messages and reports name it: the table, ``query`` or the path."""
         return str(self.table or (query if self.sql else self.path))
+
+
+def _log_url(ti: Any) -> str | None:
+    """The task instance's page in Airflow's UI (``ti.log_url``: its run, task and try),
+    when it is an ``http(s)`` URL; None outside Airflow."""
+    try:
+        value = getattr(ti, "log_url", None)
+    except Exception:  # a property that needs a running Airflow
+        return None
+    return value if isinstance(value, str) and is_web_link(value) else None
 
 
 def push_report(context: Context, report: dict[str, Any]) -> None:

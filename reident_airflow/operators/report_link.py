@@ -16,8 +16,10 @@ __all__ = [
     "ReidentReportLink",
     "check_base_url",
     "configured_base_url",
+    "is_web_link",
     "linkable",
     "report_url",
+    "served_root",
 ]
 
 #: The section of Airflow's configuration read for ``report_base_url``.
@@ -73,6 +75,12 @@ def linkable(value: str | None) -> bool:
     return scheme in LINK_SCHEMES and (scheme not in _WEB or bool(parts.hostname))
 
 
+def is_web_link(value: str | None) -> bool:
+    """Whether ``value`` is a :func:`linkable` ``http(s)`` URL with a host (a page of
+    Airflow's UI, a served report)."""
+    return linkable(value) and _is_web_url(str(value))
+
+
 def check_base_url(value: str | None, name: str = "report_base_url") -> str | None:
     """``value`` as a report base URL (None when not given): an absolute ``http(s)`` URL with
     a host, else an input error naming ``name`` (never quoting the value)."""
@@ -87,14 +95,50 @@ def check_base_url(value: str | None, name: str = "report_base_url") -> str | No
     return text
 
 
-def report_url(location: str | None, base_url: str | None = None) -> str | None:
+def served_root(report_path: str | None) -> str | None:
+    """The folder a templated local ``report_path`` keeps from run to run: its text before
+    the first ``{{`` or ``{%``, up to the last ``/``.
+    ``/data/reports/{{ dag.dag_id }}/{{ run_id }}/risk.html`` gives ``/data/reports/``: the
+    folders under it change per run, so the report's URL keeps them (:func:`report_url`).
+    None for a path with no template, an object-storage URL, or a template from its first
+    character (the whole path may change)."""
+    if not report_path or "://" in report_path:
+        return None
+    text = report_path.replace("\\", "/")
+    starts = [i for i in (text.find("{{"), text.find("{%")) if i >= 0]
+    if not starts:
+        return None
+    head = text[: min(starts)]
+    return head[: head.rfind("/") + 1] or None
+
+
+def _served_name(location: str, root: str | None) -> str:
+    """The part of ``location`` served under the base URL: its path below ``root`` (the
+    per-run folders, :func:`served_root`) when it lies there, else its file name."""
+    path = posixpath.normpath(location.replace("\\", "/"))
+    if root:
+        base = posixpath.normpath(root.replace("\\", "/"))
+        if path.startswith(base.rstrip("/") + "/"):
+            below = posixpath.relpath(path, base)
+            if below != "." and not below.startswith(".."):
+                return below
+    return posixpath.basename(path)
+
+
+def report_url(
+    location: str | None, base_url: str | None = None, root: str | None = None
+) -> str | None:
     """The URL of the report written to ``location``, or None when it has none.
 
     ``location`` is already a URL when ``report_path`` was one (object storage: ``s3://``,
     ``gs://``, ``file://`` ...). Otherwise the report is a worker-local file, served under
     ``base_url`` (the operator's ``report_base_url``, else ``[reident] report_base_url`` of
-    Airflow's configuration) by its file name: ``https://reports.example.org/runs/`` and
-    ``/data/reports/risk.html`` give ``https://reports.example.org/runs/risk.html``.
+    Airflow's configuration) by its path below ``root`` (the folder of ``report_path`` before
+    its first template, :func:`served_root`), else by its file name:
+    ``https://reports.example.org/runs/`` and ``/data/reports/risk.html`` give
+    ``https://reports.example.org/runs/risk.html``; with ``root="/data/reports/"``,
+    ``/data/reports/etl/manual__1/risk.html`` gives
+    ``https://reports.example.org/runs/etl/manual__1/risk.html`` (each run its own URL).
     A base URL that is not ``http(s)`` is refused (:func:`check_base_url`); a location URL
     that may not be a link (:func:`linkable`) has none.
     """
@@ -107,7 +151,7 @@ def report_url(location: str | None, base_url: str | None = None) -> str | None:
     )
     if not base:
         return None
-    name = urllib.parse.quote(posixpath.basename(location.replace("\\", "/")))
+    name = urllib.parse.quote(_served_name(location, root))
     return f"{base.rstrip('/')}/{name}"
 
 

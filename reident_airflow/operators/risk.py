@@ -50,7 +50,9 @@ class ReidentificationRiskOperator(StagedTableOperator):
     file (``path``, local or an object-storage URL Airflow supports): the parameters of
     :class:`~reident_airflow.operators.base.StagedTableOperator` (``conn_id``, ``table``,
     ``schema``, ``sql``, ``where``, ``path``, ``sep``). ``where`` narrows a ``table`` to the
-    rows of one partition (``"day = '{{ ds }}'"``) without a whole ``SELECT``; ``sql`` may name
+    rows of one partition
+    (``"day = '{{ (logical_date | default(dag_run.run_after)) | ds }}'"``, also on manual and
+    asset-triggered runs, which have no ``ds``) without a whole ``SELECT``; ``sql`` may name
     a ``.sql`` template file.
 
     With a ``conn_id`` of the apache-spark provider (type ``spark``: ``host`` the master, the

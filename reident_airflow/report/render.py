@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.report._assessment import build_assessment
@@ -101,10 +102,12 @@ def render_report(
     ``kind`` (``"assessment"``, ``"direct_match"``, ``"datafly"``) is inferred from
     ``payload["schema"]`` when not given. ``extra`` describes the run for the "Inputs" part
     of the report (e.g. ``{"source": "staging.patients", "region": "usa", "dag_id": ...}``);
-    its values are shown as text, escaped. ``top_attributes`` is how many column sets the
-    quasi-identifier ranking shows. ``sign_off`` pre-fills the sign-off block (blank lines
-    to fill in by hand without it). A result's optional ``"input"`` object
-    (:mod:`reident_airflow.sources.fingerprint`) is shown under "What was assessed".
+    its values are shown as text, escaped; its ``run_url`` (the task run's page in Airflow)
+    is also the header's link back to the run, when it is an ``http(s)`` URL.
+    ``top_attributes`` is how many column sets the quasi-identifier ranking shows.
+    ``sign_off`` pre-fills the sign-off block (blank lines to fill in by hand without it).
+    A result's optional ``"input"`` object (:mod:`reident_airflow.sources.fingerprint`) is
+    shown under "What was assessed".
     """
     if not isinstance(payload, Mapping):
         raise InvalidInputError(
@@ -176,6 +179,7 @@ _CONTEXT_LABELS = {
     "run_id": "DAG run",
     "logical_date": "logical date",
     "try_number": "try",
+    "run_url": "in Airflow",
 }
 
 
@@ -283,6 +287,21 @@ def _about(parts: Sequence[Part], ctx: Mapping[str, Any], generated: str) -> str
     )
 
 
+def _run_link(url: Any) -> str:
+    """The link back to the Airflow task run the report comes from (``run_url`` of the
+    context: the task instance's page, never a record's value); none unless it is an
+    absolute ``http(s)`` URL with a host and no control character."""
+    if not isinstance(url, str) or any(ord(c) < 32 or ord(c) == 127 for c in url):
+        return ""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return ""
+    return f'<p class="sub"><a href="{esc(url)}">Open this run in Airflow</a></p>'
+
+
 def _document(
     parts: list[Part], ctx: Mapping[str, Any], title: str | None, sign_off: SignOff | None
 ) -> str:
@@ -308,7 +327,8 @@ def _document(
     toc += ['<a href="#sign-off">Sign-off</a>', '<a href="#about">About</a>']
     body = [
         f'<header class="report-head"><h1>{esc(title)}</h1><p class="sub">{esc(sub)}</p>'
-        "</header>\n",
+        + _run_link(ctx.get("run_url"))
+        + "</header>\n",
         f'<nav class="toc">{"".join(toc)}</nav>\n',
         _verdict_box(parts),
         _gate_section(parts),

@@ -1,10 +1,10 @@
 """The SQL text of a DAG's author (``sql=``, ``where=``): one statement, a filter that stays one.
 
-The text is templated (``{{ params.day }}``, ``{{ ds }}``), so it may hold whatever a template
-rendered into it. Before anything runs, it is read here the way the database's own lexer reads
-it -- string literals, quoted names, comments, PostgreSQL's dollar quotes -- to find what lies
-outside them: the ``;`` that would end the statement and start another one, and the
-parentheses.
+The text is templated (``{{ params.day }}``, ``{{ dag_run.run_after | ds }}``), so it may hold
+whatever a template rendered into it. Before anything runs, it is read here the way the
+database's own lexer reads it -- string literals, quoted names, comments, PostgreSQL's
+dollar quotes -- to find what lies outside them: the ``;`` that would end the statement and
+start another one, and the parentheses.
 
 - :func:`one_statement` (``sql``): one statement; a ``;`` followed by anything but whitespace
   and comments is refused, a final ``;`` is dropped (the query is read as a subquery).

@@ -3,6 +3,9 @@ browser would run (``javascript:``) or show from itself (``data:``)."""
 
 from __future__ import annotations
 
+import html
+import io
+import urllib.parse
 import uuid
 from pathlib import Path
 from typing import Any
@@ -11,11 +14,16 @@ import pytest
 
 from reident_airflow.operators.datafly import DataflyOperator
 from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
-from reident_airflow.operators.report_link import ReidentReportLink, linkable, report_url
+from reident_airflow.operators.report_link import (
+    ReidentReportLink,
+    linkable,
+    report_url,
+    served_root,
+)
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError
 from tests.conftest import ensure_airflow_db
-from tests.operators._fakes import PushedTI
+from tests.operators._fakes import PushedTI, RunTI
 
 BAD_BASES = [
     "javascript:alert(document.cookie)//",
@@ -159,3 +167,132 @@ def test_no_report_path_asks_for_no_link(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(XCom, "get_value", classmethod(looked_up))
     op = ReidentificationRiskOperator(task_id="t", path="x.csv", quasi_identifiers="a")
     assert ReidentReportLink().get_link(op, ti_key=None) == ""
+
+
+# -- issue 29, item 2: one link per run, and the report links back to the run ---------------
+
+BASE = "https://reports.example.org/runs/"
+
+
+def _two_runs(
+    csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, report_path: str
+) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """The same task run twice (as Airflow does: the task as written, rendered per run), each
+    run's XComs kept under its own key; ``XCom.get_value`` answers from them."""
+    import copy
+
+    from airflow.sdk.execution_time.xcom import XCom
+
+    task = ReidentificationRiskOperator(
+        task_id="gate",
+        path=str(csv),
+        quasi_identifiers="a",
+        report_path=report_path,
+        report_base_url=BASE,
+    )
+    pushed: dict[str, dict[str, Any]] = {}
+    for run_id in ("manual__2026-12-01T22:11:40.321579+00:00", "scheduled__2026-12-02"):
+        ti = RunTI(dag_id="release", task_id="gate", run_id=run_id, log_url=f"http://af/{run_id}")
+        run = copy.deepcopy(task)
+        run.render_template_fields({"run_id": run_id, "ti": ti, "params": {}})
+        run.execute({"ti": ti, "run_id": run_id})
+        pushed[run_id] = ti.pushed
+    monkeypatch.setattr(
+        XCom, "get_value", classmethod(lambda cls, *, ti_key, key: pushed[ti_key][key])
+    )
+    return task, pushed
+
+
+def test_each_run_links_to_its_own_report(
+    csv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guide's per-run folder stays in the URL: two runs, two links, each to its report."""
+    ensure_airflow_db()
+    root = tmp_path / "reports"
+    task, pushed = _two_runs(csv, tmp_path, monkeypatch, f"{root}/{{{{ run_id }}}}/risk.html")
+    links = {run_id: ReidentReportLink().get_link(task, ti_key=run_id) for run_id in pushed}
+    assert len(set(links.values())) == 2
+    for run_id, link in links.items():
+        # the URL below the base is the path below the folder before the first template
+        assert link == BASE + urllib.parse.quote(f"{run_id}/risk.html")
+        served = root / urllib.parse.unquote(link.removeprefix(BASE))
+        assert str(served) == pushed[run_id]["report_location"]
+        assert f"http://af/{run_id}" in served.read_text(encoding="utf-8")
+
+
+def test_a_path_without_a_template_keeps_its_file_name_url(csv: Path, tmp_path: Path) -> None:
+    ensure_airflow_db()
+    ti = PushedTI()
+    ReidentificationRiskOperator(
+        task_id="t",
+        path=str(csv),
+        quasi_identifiers="a",
+        report_path=str(tmp_path / "deep" / "r.html"),
+        report_base_url=BASE,
+    ).execute({"ti": ti})
+    assert ti.pushed["report_url"] == BASE + "r.html"
+
+
+@pytest.mark.parametrize(
+    ("template", "root"),
+    [
+        ("/data/reports/{{ dag.dag_id }}/{{ run_id }}/risk.html", "/data/reports/"),
+        ("/data/reports/run_{{ run_id }}.html", "/data/reports/"),
+        ("reports/{% if true %}x{% endif %}/r.html", "reports/"),
+        ("C:\\reports\\{{ run_id }}\\r.html", "C:/reports/"),
+        ("{{ params.report_path }}", None),
+        ("/data/reports/risk.html", None),
+        ("s3://bucket/{{ run_id }}/risk.html", None),
+        (None, None),
+    ],
+)
+def test_the_served_root_is_the_folder_before_the_first_template(
+    template: str | None, root: str | None
+) -> None:
+    assert served_root(template) == root
+
+
+@pytest.mark.parametrize(
+    ("location", "root", "url"),
+    [
+        ("/data/reports/etl/run 1/risk.html", "/data/reports/", BASE + "etl/run%201/risk.html"),
+        ("/data/reports/risk.html", None, BASE + "risk.html"),
+        # rendered outside its root (a template holding ../): the file name only
+        ("/data/other/risk.html", "/data/reports/", BASE + "risk.html"),
+        ("/data/reports/../x/risk.html", "/data/reports/", BASE + "risk.html"),
+    ],
+)
+def test_the_url_keeps_the_path_below_the_root(location: str, root: str | None, url: str) -> None:
+    assert report_url(location, BASE, root) == url
+
+
+def test_the_report_links_back_to_the_airflow_run_and_the_cli_report_does_not(
+    csv: Path, tmp_path: Path
+) -> None:
+    from reident_airflow.cli import main
+
+    ensure_airflow_db()
+    log_url = "http://airflow.example.org:8080/dags/release/runs/manual__1/tasks/gate?try_number=1"
+    ReidentificationRiskOperator(
+        task_id="gate", path=str(csv), quasi_identifiers="a", report_path=str(tmp_path / "a.html")
+    ).execute({"ti": RunTI(log_url=log_url)})
+    in_airflow = (tmp_path / "a.html").read_text(encoding="utf-8")
+    assert f'<a href="{html.escape(log_url)}">Open this run in Airflow</a>' in in_airflow
+    cli = tmp_path / "cli.html"
+    argv = ["assess", str(csv), "--qi", "a", "--report", str(cli)]
+    assert main(argv, out=io.StringIO(), err=io.StringIO()) == 0
+    assert "Open this run in Airflow" not in cli.read_text(encoding="utf-8")
+    assert '<a href="http' not in cli.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "log_url", ["javascript:alert(1)", "data:text/html,x", "/relative/log", "http:///nohost"]
+)
+def test_a_log_url_that_is_no_web_url_is_never_a_link(
+    csv: Path, tmp_path: Path, log_url: str
+) -> None:
+    ensure_airflow_db()
+    ReidentificationRiskOperator(
+        task_id="gate", path=str(csv), quasi_identifiers="a", report_path=str(tmp_path / "a.html")
+    ).execute({"ti": RunTI(log_url=log_url)})
+    assert "Open this run in Airflow" not in (tmp_path / "a.html").read_text(encoding="utf-8")

@@ -65,8 +65,10 @@ class _Balance(HTMLParser):
             self.text.append(data)
 
 
-def check_page(html: str) -> str:
-    """Assert ``html`` is a whole, balanced, self-contained page; return its visible text."""
+def check_page(html: str, run_url: str | None = None) -> str:
+    """Assert ``html`` is a whole, balanced, self-contained page; return its visible text.
+    ``run_url``: the page of the Airflow task run the report links back to (issue 29), the
+    one link out of the page, followed only when clicked."""
     assert html.startswith("<!DOCTYPE html>")
     parser = _Balance()
     parser.feed(html)
@@ -76,11 +78,14 @@ def check_page(html: str) -> str:
     # nothing that could make a request: no src/href to anything but an in-page anchor
     assert not re.search(r"""\b(?:src|action|poster)\s*=""", html)
     hrefs = re.findall(r"""href="([^"]*)\"""", html)
+    if run_url is not None:
+        assert hrefs.count(run_url) == 1, hrefs
+        hrefs.remove(run_url)
     assert all(h.startswith("#") for h in hrefs), hrefs
     assert "url(http" not in html and "@import" not in html and "<script" not in html
     # the only http(s) strings are XML namespace names of the inline SVG
     for url in re.findall(r"https?://[^\s\"'<>)]+", html):
-        assert url in {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}, url
+        assert url in {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink", run_url}, url
     # ids are unique across the inlined charts
     ids = re.findall(r"""\bid="([^"]+)\"""", html)
     assert len(ids) == len(set(ids))
@@ -482,7 +487,7 @@ def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> N
     result = op.execute({"ti": ti})
     assert "report_path" not in result  # the returned assessment JSON is unchanged
     assert ti.pushed[REPORT_PATH_XCOM_KEY] == str(target)
-    text = check_page(target.read_text(encoding="utf-8"))
+    text = check_page(target.read_text(encoding="utf-8"), run_url=ti.log_url)
     assert "NOT GATED" in text and "release_gate" in text and "manual__x" in text
     # on a breach the report is written before the task fails, to object storage here
     ti = RunTI(run_id="manual__x")
@@ -493,7 +498,9 @@ def test_operator_writes_the_report_and_pushes_its_location(tmp_path: Path) -> N
     with pytest.raises(ReidentificationBreach):
         op.execute({"ti": ti})
     assert ti.pushed[REPORT_PATH_XCOM_KEY] == url
-    assert "BREACHED" in check_page((tmp_path / "breach.html").read_text(encoding="utf-8"))
+    assert "BREACHED" in check_page(
+        (tmp_path / "breach.html").read_text(encoding="utf-8"), run_url=ti.log_url
+    )
 
 
 # ---------------------------------------------------------------------------- Datafly runs
@@ -559,5 +566,7 @@ def test_datafly_operator_writes_the_report(tmp_path: Path) -> None:
     result = op.execute({"ti": ti})
     assert "report_path" not in result
     assert ti.pushed[REPORT_PATH_XCOM_KEY] == str(tmp_path / "reports" / "datafly.html")
-    text = check_page((tmp_path / "reports" / "datafly.html").read_text(encoding="utf-8"))
+    text = check_page(
+        (tmp_path / "reports" / "datafly.html").read_text(encoding="utf-8"), run_url=ti.log_url
+    )
     assert "PASSED" in text and "Levels reached" in text and "release_gate" in text
