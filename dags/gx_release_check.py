@@ -77,9 +77,9 @@ with DAG(
         and refuses a result that did not evaluate every expectation of the suite file
         (``SuiteIncompleteError``): the task fails, without retries, instead of publishing.
         """
+        from reident_airflow.connections import sqlalchemy_engine
         from reident_airflow.engine.errors import ThresholdBreached
         from reident_airflow.gx import SuiteIncompleteError, run_release_checkpoint
-        from reident_airflow.operators.connections import sqlalchemy_engine
 
         p = params or {}
         engine = sqlalchemy_engine(STAGING_CONN)
@@ -101,7 +101,7 @@ with DAG(
 
     @task
     def publish(params: dict | None = None) -> int:
-        from reident_airflow.operators.connections import sqlalchemy_engine
+        from reident_airflow.connections import sqlalchemy_engine
         from reident_airflow.sources.sql import copy_table_atomic
 
         p = params or {}

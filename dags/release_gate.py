@@ -57,7 +57,7 @@ from typing import Any
 import pendulum
 
 from reident_airflow._compat import AIRFLOW_V3
-from reident_airflow.operators.connections import sqlalchemy_engine
+from reident_airflow.connections import sqlalchemy_engine
 from reident_airflow.operators.datafly import DataflyOperator
 from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
 from reident_airflow.operators.risk import ReidentificationRiskOperator

@@ -42,7 +42,7 @@ def stage_sample(
     quasi_identifiers: list[str] | None = None,
 ) -> int:
     """Write the (coarsened) sample into ``table`` of an Airflow connection; return its rows."""
-    from reident_airflow.operators.connections import sqlalchemy_engine
+    from reident_airflow.connections import sqlalchemy_engine
 
     frame = load_sample(age_band=age_band)
     if suppress_below_k:

@@ -33,19 +33,21 @@ ALLOWED: dict[str, set[str]] = {
     "commands": {"engine", "sources", "report", "summary", "_atomic"},
     "cli": {"engine", "sources", "report", "summary", "commands", "_atomic"},
     "outcomes": {"engine", "_compat"},
+    "connections": {"engine", "sources", "_compat", "outcomes"},  # a connection as an engine
     "operators": {
         "engine",
         "sources",
         "report",
         "summary",
         "outcomes",
+        "connections",
         "notifiers",  # a skip or a warn calls the task's breach notifiers itself
         "_atomic",
         "_compat",
     },
     "notifiers": {"engine", "outcomes", "report", "summary", "_compat"},
-    "gx": {"engine", "sources", "report", "summary", "_compat"},
-    "examples": {"engine", "sources", "operators", "_atomic"},
+    "gx": {"engine", "sources", "report", "summary", "connections", "_compat"},
+    "examples": {"engine", "sources", "operators", "connections", "_atomic"},
     "api": {"engine", "sources"},
     "schemas": {"engine"},  # the JSON Schemas (package data) and their loader
     "get_provider_info": set(),

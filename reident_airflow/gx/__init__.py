@@ -26,10 +26,11 @@ on a DataFrame, a CSV file, a database URL or an Airflow connection (``conn_id``
 
 from __future__ import annotations
 
+from reident_airflow.connections import connection_url
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.checkpoint import (
     ReleaseCheckpointResult,
-    connection_url,
+    check_context,
     load_checkpoint_config,
     load_suite,
     run_release_checkpoint,
@@ -49,7 +50,6 @@ from reident_airflow.gx.guard import (
     GUARD_FUNCTION,
     SuiteIncompleteError,
     attach_guard,
-    check_context,
     check_result,
     guard_expectation,
     install_guard,

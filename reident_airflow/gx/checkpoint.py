@@ -36,6 +36,7 @@ from great_expectations.core.validation_definition import ValidationDefinition
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from great_expectations.exceptions.exceptions import GreatExpectationsError
 
+from reident_airflow.connections import connection_url
 from reident_airflow.engine import InvalidInputError, ThresholdBreached
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document, blocks_release
 from reident_airflow.gx.expectations import EXPECTATION_TYPES
@@ -50,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ReleaseCheckpointResult",
-    "connection_url",
+    "check_context",
     "load_checkpoint_config",
     "load_suite",
     "run_release_checkpoint",
@@ -183,59 +184,43 @@ def load_checkpoint_config(source: str | Path | Mapping[str, Any]) -> dict[str, 
     return data
 
 
-#: libpq parameters a PostgreSQL connection's extras may set: carried in the URL's query,
-#: which psycopg2 hands to libpq as they are (the operators pass them as connect arguments).
-_LIBPQ_EXTRAS = frozenset(
-    {
-        "sslmode",
-        "sslrootcert",
-        "sslcert",
-        "sslkey",
-        "sslcrl",
-        "options",
-        "connect_timeout",
-        "application_name",
-        "target_session_attrs",
-        "keepalives",
-        "keepalives_idle",
-        "keepalives_interval",
-        "keepalives_count",
-    }
-)
+def check_context(context: Any) -> dict[str, int]:
+    """Check the saved suites of a GE context before its checkpoints run; their sizes by name.
 
-
-def connection_url(conn_id: str) -> str:
-    """The SQLAlchemy URL of an Airflow connection, password included, for GX's data source.
-
-    The URL is the one the operators' engine uses
-    (:func:`~reident_airflow.operators.connections.sqlalchemy_engine`: ``extra.sqlalchemy_url``,
-    the provider's hook, or the connection's fields). GX's SQL data sources take a URL, not an
-    engine, so settings the operators pass at connect time must fit in it: a PostgreSQL
-    connection's libpq extras (``sslmode``, ``options``...) go in its query; any other extra
-    is refused (:class:`~reident_airflow.outcomes.ReidentConfigurationError`, naming the
-    extras, never their values) rather than dropped. Never log the URL: it holds the password.
+    For a context saved to files and run by your own code: each suite's saved JSON is compared
+    with the suite GE loads from it (every expectation must load), and a suite holding reident
+    expectations must carry the guard (:func:`~reident_airflow.gx.guard.guard_expectation`). Raises
+    :class:`SuiteIncompleteError` naming every suite at fault.
     """
-    from reident_airflow._compat import BaseHook
-    from reident_airflow.operators.connections import sqlalchemy_engine
-    from reident_airflow.outcomes import ReidentConfigurationError
-
-    engine = sqlalchemy_engine(conn_id)  # checks the connection as the operators do
-    try:
-        url = engine.url
-    finally:
-        engine.dispose()
-    given = dict(BaseHook.get_connection(conn_id).extra_dejson)
-    # beside sqlalchemy_url, sqlalchemy_engine refused any other extra
-    extra = {} if given.get("sqlalchemy_url") else given
-    if extra and url.get_backend_name() == "postgresql" and set(extra) <= _LIBPQ_EXTRAS:
-        url = url.update_query_dict({k: str(v) for k, v in extra.items()})
-    elif extra:
-        raise ReidentConfigurationError(
-            f"connection {conn_id!r}: extra {', '.join(sorted(extra))} cannot be carried to "
-            "Great Expectations' data source (it takes a URL); give extra.sqlalchemy_url "
-            "or url= instead"
-        )
-    return url.render_as_string(hide_password=False)
+    store = context.expectations_store
+    counts: dict[str, int] = {}
+    problems: list[str] = []
+    for key in store.list_keys():
+        saved = store.get(key)
+        name = str(saved.get("name"))
+        entries = [
+            dict(e) if isinstance(e, Mapping) else e.to_json_dict()  # configurations, as saved
+            for e in saved.get("expectations") or []
+        ]
+        # a suite saved without the guard gets it when loaded (attach_guard): count the others
+        loaded = sum(not is_guard(e) for e in context.suites.get(name).expectations)
+        wanted = sum(not is_guard(e) for e in entries)
+        if loaded != wanted:
+            kinds = sorted({str(e.get("type")) for e in entries})
+            problems.append(
+                f"suite {name!r}: {loaded} of {wanted} expectations load ({', '.join(kinds)})"
+            )
+        if any(e.get("type") in EXPECTATION_TYPES for e in entries) and not any(
+            is_guard(e) for e in entries
+        ):
+            problems.append(
+                f"suite {name!r}: reident expectations without the guard "
+                "(add reident_airflow.gx.guard_expectation() and save the suite)"
+            )
+        counts[name] = len(entries)
+    if problems:
+        raise SuiteIncompleteError("; ".join(problems))
+    return counts
 
 
 def _data_source(

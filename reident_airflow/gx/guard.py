@@ -15,8 +15,8 @@ hook that imports a package for a suite (no entry points; ``plugins_directory`` 
   (``suite.add_expectation``, ``ExpectationSuite(expectations=...)``, configurations, JSON,
   a suite loaded from a store), so whatever is saved carries the guard.
 - :func:`check_result` refuses a result that did not evaluate every expectation of the suite
-  JSON, and :func:`check_context` a saved context whose suites lose expectations or lack the
-  guard (:class:`SuiteIncompleteError`).
+  JSON, and :func:`~reident_airflow.gx.checkpoint.check_context` a saved context whose suites
+  lose expectations or lack the guard (:class:`SuiteIncompleteError`).
 
 What no guard can cover (``docs/guides/gx-provider.md``): a suite file that never passed
 through a process with the package (written by hand without the guard) and is run without
@@ -43,7 +43,6 @@ __all__ = [
     "GUARD_FUNCTION",
     "SuiteIncompleteError",
     "attach_guard",
-    "check_context",
     "check_result",
     "guard_expectation",
     "install_guard",
@@ -139,47 +138,6 @@ def install_guard(expectation_types: Sequence[str]) -> None:
     SuiteParameterParser.fn[GUARD_FUNCTION] = value
     if EXPR.fn.get(GUARD_FUNCTION) is not value:
         raise RuntimeError("Great Expectations' suite parameter parser changed: no guard")
-
-
-def check_context(context: Any) -> dict[str, int]:
-    """Check the saved suites of a GE context before its checkpoints run; their sizes by name.
-
-    For a context saved to files and run by your own code: each suite's saved JSON is compared
-    with the suite GE loads from it (every expectation must load), and a suite holding reident
-    expectations must carry the guard (:func:`guard_expectation`). Raises
-    :class:`SuiteIncompleteError` naming every suite at fault.
-    """
-    from reident_airflow.gx.expectations import EXPECTATION_TYPES  # registers them
-
-    store = context.expectations_store
-    counts: dict[str, int] = {}
-    problems: list[str] = []
-    for key in store.list_keys():
-        saved = store.get(key)
-        name = str(saved.get("name"))
-        entries = [
-            dict(e) if isinstance(e, Mapping) else e.to_json_dict()  # configurations, as saved
-            for e in saved.get("expectations") or []
-        ]
-        # a suite saved without the guard gets it when loaded (attach_guard): count the others
-        loaded = sum(not is_guard(e) for e in context.suites.get(name).expectations)
-        wanted = sum(not is_guard(e) for e in entries)
-        if loaded != wanted:
-            kinds = sorted({str(e.get("type")) for e in entries})
-            problems.append(
-                f"suite {name!r}: {loaded} of {wanted} expectations load ({', '.join(kinds)})"
-            )
-        if any(e.get("type") in EXPECTATION_TYPES for e in entries) and not any(
-            is_guard(e) for e in entries
-        ):
-            problems.append(
-                f"suite {name!r}: reident expectations without the guard "
-                "(add reident_airflow.gx.guard_expectation() and save the suite)"
-            )
-        counts[name] = len(entries)
-    if problems:
-        raise SuiteIncompleteError("; ".join(problems))
-    return counts
 
 
 def check_result(result: CheckpointResult, expected: int) -> None:

@@ -16,9 +16,9 @@ from reident_airflow._compat import (
     BaseOperator,
     Context,
 )
+from reident_airflow.connections import sqlalchemy_engine
 from reident_airflow.engine.errors import ReidentError, resource_error
 from reident_airflow.operators.breach_action import act_on_breach
-from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.params import (
     ON_BREACH_CHOICES,
     check_choice,

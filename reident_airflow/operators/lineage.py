@@ -399,7 +399,7 @@ def table_columns(
     reflection (the type as the database's dialect spells it); None when not reflected."""
     import sqlalchemy as sa
 
-    from reident_airflow.operators.connections import sqlalchemy_engine
+    from reident_airflow.connections import sqlalchemy_engine
 
     engine = sqlalchemy_engine(conn_id, database=database, hook_params=hook_params)
     try:

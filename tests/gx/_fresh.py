@@ -8,7 +8,7 @@ now one interpreter runs them all, in two phases:
 1. before ``import reident_airflow.gx``: GE's registries, each saved context's checkpoint and
    the suite file read by plain GE (``ExpectationSuite(**json)`` and ``batch.validate``);
 2. after it: the registries again, the checkpoints again, and
-   :func:`~reident_airflow.gx.guard.check_context` on each context.
+   :func:`~reident_airflow.gx.checkpoint.check_context` on each context.
 
 Every case reports whether the package was imported when it ran, so a case cannot silently
 run in the wrong phase. Each case runs on its own copy of a context, so no run sees what

@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from reident_airflow.cli import main
-from reident_airflow.operators.connections import sqlalchemy_engine
+from reident_airflow.connections import sqlalchemy_engine
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError
 from tests.conftest import IN_CI, require_server
@@ -390,7 +390,7 @@ def test_tls_cluster_honours_sslmode(
 def test_provider_hook_builds_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the provider installed its hook builds the engine; for postgres, connections come
     from ``get_conn()`` (the only place the provider applies extras)."""
-    from reident_airflow.operators import connections
+    from reident_airflow import connections
 
     url = require_server("postgresql")
     calls: list[dict[str, Any]] = []
@@ -420,7 +420,7 @@ def test_provider_hook_builds_the_engine(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_provider_hook_without_its_driver_is_a_configuration_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from reident_airflow.operators import connections
+    from reident_airflow import connections
 
     class _Hook:
         def get_sqlalchemy_engine(self, engine_kwargs: dict[str, Any] | None = None) -> Any:
@@ -438,7 +438,7 @@ def test_database_and_hook_params_reach_the_provider_hook(
 ) -> None:
     """As common.sql's operators do: ``hook_params`` build the hook, ``database`` is set on it
     (the engine then comes from the hook, which the real PostgreSQL answers)."""
-    from reident_airflow.operators import connections
+    from reident_airflow import connections
 
     url = sa.make_url(require_server("postgresql"))
     given: list[Any] = []

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from reident_airflow.connections import sqlalchemy_engine
 from reident_airflow.get_provider_info import get_provider_info
 from reident_airflow.operators import (
     DataflyOperator,
@@ -19,7 +20,6 @@ from reident_airflow.operators import (
     ReidentificationRiskOperator,
 )
 from reident_airflow.operators.base import ReidentOperator, StagedTableOperator
-from reident_airflow.operators.connections import sqlalchemy_engine
 from reident_airflow.operators.report_link import ReidentReportLink, report_url
 from reident_airflow.outcomes import ReidentConfigurationError
 from tests.conftest import require_server

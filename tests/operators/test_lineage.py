@@ -268,6 +268,7 @@ def test_warning_levels_are_assertions_with_severity_warn() -> None:
         warn_max_average_risk="0.5",
         warn_min_k="2",
         fingerprint=False,
+        identifier_scan="off",  # the scan's assertions: test_lineage_scan.py
     )
     report = op.execute({})
     assert report["passed"] is True

@@ -1,5 +1,7 @@
 """An Airflow connection as a SQLAlchemy engine, honouring every setting of the connection:
-the provider's hook when it is installed, else the documented extras mapped to the driver."""
+the provider's hook when it is installed, else the documented extras mapped to the driver
+(:func:`sqlalchemy_engine`, what the operators read through); and as the URL of that engine
+for a reader that takes a URL, Great Expectations' SQL data sources (:func:`connection_url`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from sqlalchemy.engine import Engine
 from reident_airflow._compat import BaseHook
 from reident_airflow.outcomes import ReidentConfigurationError
 
-__all__ = ["sqlalchemy_engine"]
+__all__ = ["connection_url", "sqlalchemy_engine"]
 
 # Airflow connection types -> SQLAlchemy drivers installed with this package (the ``db`` extra).
 _DRIVERS = {
@@ -238,3 +240,54 @@ def _mysql_engine(conn_id: str, url: sa.URL, extra: dict[str, Any]) -> Engine:
                 )
 
     return engine
+
+
+#: libpq parameters a PostgreSQL connection's extras may set: carried in the URL's query,
+#: which psycopg2 hands to libpq as they are (the operators pass them as connect arguments).
+_LIBPQ_EXTRAS = frozenset(
+    {
+        "sslmode",
+        "sslrootcert",
+        "sslcert",
+        "sslkey",
+        "sslcrl",
+        "options",
+        "connect_timeout",
+        "application_name",
+        "target_session_attrs",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+    }
+)
+
+
+def connection_url(conn_id: str) -> str:
+    """The SQLAlchemy URL of an Airflow connection, password included, for GX's data source.
+
+    The URL is the one the operators' engine uses (:func:`sqlalchemy_engine`:
+    ``extra.sqlalchemy_url``,
+    the provider's hook, or the connection's fields). GX's SQL data sources take a URL, not an
+    engine, so settings the operators pass at connect time must fit in it: a PostgreSQL
+    connection's libpq extras (``sslmode``, ``options``...) go in its query; any other extra
+    is refused (:class:`~reident_airflow.outcomes.ReidentConfigurationError`, naming the
+    extras, never their values) rather than dropped. Never log the URL: it holds the password.
+    """
+    engine = sqlalchemy_engine(conn_id)  # checks the connection as the operators do
+    try:
+        url = engine.url
+    finally:
+        engine.dispose()
+    given = dict(BaseHook.get_connection(conn_id).extra_dejson)
+    # beside sqlalchemy_url, sqlalchemy_engine refused any other extra
+    extra = {} if given.get("sqlalchemy_url") else given
+    if extra and url.get_backend_name() == "postgresql" and set(extra) <= _LIBPQ_EXTRAS:
+        url = url.update_query_dict({k: str(v) for k, v in extra.items()})
+    elif extra:
+        raise ReidentConfigurationError(
+            f"connection {conn_id!r}: extra {', '.join(sorted(extra))} cannot be carried to "
+            "Great Expectations' data source (it takes a URL); give extra.sqlalchemy_url "
+            "or url= instead"
+        )
+    return url.render_as_string(hide_password=False)
