@@ -443,19 +443,31 @@ def _assessed(
 
 
 def _compared(
-    source: Source, result: Assessment, options: AssessmentOptions, progress: Progress
+    args: argparse.Namespace,
+    source: Source,
+    result: Assessment,
+    options: AssessmentOptions,
+    progress: Progress,
 ) -> Assessment:
     """``result`` with the difference from ``--previous`` (a file next to a file INPUT, a
-    table of the same database) attached and gated: the arrivals and departures counted
+    table of the same database; with ``--engine spark`` a table of the catalog with
+    ``--table``, else a Parquet path) attached and gated: the arrivals and departures counted
     where the data is (:meth:`~reident_airflow.sources.Source.release_changes`), on every
-    column both releases hold."""
+    column both releases hold. A previous release that does not exist is an input error."""
     from reident_airflow.engine.assessment import with_release_difference
     from reident_airflow.engine.differencing import differencing
 
     previous = str(options.previous_release)
+    qis = list(options.quasi_identifiers)
     progress(f"comparing {source.label} with the previous release")
-    with source.register(previous) as old:
-        changes = source.release_changes(old, list(options.quasi_identifiers))
+    if args.engine == "spark":
+        old = cast("SparkSource", source).previous_release(previous, table=bool(args.table))
+        if old is None:
+            raise InvalidInputError(f"--previous {previous!r}: no such table or path")
+        changes = source.release_changes(old, qis)
+    else:
+        with source.register(previous) as opened:
+            changes = source.release_changes(opened, qis)
     difference = differencing(changes, options.record_threshold)
     return with_release_difference(result, difference)
 
@@ -643,11 +655,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     scanning = _scan_options(args, options)
     if args.engine == "spark":
         _refused_on_spark(options)
-        if options.previous_release:
-            raise InvalidInputError(
-                "--previous with --engine spark: the release comparison is not read from the "
-                "command line on Spark yet; compare with a file or a database"
-            )
     hierarchies = given_hierarchies(args)
     with Progress.of("assess", args, err) as progress, database_located(args.input):
         with open_source(args, progress) as source:
@@ -658,7 +665,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
                 result = with_identifier_scan(result, scan_source(source, scanning, progress))
             if options.previous_release:
-                result = _compared(source, result, options, progress)
+                result = _compared(args, source, result, options, progress)
             found = _advice(args, source, result, counted, hierarchies, progress)
             fingerprint = _fingerprint(args, source, result, progress)
         code = finish_assessment(

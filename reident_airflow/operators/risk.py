@@ -122,7 +122,8 @@ class ReidentificationRiskOperator(StagedTableOperator):
         the difference attached under ``since_last_release`` and gated by the four limits
         below. When it does not exist yet (the first run of a scheduled release) there is
         nothing to compare: it is logged, ``since_last_release`` is ``null`` and those limits
-        are not checked. Not on a Spark connection yet.
+        are not checked. On a Spark connection: a table of the session's catalog when
+        ``table`` is used, else a Parquet path, compared by Spark.
     :param min_arrival_k: the records new since ``previous_release`` must be at least this
         many in every class they arrive in (an attacker who knows someone arrived looks
         only at the arrivals: risk ``1 / a(c)``).
@@ -345,11 +346,6 @@ class ReidentificationRiskOperator(StagedTableOperator):
             )
         if spark:
             check_spark_staged(self, options)
-            if options.previous_release:
-                raise ReidentConfigurationError(
-                    "previous_release: the release comparison is not run on a Spark "
-                    "connection yet; compare with a file or a table of a database"
-                )
         self.advice = parse_flag(self.advice, "advice")
         self.fingerprint = parse_flag(self.fingerprint, "fingerprint")
         specs = self._hierarchy_specs()
@@ -470,13 +466,22 @@ class ReidentificationRiskOperator(StagedTableOperator):
         from reident_airflow.engine.differencing import differencing
 
         name = str(options.previous_release)
-        if not self._previous_exists(source, name):
-            self.log.info(
-                "previous release %r: not found, the first release: nothing to compare", name
-            )
+        qis = list(options.quasi_identifiers)
+        first = "previous release %r: not found, the first release: nothing to compare"
+        from reident_airflow.sources.spark import SparkSource
+
+        if isinstance(source, SparkSource):  # a table of the catalog, or a Parquet path
+            previous = source.previous_release(name, table=bool(self.table))
+            if previous is None:
+                self.log.info(first, name)
+                return with_release_difference(result, None)
+            changes = source.release_changes(previous, qis)
+        elif not self._previous_exists(source, name):
+            self.log.info(first, name)
             return with_release_difference(result, None)
-        with local_name(name) as local, source.register(local) as old:
-            changes = source.release_changes(old, list(options.quasi_identifiers))
+        else:
+            with local_name(name) as local, source.register(local) as old:
+                changes = source.release_changes(old, qis)
         difference = differencing(changes, options.record_threshold)
         self.log.info(
             "since the previous release: %s arrivals, %s departures",
@@ -492,12 +497,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
             return previous_file_exists(name)
         from reident_airflow.sources.sql import SqlSource
 
-        if not isinstance(source, SqlSource):
-            raise ReidentConfigurationError(
-                "previous_release: compared with a file or a table of a database connection "
-                "only (not on Spark yet)"
-            )
-        return source.has_table(name)
+        return cast("SqlSource", source).has_table(name)
 
     def _not_scanned(self, scanning: ScanOptions, exc: InvalidInputError) -> None:
         if scanning.policy == "fail":
