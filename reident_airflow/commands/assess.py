@@ -312,8 +312,9 @@ _OPTIONS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
         "--previous",
         str,
         "the release this one replaces (a file for a file INPUT, a table of the same "
-        "database for a database URL; alias --previous-table): the arrivals and departures "
-        "since it are measured (since_last_release) and gated by --min-arrival-k ...",
+        "database for a database URL, with --engine spark a catalog table with --table, "
+        "else a Parquet path; alias --previous-table): the arrivals and departures since "
+        "it are measured (since_last_release) and gated by --min-arrival-k ...",
     ),
     (
         "--weight",
