@@ -10,7 +10,7 @@ copy (multisets). So, on the QIs sex and zip:
 - arrivals: 1 record in (F, 100): a(c) = 1, arrival k 1, highest risk 1/1 = 1;
 - departures: 2 records in (M, 200): d(c) = 2, departure k 2, highest risk 1/2.
 
-Read from CSV, Parquet, SQLite and PostgreSQL, the same numbers.
+Read from CSV, Parquet, SQLite, PostgreSQL and MariaDB, the same numbers.
 """
 
 from __future__ import annotations
@@ -138,20 +138,29 @@ def sqlite_db(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     yield (url, *_tables(url, "rel"))
 
 
-@pytest.fixture
-def postgres_db() -> Iterator[tuple[str, str, str]]:
-    url = require_server("postgresql")
+def _server_db(kind: str) -> Iterator[tuple[str, str, str]]:
+    url = require_server(kind)
     prefix = f"i28gate_{uuid.uuid4().hex[:8]}"
     new, old = _tables(url, prefix)
     yield url, new, old
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         for name in (new, old):
-            conn.exec_driver_sql(f'DROP TABLE IF EXISTS "{name}"')
+            sa.Table(name, sa.MetaData()).drop(conn, checkfirst=True)
     engine.dispose()
 
 
-@pytest.mark.parametrize("database", ["sqlite_db", "postgres_db"])
+@pytest.fixture
+def postgres_db() -> Iterator[tuple[str, str, str]]:
+    yield from _server_db("postgresql")
+
+
+@pytest.fixture
+def mariadb_db() -> Iterator[tuple[str, str, str]]:
+    yield from _server_db("mariadb")
+
+
+@pytest.mark.parametrize("database", ["sqlite_db", "postgres_db", "mariadb_db"])
 def test_tables_of_one_database(database: str, request: pytest.FixtureRequest) -> None:
     url, new, old = request.getfixturevalue(database)
     code, doc = assess_json(url, "--table", new, *GATE, "--previous-table", old)
@@ -187,7 +196,7 @@ def test_operator_first_run_has_nothing_to_compare(files: Path) -> None:
     assert report["passed"] is True and report["since_last_release"] is None
 
 
-@pytest.mark.parametrize("database", ["sqlite_db", "postgres_db"])
+@pytest.mark.parametrize("database", ["sqlite_db", "postgres_db", "mariadb_db"])
 def test_operator_on_tables(database: str, request: pytest.FixtureRequest) -> None:
     url, new, old = request.getfixturevalue(database)
     engine = sa.create_engine(url)
