@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.sources import Counted, Source
+    from reident_airflow.sources.spark import SparkSource
 
 __all__ = ["GATE_FIELDS", "ReidentificationRiskOperator", "scan_lines", "scan_verdicts"]
 
@@ -430,7 +431,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
                 scan = self._scan(source, scanning)
                 result = result if scan is None else with_identifier_scan(result, scan)
             if options.previous_release:
-                result = self._compared(source, result, options)
+                result = self._compared(source, result, options, spark)
             found = self._advice(source, result, counted, spark) if self.advice else None
             report = result.to_dict()
             report["advice"] = None if found is None else found[0].to_dict()
@@ -456,22 +457,22 @@ class ReidentificationRiskOperator(StagedTableOperator):
             return None
 
     def _compared(
-        self, source: Source, result: Assessment, options: AssessmentOptions
+        self, source: Source, result: Assessment, options: AssessmentOptions, spark: Any
     ) -> Assessment:
         """``result`` with the difference from ``previous_release`` attached and gated: a
         file next to a ``path`` (an object-storage one downloaded first), or a table of the
         same database, compared where the data is
         (:meth:`~reident_airflow.sources.Source.release_changes`). A previous release that
-        does not exist yet is the first run: nothing to compare (logged)."""
+        does not exist yet is the first run: nothing to compare (logged). ``spark``: the
+        Spark connection that reads the staged table (the previous release is then a table
+        of its catalog, or a Parquet path)."""
         from reident_airflow.engine.differencing import differencing
 
         name = str(options.previous_release)
         qis = list(options.quasi_identifiers)
         first = "previous release %r: not found, the first release: nothing to compare"
-        from reident_airflow.sources.spark import SparkSource
-
-        if isinstance(source, SparkSource):  # a table of the catalog, or a Parquet path
-            previous = source.previous_release(name, table=bool(self.table))
+        if spark is not None:  # a table of the catalog, or a Parquet path
+            previous = cast("SparkSource", source).previous_release(name, table=bool(self.table))
             if previous is None:
                 self.log.info(first, name)
                 return with_release_difference(result, None)
