@@ -11,6 +11,8 @@
                    [--min-k K] [--max-global-risk X] [--min-l L] [--warn-max-highest-risk X]
                    [--warn-max-average-risk X] [--warn-max-records-at-risk X] [--warn-min-k K]
                    [--warn-max-global-risk X] [--warn-min-l L]
+                   [--previous PATH_OR_TABLE] [--min-arrival-k K] [--max-arrival-risk X]
+                   [--min-departure-k K] [--max-departure-risk X] [--warn-...]
                    [--weight COL] [--sensitive COL[,COL...]] [--recursive-c C]
                    [--suda [--suda-max-size K]] [--max-subset-size S | --no-ranking]
                    [--memory-limit SIZE] [--hierarchy COL=PATH.csv ...] [--hierarchy-sep CHAR]
@@ -142,6 +144,29 @@ _GATES: tuple[tuple[str, Callable[[str], Any], str], ...] = (
         positive_int,
         "every --sensitive column must have at least L distinct values in each class",
     ),
+    (
+        "--min-arrival-k",
+        positive_int,
+        "the records new since --previous must be at least K in each class they arrive in "
+        "(an attacker who knows someone arrived looks only at the arrivals)",
+    ),
+    (
+        "--max-arrival-risk",
+        share("--max-arrival-risk"),
+        "the highest risk of a record new since --previous (1 / the fewest arrivals in a "
+        "class) may be at most X, in (0, 1]",
+    ),
+    (
+        "--min-departure-k",
+        positive_int,
+        "the records of --previous no longer released must be at least K in each class they leave",
+    ),
+    (
+        "--max-departure-risk",
+        share("--max-departure-risk"),
+        "the highest risk of a departed record (1 / the fewest departures in a class) may "
+        "be at most X, in (0, 1]",
+    ),
 )
 
 #: How the options' rules name each field on the command line.
@@ -153,6 +178,7 @@ FLAG_NAMES: Mapping[str, str] = {
     "sampling_fraction": "--sampling-fraction",
     "region": "--region",
     "population_table": "--population-table",
+    "previous_release": "--previous",
     **{flag[2:].replace("-", "_"): flag for flag, _, _ in _GATES},
     **{f"warn_{flag[2:].replace('-', '_')}": f"--warn-{flag[2:]}" for flag, _, _ in _GATES},
     "weight": "--weight COL",
@@ -196,7 +222,8 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
         )
     _gate_arguments(a)
     for flag, kind, help_text in _OPTIONS:
-        a.add_argument(flag, type=kind, metavar=_METAVARS.get(flag, "X"), help=help_text)
+        aliases = ("--previous-table",) if flag == "--previous" else ()
+        a.add_argument(flag, *aliases, type=kind, metavar=_METAVARS.get(flag, "X"), help=help_text)
     a.add_argument(
         "--recursive-c",
         type=positive_number,
@@ -268,6 +295,9 @@ _METAVARS = {
     "--memory-limit": "SIZE",
     "--min-k": "K",
     "--min-l": "L",
+    "--min-arrival-k": "K",
+    "--min-departure-k": "K",
+    "--previous": "PATH_OR_TABLE",
 }
 
 #: The flags taking a value, after the population: (flag, argument type, help).
@@ -277,6 +307,14 @@ _OPTIONS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
         str,
         "register of the population on the same QIs (a file, or a table of the same "
         "database): journalist and marketer are measured against it",
+    ),
+    (
+        "--previous",
+        str,
+        "the release this one replaces (a file for a file INPUT, a table of the same "
+        "database for a database URL, with --engine spark a catalog table with --table, "
+        "else a Parquet path; alias --previous-table): the arrivals and departures since "
+        "it are measured (since_last_release) and gated by --min-arrival-k ...",
     ),
     (
         "--weight",
@@ -403,6 +441,36 @@ def _assessed(
     if args.engine != "spark":
         progress("computing the measures")
     return assess(counted, options, population_table=register)
+
+
+def _compared(
+    args: argparse.Namespace,
+    source: Source,
+    result: Assessment,
+    options: AssessmentOptions,
+    progress: Progress,
+) -> Assessment:
+    """``result`` with the difference from ``--previous`` (a file next to a file INPUT, a
+    table of the same database; with ``--engine spark`` a table of the catalog with
+    ``--table``, else a Parquet path) attached and gated: the arrivals and departures counted
+    where the data is (:meth:`~reident_airflow.sources.Source.release_changes`), on every
+    column both releases hold. A previous release that does not exist is an input error."""
+    from reident_airflow.engine.assessment import with_release_difference
+    from reident_airflow.engine.differencing import differencing
+
+    previous = str(options.previous_release)
+    qis = list(options.quasi_identifiers)
+    progress(f"comparing {source.label} with the previous release")
+    if args.engine == "spark":
+        old = cast("SparkSource", source).previous_release(previous, table=bool(args.table))
+        if old is None:
+            raise InvalidInputError(f"--previous {previous!r}: no such table or path")
+        changes = source.release_changes(old, qis)
+    else:
+        with source.register(previous) as opened:
+            changes = source.release_changes(opened, qis)
+    difference = differencing(changes, options.record_threshold)
+    return with_release_difference(result, difference)
 
 
 def _parts(counted: Counted) -> tuple[ClassSizes | ClassTable, Any, Any]:
@@ -541,6 +609,11 @@ def result_lines(result: Assessment, found: AdviceFound) -> list[str]:
                 f"{names}; give one with --hierarchy COL=PATH.csv."
             )
         lines.append(line)
+    from reident_airflow.engine.assessment import arrival_advice
+
+    held = arrival_advice(result)
+    if held is not None:
+        lines.append(f"reident: advice: {held}")
     return lines
 
 
@@ -592,6 +665,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 from reident_airflow.engine.assessment import with_identifier_scan
 
                 result = with_identifier_scan(result, scan_source(source, scanning, progress))
+            if options.previous_release:
+                result = _compared(args, source, result, options, progress)
             found = _advice(args, source, result, counted, hierarchies, progress)
             fingerprint = _fingerprint(args, source, result, progress)
         code = finish_assessment(

@@ -32,7 +32,9 @@ _EXPORTS: dict[str, str] = {
         "ClassAggregates ClassWeights PairCounts ValueCounts aggregate_grouped build_aggregates "
         "check_extra_columns check_weight_counts"
     ),
-    "assessment": "Assessment JournalistRisk assess options_for with_identifier_scan",
+    "assessment": (
+        "Assessment JournalistRisk assess options_for with_identifier_scan with_release_difference"
+    ),
     "attributes": "AttributeRisk attribute_risks",
     "classes": "ClassSizes ClassTable class_table_from_grouped",
     "datafly": "DataflyResult DataflySummary",
@@ -88,6 +90,9 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.assessment import assess as assess
     from reident_airflow.engine.assessment import options_for as options_for
     from reident_airflow.engine.assessment import with_identifier_scan as with_identifier_scan
+    from reident_airflow.engine.assessment import (
+        with_release_difference as with_release_difference,
+    )
     from reident_airflow.engine.attributes import AttributeRisk as AttributeRisk
     from reident_airflow.engine.attributes import attribute_risks as attribute_risks
     from reident_airflow.engine.classes import ClassSizes as ClassSizes

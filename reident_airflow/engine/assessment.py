@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     # class-size histogram loads neither pandas nor scipy
     from reident_airflow.engine.aggregates import ClassAggregates, ClassWeights, ValueCounts
     from reident_airflow.engine.attributes import AttributeRisk
+    from reident_airflow.engine.differencing import ReleaseDifference
     from reident_airflow.engine.distributions import WeightPairs
     from reident_airflow.engine.diversity import LDiversity
     from reident_airflow.engine.identifiers import IdentifierScan
@@ -54,11 +55,13 @@ __all__ = [
     "JournalistRisk",
     "MeasureKeywords",
     "Thresholds",
+    "arrival_advice",
     "assess",
     "check_gates",
     "options_for",
     "refuse_per_class",
     "with_identifier_scan",
+    "with_release_difference",
 ]
 
 SCHEMA = "reident.assessment/v1"
@@ -115,6 +118,10 @@ class Assessment:
     l_diversity: tuple[LDiversity, ...] | None = None
     suda: SudaResult | None = None
     identifier_scan: IdentifierScan | None = None
+    #: The difference from the previous release (:func:`with_release_difference`); ``None``
+    #: with ``release_compared``: asked for, but there was no previous release (a first run).
+    since_last_release: ReleaseDifference | None = None
+    release_compared: bool = False
 
     @property
     def passed(self) -> bool:
@@ -123,8 +130,11 @@ class Assessment:
     def to_dict(self) -> dict[str, Any]:
         """The ``reident.assessment/v1`` JSON (plain Python types, aggregates only); with an
         identifier scan attached (:func:`with_identifier_scan`), its
-        ``reident.identifier_scan/v1`` object last, under ``identifier_scan`` (no key
-        without one, so an assessment without a scan reads as it always has)."""
+        ``reident.identifier_scan/v1`` object under ``identifier_scan`` (no key
+        without one, so an assessment without a scan reads as it always has); compared with
+        the previous release (:func:`with_release_difference`), its
+        ``reident.differencing/v1`` object last, under ``since_last_release`` (``null`` when
+        there was no previous release; no key when no comparison was asked for)."""
         document: dict[str, Any] = {
             "schema": SCHEMA,
             "quasi_identifiers": list(self.quasi_identifiers),
@@ -160,6 +170,9 @@ class Assessment:
         }
         if self.identifier_scan is not None:
             document["identifier_scan"] = self.identifier_scan.to_dict()
+        if self.release_compared:
+            difference = self.since_last_release
+            document["since_last_release"] = None if difference is None else difference.to_dict()
         return document
 
 
@@ -191,6 +204,47 @@ def with_identifier_scan(assessment: Assessment, scan: IdentifierScan) -> Assess
     if flagged > (failing if policy == "fail" else 0):
         warnings = (*warnings, Breach(SCAN_FLAGGED, float(flagged), 0.0))
     return replace(assessment, identifier_scan=scan, breaches=breaches, warnings=warnings)
+
+
+def with_release_difference(
+    assessment: Assessment, difference: ReleaseDifference | None
+) -> Assessment:
+    """``assessment`` with the ``difference`` of the same table from the previous release
+    attached (docs/metrics.md §12), and the limits on it checked: the failing levels of
+    ``min_arrival_k``, ``max_arrival_risk``, ``min_departure_k`` and ``max_departure_risk``
+    add breaches, their warning levels warnings (not for a metric that already breached).
+    A side where nothing moved breaches nothing: no record is there to find.
+
+    ``difference=None``: the comparison was asked for, but there is no previous release (the
+    first run of a scheduled release): nothing to compare, so no limit on the difference is
+    checked, and ``since_last_release`` is ``null`` in the JSON to say so. The difference
+    is grouped on the assessment's quasi-identifiers (``source.release_changes``).
+    """
+    if difference is None:
+        return replace(assessment, since_last_release=None, release_compared=True)
+    breaches = assessment.thresholds.check_difference(difference)
+    failed = {b.metric for b in breaches}
+    warned = assessment.warn_thresholds.check_difference(difference)
+    return replace(
+        assessment,
+        since_last_release=difference,
+        release_compared=True,
+        breaches=(*assessment.breaches, *breaches),
+        warnings=(*assessment.warnings, *(w for w in warned if w.metric not in failed)),
+    )
+
+
+def arrival_advice(assessment: Assessment) -> str | None:
+    """On a breach of ``min_arrival_k`` or ``max_arrival_risk``: which arrivals to hold back
+    (:func:`~reident_airflow.engine.differencing.hold_back_advice`), else ``None``."""
+    if assessment.since_last_release is None:
+        return None
+    from reident_airflow.engine.differencing import hold_back_advice
+
+    gate = assessment.thresholds
+    return hold_back_advice(
+        assessment.since_last_release, gate.min_arrival_k, gate.max_arrival_risk
+    )
 
 
 class MeasureKeywords(TypedDict, total=False):

@@ -10,6 +10,7 @@ by it.
   the metric it reads (the dotted path of the number in the JSON, the name a breach
   carries), whether the number must be at least the limit (``min_``) or at most, whether it
   is a whole number (a count) or a share of records, and what the report calls the check.
+  The last four (``compared``) read the difference from the previous release.
 - :data:`SCAN_GATES`: the two metrics the identifier scan adds to an assessment's breaches
   and warnings (``engine.assessment.with_identifier_scan``): counts of columns, limit 0.
   They are no field of ``Thresholds`` and have no limit to set: the scan's policy gates.
@@ -23,7 +24,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["MEASURES", "SCAN_GATES", "THRESHOLDS", "Measure", "Threshold", "threshold_of"]
+__all__ = [
+    "COMPARED_THRESHOLDS",
+    "MEASURES",
+    "SCAN_GATES",
+    "THRESHOLDS",
+    "Measure",
+    "Threshold",
+    "threshold_of",
+]
 
 
 @dataclass(frozen=True)
@@ -37,7 +46,9 @@ class Threshold:
     most (the risks); ``whole``: the limit is a whole number (a count) rather than a share of
     records; ``zero_allowed``: a share limit may be 0 (no record at risk), where the other
     shares are in ``(0, 1]`` (no table has a risk of 0). ``label`` is what the report calls
-    the check.
+    the check. ``compared``: the number is read on the difference from the previous release
+    (``since_last_release``, docs/metrics.md §12), so the limit needs a previous release to
+    compare with and is checked by ``engine.assessment.with_release_difference``.
     """
 
     name: str
@@ -46,6 +57,7 @@ class Threshold:
     minimum: bool = False
     whole: bool = False
     zero_allowed: bool = False
+    compared: bool = False
 
     @property
     def path(self) -> tuple[str, ...]:
@@ -87,8 +99,39 @@ THRESHOLDS: Mapping[str, Threshold] = {
         Threshold("min_k", "k", "Smallest class size k", minimum=True, whole=True),
         Threshold("max_global_risk", "individual_risk.global_risk_share", _GLOBAL_RISK),
         Threshold("min_l", "l_diversity", "Distinct l-diversity", minimum=True, whole=True),
+        Threshold(
+            "min_arrival_k",
+            "since_last_release.arrivals.k",
+            "Smallest count of arrivals in a class (arrival k)",
+            minimum=True,
+            whole=True,
+            compared=True,
+        ),
+        Threshold(
+            "max_arrival_risk",
+            "since_last_release.arrivals.highest_risk",
+            "Highest risk of an arriving record",
+            compared=True,
+        ),
+        Threshold(
+            "min_departure_k",
+            "since_last_release.departures.k",
+            "Smallest count of departures in a class (departure k)",
+            minimum=True,
+            whole=True,
+            compared=True,
+        ),
+        Threshold(
+            "max_departure_risk",
+            "since_last_release.departures.highest_risk",
+            "Highest risk of a departing record",
+            compared=True,
+        ),
     )
 }
+
+#: The limits read on the difference from the previous release (``compared``).
+COMPARED_THRESHOLDS = tuple(t.name for t in THRESHOLDS.values() if t.compared)
 
 
 #: The identifier scan's breach and warning (docs/identifier-scan.md §9), by metric: how

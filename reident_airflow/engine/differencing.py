@@ -17,6 +17,7 @@ where the data is (``EXCEPT ALL`` then ``GROUP BY``); this module only reads the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,15 @@ from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.records import field_dict
 from reident_airflow.engine.sample import sample_risk, validate_threshold
 
-__all__ = ["DIFFERENCING_SCHEMA", "Movement", "ReleaseChanges", "ReleaseDifference", "differencing"]
+__all__ = [
+    "DIFFERENCING_SCHEMA",
+    "Movement",
+    "ReleaseChanges",
+    "ReleaseDifference",
+    "arrivals_to_hold_back",
+    "differencing",
+    "hold_back_advice",
+]
 
 #: The ``schema`` of :meth:`ReleaseDifference.to_dict`.
 DIFFERENCING_SCHEMA = "reident.differencing/v1"
@@ -163,4 +172,36 @@ def differencing(
         changes=changes,
         arrivals=_movement(changes.arrivals, t),
         departures=_movement(changes.departures, t),
+    )
+
+
+def arrivals_to_hold_back(movement: Movement, k: int) -> tuple[int, int]:
+    """``(records, classes)``: the arrivals of ``movement`` in classes where fewer than ``k``
+    arrived -- those an attacker finds with a risk above ``1 / k``."""
+    below = [(size, count) for size, count in movement.histogram if size < k]
+    return sum(size * count for size, count in below), sum(count for _, count in below)
+
+
+def hold_back_advice(
+    difference: ReleaseDifference, min_arrival_k: int | None, max_arrival_risk: float | None
+) -> str | None:
+    """What to do when the arrivals breach ``min_arrival_k`` or ``max_arrival_risk``: hold
+    back the arrivals of the classes where too few arrived, until enough have (a risk
+    limit ``r`` asks for ``ceil(1 / r)`` arrivals in a class), or release arrivals in
+    batches. ``None`` when neither limit is breached. Counts only."""
+    needed = []
+    if min_arrival_k is not None:
+        needed.append(min_arrival_k)
+    if max_arrival_risk is not None:
+        # 1 / a <= r  <=>  a >= 1 / r; the tolerance keeps 1 / 0.2 at 5, not 6
+        needed.append(math.ceil(1.0 / max_arrival_risk - 1e-9))
+    arrivals = difference.arrivals
+    if not needed or arrivals.k is None or arrivals.k >= max(needed):
+        return None
+    k = max(needed)
+    records, classes = arrivals_to_hold_back(arrivals, k)
+    return (
+        f"hold back {records} of the {arrivals.records} arrivals ({classes} of "
+        f"{arrivals.classes} classes) until their class has {k} arrivals, or release "
+        "arrivals in batches"
     )

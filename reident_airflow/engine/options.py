@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from reident_airflow.engine.catalogue import THRESHOLDS, threshold_of
+from reident_airflow.engine.catalogue import COMPARED_THRESHOLDS, THRESHOLDS, threshold_of
 from reident_airflow.engine.defaults import (
     DEFAULT_RECORD_THRESHOLD,
     DEFAULT_RECURSIVE_C,
@@ -44,6 +44,7 @@ from reident_airflow.engine.records import FieldRecord
 from reident_airflow.engine.sample import validate_threshold
 
 if TYPE_CHECKING:
+    from reident_airflow.engine.differencing import ReleaseDifference
     from reident_airflow.engine.diversity import LDiversity
     from reident_airflow.engine.individual_risk import IndividualRisk
     from reident_airflow.engine.sample import SampleRisk
@@ -65,6 +66,7 @@ PYTHON_NAMES: Mapping[str, str] = {
     "min_l": "a minimum l",
     "warn_max_global_risk": "a warning level of the maximum global risk",
     "warn_min_l": "a warning level of the minimum l",
+    "previous_release": "a previous release",
     "weight": "the weight column",
     "sensitive": "sensitive columns",
     "rank_attributes": "rank_attributes=False",
@@ -144,8 +146,12 @@ class Thresholds:
     ``max_records_at_risk`` may be 0 (no record at risk). ``max_global_risk`` gates the
     expected share of re-identifications estimated from sampling weights
     (``individual_risk.global_risk_share``: needs a weight column); ``min_l`` the distinct
-    l-diversity of every sensitive column (needs sensitive columns). Those two needs are rules
-    of :class:`AssessmentOptions`, which knows the columns.
+    l-diversity of every sensitive column (needs sensitive columns). The last four read the
+    difference from the previous release (docs/metrics.md §12): ``min_arrival_k`` the fewest
+    arrivals in a class, ``max_arrival_risk`` the highest risk of an arriving record (``1 /``
+    that), ``min_departure_k`` and ``max_departure_risk`` the same of the departures; they
+    need a previous release. Those needs are rules of :class:`AssessmentOptions`, which
+    knows the columns and the previous release.
     """
 
     max_highest_risk: float | None = None
@@ -154,6 +160,10 @@ class Thresholds:
     min_k: int | None = None
     max_global_risk: float | None = None
     min_l: int | None = None
+    min_arrival_k: int | None = None
+    max_arrival_risk: float | None = None
+    min_departure_k: int | None = None
+    max_departure_risk: float | None = None
 
     def __post_init__(self) -> None:
         for name in _SHARE_FIELDS:
@@ -202,6 +212,25 @@ class Thresholds:
             measured["individual_risk.global_risk_share"] = individual.global_risk_share
         for column in diversity:
             measured[f"l_diversity.{column.column}.distinct"] = column.distinct
+        return self.crossed(measured)
+
+    def check_difference(self, difference: ReleaseDifference) -> tuple[Breach, ...]:
+        """The limits on the difference from the previous release that ``difference``
+        breaches (a side where nothing moved has no risk: it breaches nothing)."""
+        measured: dict[str, float] = {}
+        for side, movement in (
+            ("arrivals", difference.arrivals),
+            ("departures", difference.departures),
+        ):
+            if movement.k is not None:
+                measured[f"since_last_release.{side}.k"] = movement.k
+            if movement.highest_risk is not None:
+                measured[f"since_last_release.{side}.highest_risk"] = movement.highest_risk
+        return self.crossed(measured)
+
+    def crossed(self, measured: Mapping[str, float]) -> tuple[Breach, ...]:
+        """The limits the ``measured`` numbers (by metric) breach, in the order of the
+        fields."""
         out: list[Breach] = []
         for threshold in THRESHOLDS.values():
             limit = getattr(self, threshold.name)
@@ -231,6 +260,9 @@ class AssessmentOptions:
       the table was drawn from, for the population models; ``population_table`` where a
       register of that population is read from (a table or a file, read by the adapter's
       source; unless a size is given, its records are ``N``).
+    - ``previous_release``: the release this table replaces (a table or a file, read by the
+      adapter's source), compared with it for the differencing risk (docs/metrics.md §12,
+      ``engine.assessment.with_release_difference``).
     - ``weight``: a sampling-weight column (individual risk); ``sensitive``: sensitive
       columns (l-diversity, recursive with ``recursive_c``, default
       :data:`~reident_airflow.engine.defaults.DEFAULT_RECURSIVE_C`).
@@ -239,7 +271,9 @@ class AssessmentOptions:
       columns.
 
     The rules between fields: ``max_global_risk`` needs ``weight``; ``min_l`` needs
-    ``sensitive`` (both at either level); a warning limit is not laxer than its failing
+    ``sensitive``, the limits on the difference from the previous release (``min_arrival_k``,
+    ``max_arrival_risk``, ``min_departure_k``, ``max_departure_risk``) need
+    ``previous_release`` (each at either level); a warning limit is not laxer than its failing
     one; ``max_subset_size`` needs ``rank_attributes``; ``suda_max_msu_size`` needs
     ``suda``; at most one of the population descriptions. A broken rule raises
     :class:`OptionError`, any other bad value :class:`InvalidInputError` naming the field.
@@ -254,6 +288,7 @@ class AssessmentOptions:
     sampling_fraction: float | None = None
     region: str | None = None
     population_table: str | None = None
+    previous_release: str | None = None
     weight: str | None = None
     sensitive: tuple[str, ...] = ()
     recursive_c: float = DEFAULT_RECURSIVE_C
@@ -288,7 +323,7 @@ class AssessmentOptions:
             setattr_(self, "sampling_fraction", fraction)
         if self.region is not None:
             _check_region(self.region)
-        for name in ("population_table", "weight"):
+        for name in ("population_table", "previous_release", "weight"):
             value = getattr(self, name)
             # a name of spaces is left to the source, which reports it as no column
             if value is not None and (not isinstance(value, str) or not value):
@@ -314,6 +349,15 @@ class AssessmentOptions:
                 )
             if gate.min_l is not None and not self.sensitive:
                 raise OptionError(_needs(prefix + "min_l", "l-diversity", "sensitive"))
+            for name in COMPARED_THRESHOLDS:
+                if getattr(gate, name) is not None and self.previous_release is None:
+                    raise OptionError(
+                        _needs(
+                            prefix + name,
+                            "the difference from the previous release",
+                            "previous_release",
+                        )
+                    )
         _check_levels(self.thresholds, self.warn_thresholds)
         if self.max_subset_size is not None and not self.rank_attributes:
             raise OptionError(
@@ -495,6 +539,7 @@ _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "sampling_fraction": as_number,
     "region": _name,
     "population_table": _name,
+    "previous_release": _name,
     "weight": _name,
     "sensitive": _column_names,
     "recursive_c": as_number,

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import pandas as pd
 
 from reident_airflow._atomic import DEFAULT_LOCK_TIMEOUT
 from reident_airflow._compat import Context
+from reident_airflow.engine.catalogue import COMPARED_THRESHOLDS
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
 from reident_airflow.engine.numbers import is_unset
+from reident_airflow.engine.options import AssessmentOptions, Thresholds
 from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
@@ -53,6 +55,8 @@ class DataflyOptions:
     chunk_rows: int | None
     #: Seconds a run waits for another publishing the same target.
     lock_timeout: float
+    #: The limits on the difference from the release replaced (``None``: not compared).
+    compared: Thresholds | None = None
 
 
 class DataflyOperator(StagedTableOperator):
@@ -105,6 +109,21 @@ class DataflyOperator(StagedTableOperator):
         ``{"type": "arx", "path": ..., "sep": ";"}`` (see :func:`resolve_hierarchies`).
     :param suppression_limit: most records that may be removed: a count (``5``), a fraction of
         the records (``0.01``), or ``None`` for ``k`` records (Sweeney's default).
+    :param min_arrival_k: compare the anonymized release with the one it replaces before
+        publishing (docs/metrics.md §12): the records new since then must be at least this
+        many in every class they arrive in. ``max_arrival_risk``, ``min_departure_k``,
+        ``max_departure_risk``: the other limits on that difference. With any of them (or
+        ``previous_release``) the release is compared, the difference is reported under
+        ``since_last_release``, and a breach acts as ``on_breach`` says (``"fail"``: the task
+        fails and nothing is published). Not on a Spark connection yet.
+    :param previous_release: the release replaced (templated): a file for ``target_path``, a
+        table of the target's connection for ``target_table``. Default: the target itself,
+        as the previous run published it. When it does not exist yet (the first run) there is
+        nothing to compare: ``since_last_release`` is ``null`` and the release is published.
+        The candidate is written once to a scratch file (or a scratch table of the target's
+        database, dropped after) to be compared where the data is; with more than one run
+        publishing the same target, set ``max_active_runs=1`` so that the release compared
+        is the one replaced.
 
     Returns the ``reident.datafly/v1`` report (aggregates only: levels, steps, counts,
     information loss) with ``"passed": true`` and ``"output"`` (where it wrote and how many
@@ -136,6 +155,8 @@ class DataflyOperator(StagedTableOperator):
         "target_sep",
         "chunk_rows",
         "lock_timeout",
+        "previous_release",
+        *COMPARED_THRESHOLDS,
         *StagedTableOperator.template_fields,
     )
     ui_color = "#e4ffe8"
@@ -153,6 +174,11 @@ class DataflyOperator(StagedTableOperator):
     target_sep: str | None
     chunk_rows: int | str | None
     lock_timeout: float | str | None
+    previous_release: str | None
+    min_arrival_k: int | str | None
+    max_arrival_risk: float | str | None
+    min_departure_k: int | str | None
+    max_departure_risk: float | str | None
 
     def __init__(
         self,
@@ -169,6 +195,11 @@ class DataflyOperator(StagedTableOperator):
         target_sep: str | None = None,
         chunk_rows: int | str | None = None,
         lock_timeout: float | str | None = None,
+        previous_release: str | None = None,
+        min_arrival_k: int | str | None = None,
+        max_arrival_risk: float | str | None = None,
+        min_departure_k: int | str | None = None,
+        max_departure_risk: float | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -184,6 +215,11 @@ class DataflyOperator(StagedTableOperator):
         self.target_sep = target_sep
         self.chunk_rows = chunk_rows
         self.lock_timeout = lock_timeout
+        self.previous_release = previous_release
+        self.min_arrival_k = min_arrival_k
+        self.max_arrival_risk = max_arrival_risk
+        self.min_departure_k = min_departure_k
+        self.max_departure_risk = max_departure_risk
 
     def _validated(self, spark: Any = None) -> DataflyOptions:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
@@ -233,7 +269,26 @@ class DataflyOperator(StagedTableOperator):
             target_sep=target_sep,
             chunk_rows=None if chunk_rows is None else int(chunk_rows),
             lock_timeout=DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
+            compared=self._compared_limits(qis, spark),
         )
+
+    def _compared_limits(self, qis: Sequence[str], spark: Any) -> Thresholds | None:
+        """The limits on the difference from the release replaced, checked (``None``: no
+        limit and no ``previous_release``: not compared)."""
+        limits = {name: getattr(self, name) for name in COMPARED_THRESHOLDS}
+        given = {name: value for name, value in limits.items() if not is_unset(value)}
+        if not given and is_unset(self.previous_release):
+            return None
+        if spark is not None:
+            raise ReidentConfigurationError(
+                "the release comparison (previous_release, min_arrival_k, ...) is not run on "
+                "a Spark connection yet"
+            )
+        with self.input_errors():
+            options = AssessmentOptions.from_mapping(
+                {"quasi_identifiers": list(qis), "previous_release": "target", **given}
+            )
+        return options.thresholds
 
     def _suppression_limit(self) -> int | float | None:
         """``suppression_limit`` as a count or a fraction (``None``: k records)."""
@@ -471,6 +526,9 @@ class DataflyOperator(StagedTableOperator):
             result.records,
             result.released_records,
         )
+        since: dict[str, Any] | None = None
+        if options.compared is not None:
+            since = self._compare(context, options, result, types)
         with self.input_errors():  # a lost connection keeps Airflow's retries
             if spark is None:
                 output = self._write(options, result.table, types)
@@ -479,8 +537,120 @@ class DataflyOperator(StagedTableOperator):
         report: dict[str, Any] = result.to_dict()
         report["passed"] = True
         report["output"] = output
+        if options.compared is not None:
+            report["since_last_release"] = since
         self.publish(context, report, source=self.source_name())
         return report
+
+    # -- the release it replaces (issue 28) ------------------------------------------------
+    def _compare(
+        self, context: Context, options: DataflyOptions, result: Any, types: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The anonymized release compared with the one it replaces, before anything is
+        published: the difference's JSON (``None`` on a first run, nothing to compare). A
+        breach of the limits acts as ``on_breach`` says: the report (with ``breaches``) is
+        pushed and, unless ``"warn"``, the task stops here, the target untouched."""
+        from reident_airflow.engine.differencing import differencing, hold_back_advice
+
+        gate = cast("Thresholds", options.compared)
+        qis = list(options.quasi_identifiers)
+        with self.input_errors():
+            changes = self._release_changes(options, result.table, types)
+        if changes is None:
+            self.log.info("previous release: none yet (the first release): nothing to compare")
+            return None
+        difference = differencing(changes)
+        self.log.info(
+            "since the previous release: %s arrivals, %s departures",
+            difference.arrivals.records,
+            difference.departures.records,
+        )
+        breaches = gate.check_difference(difference)
+        if not breaches:
+            return difference.to_dict()
+        report: dict[str, Any] = result.to_dict()
+        report["passed"] = False
+        report["since_last_release"] = difference.to_dict()
+        report["breaches"] = [b.to_dict() for b in breaches]
+        location = self.publish(context, report, source=self.source_name())
+        message = (
+            f"the release of {self.source_name()!r} breaches the limits on the difference from "
+            f"the previous release: {'; '.join(b.describe() for b in breaches)}"
+        )
+        held = hold_back_advice(difference, gate.min_arrival_k, gate.max_arrival_risk)
+        if held is not None:
+            message += f". What to do: {held}"
+        self.gate(
+            context,
+            report,
+            message=message,
+            location=location,
+            quasi_identifiers=qis,
+            k=options.k,
+        )
+        return difference.to_dict()  # on_breach="warn": published all the same
+
+    def _release_changes(
+        self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any]
+    ) -> Any:
+        """The arrivals and departures of ``table`` against the release replaced
+        (``previous_release``, else the target), or ``None`` when there is none yet. The
+        candidate is written as the release would be -- a scratch file of the target's
+        format, or a scratch table of the target's database, dropped after -- so that both
+        sides are read alike, and compared where the data is."""
+        import tempfile
+        from pathlib import Path
+
+        from reident_airflow.sources import writers
+
+        qis = list(options.quasi_identifiers)
+        previous = None if is_unset(self.previous_release) else str(self.previous_release)
+        if self.target_path:
+            from reident_airflow.sources.files import FileSource
+
+            old = previous or str(self.target_path)
+            if not Path(old).exists():
+                return None
+            suffix = "".join(Path(str(self.target_path)).suffixes) or ".csv"
+            with tempfile.TemporaryDirectory(prefix="reident-") as tmp:
+                scratch = Path(tmp) / f"candidate{suffix}"
+                writers.write_file_atomic(table, scratch, sep=options.target_sep)
+                sep = options.target_sep
+                with FileSource(scratch, sep=sep) as new, FileSource(old, sep=sep) as before:
+                    return new.release_changes(before, qis)
+        return self._table_changes(options, table, types, previous or str(self.target_table))
+
+    def _table_changes(
+        self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any], old: str
+    ) -> Any:
+        """:meth:`_release_changes` for a ``target_table``: the candidate written to a
+        scratch table beside the previous release, compared in the database, dropped."""
+        import uuid
+
+        from reident_airflow.sources import writers
+        from reident_airflow.sources.sql import SqlSource
+
+        schema = self.target_schema or None
+        with self.connected(options.target_conn) as engine:
+            previous = SqlSource(engine, table=old, schema=schema)
+            if not previous.has_table(old):
+                return None
+            scratch = f"reident_compare_{uuid.uuid4().hex[:12]}"
+            column_types = {}
+            if types and options.target_conn == self.conn_id:
+                qis = options.quasi_identifiers
+                column_types = {c: t for c, t in types.items() if c not in qis}
+            writers.write_table_atomic(
+                engine, table, scratch, schema=schema, column_types=column_types
+            )
+            try:
+                new = SqlSource(engine, table=scratch, schema=schema)
+                return new.release_changes(previous, list(options.quasi_identifiers))
+            finally:
+                import sqlalchemy as sa
+
+                with engine.begin() as conn:
+                    sa.Table(scratch, sa.MetaData(), schema=schema).drop(conn, checkfirst=True)
 
     def _infeasible(
         self, context: Context, report: dict[str, Any], qis: Sequence[str], k: int

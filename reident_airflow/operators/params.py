@@ -26,6 +26,7 @@ __all__ = [
     "parse_flag",
     "parse_mapping",
     "parse_number",
+    "previous_file_exists",
 ]
 
 #: What an operator does on a breach: fail (no retries), skip downstream, or warn and succeed.
@@ -102,6 +103,16 @@ def local_name(name: str) -> Iterator[str]:
         return
     with local_file(name) as local:
         yield str(local)
+
+
+def previous_file_exists(path: str) -> bool:
+    """Whether the file (or Parquet folder) ``path`` exists: local, or an object-storage
+    URL Airflow supports."""
+    if "://" not in path:
+        return Path(path).exists()
+    from reident_airflow._compat import ObjectStoragePath
+
+    return bool(ObjectStoragePath(path).exists())
 
 
 @contextmanager

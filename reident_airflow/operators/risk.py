@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from reident_airflow._compat import Context
 from reident_airflow.engine.aggregates import ClassAggregates
-from reident_airflow.engine.assessment import Assessment, assess, with_identifier_scan
+from reident_airflow.engine.assessment import (
+    Assessment,
+    arrival_advice,
+    assess,
+    with_identifier_scan,
+    with_release_difference,
+)
 from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.identifiers import (
@@ -23,7 +29,12 @@ from reident_airflow.engine.identifiers import (
 from reident_airflow.engine.options import AssessmentOptions, Thresholds
 from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import hierarchy_files
-from reident_airflow.operators.params import local_name, parse_flag, parse_mapping
+from reident_airflow.operators.params import (
+    local_name,
+    parse_flag,
+    parse_mapping,
+    previous_file_exists,
+)
 from reident_airflow.operators.spark_table import check_spark_staged
 from reident_airflow.outcomes import ReidentConfigurationError
 
@@ -32,6 +43,7 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.sources import Counted, Source
+    from reident_airflow.sources.spark import SparkSource
 
 __all__ = ["GATE_FIELDS", "ReidentificationRiskOperator", "scan_lines", "scan_verdicts"]
 
@@ -107,6 +119,24 @@ class ReidentificationRiskOperator(StagedTableOperator):
     :param min_l: every sensitive column must have at least this distinct l in every class.
     :param warn_max_global_risk: warning level of ``max_global_risk``.
     :param warn_min_l: warning level of ``min_l``.
+    :param previous_release: the release the staged table replaces (templated): a file when
+        ``path`` is used, a table of the same connection otherwise. The staged table is
+        compared with it where the data is (arrivals and departures, docs/metrics.md §12),
+        the difference attached under ``since_last_release`` and gated by the four limits
+        below. When it does not exist yet (the first run of a scheduled release) there is
+        nothing to compare: it is logged, ``since_last_release`` is ``null`` and those limits
+        are not checked. On a Spark connection: a table of the session's catalog when
+        ``table`` is used, else a Parquet path, compared by Spark.
+    :param min_arrival_k: the records new since ``previous_release`` must be at least this
+        many in every class they arrive in (an attacker who knows someone arrived looks
+        only at the arrivals: risk ``1 / a(c)``).
+    :param max_arrival_risk: the highest risk of an arriving record may be at most this.
+    :param min_departure_k: the records of ``previous_release`` no longer released must be at
+        least this many in every class they leave.
+    :param max_departure_risk: the highest risk of a departing record may be at most this.
+    :param warn_min_arrival_k: warning level of ``min_arrival_k`` (and
+        ``warn_max_arrival_risk``, ``warn_min_departure_k``, ``warn_max_departure_risk``
+        of the others).
     :param on_breach: ``"fail"`` (default: the task fails, no retries), ``"skip"`` (the task
         and its downstream are skipped: nothing is published) or ``"warn"`` (log, succeed).
         It applies to the failing levels; warning levels never stop the task.
@@ -167,6 +197,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         "sampling_fraction",
         "region",
         "population_table",
+        "previous_release",
         "weight",
         "sensitive",
         "recursive_c",
@@ -191,8 +222,9 @@ class ReidentificationRiskOperator(StagedTableOperator):
         "scan_options",
         *StagedTableOperator.template_fields,
     )
-    #: The one option read by name here (the others go through :meth:`_options`).
+    #: The options read by name here (the others go through :meth:`_options`).
     population_table: str | None
+    previous_release: str | None
     memory_limit: str | None
     hierarchies: Mapping[str, Any] | str | None
     hierarchy_sep: str
@@ -233,6 +265,15 @@ class ReidentificationRiskOperator(StagedTableOperator):
         min_l: int | str | None = None,
         warn_max_global_risk: float | str | None = None,
         warn_min_l: int | str | None = None,
+        previous_release: str | None = None,
+        min_arrival_k: int | str | None = None,
+        max_arrival_risk: float | str | None = None,
+        min_departure_k: int | str | None = None,
+        max_departure_risk: float | str | None = None,
+        warn_min_arrival_k: int | str | None = None,
+        warn_max_arrival_risk: float | str | None = None,
+        warn_min_departure_k: int | str | None = None,
+        warn_max_departure_risk: float | str | None = None,
         on_breach: str = "fail",
         max_subset_size: int | str | None = None,
         report_path: str | None = None,
@@ -272,6 +313,15 @@ class ReidentificationRiskOperator(StagedTableOperator):
         self.min_l = min_l
         self.warn_max_global_risk = warn_max_global_risk
         self.warn_min_l = warn_min_l
+        self.previous_release = previous_release
+        self.min_arrival_k = min_arrival_k
+        self.max_arrival_risk = max_arrival_risk
+        self.min_departure_k = min_departure_k
+        self.max_departure_risk = max_departure_risk
+        self.warn_min_arrival_k = warn_min_arrival_k
+        self.warn_max_arrival_risk = warn_max_arrival_risk
+        self.warn_min_departure_k = warn_min_departure_k
+        self.warn_max_departure_risk = warn_max_departure_risk
         self.max_subset_size = max_subset_size
         self.rank_attributes = rank_attributes
         self.memory_limit = memory_limit
@@ -382,6 +432,8 @@ class ReidentificationRiskOperator(StagedTableOperator):
             if scanning is not None:
                 scan = self._scan(source, scanning)
                 result = result if scan is None else with_identifier_scan(result, scan)
+            if options.previous_release:
+                result = self._compared(source, result, options, spark)
             found = self._advice(source, result, counted, spark) if self.advice else None
             report = result.to_dict()
             report["advice"] = None if found is None else found[0].to_dict()
@@ -405,6 +457,50 @@ class ReidentificationRiskOperator(StagedTableOperator):
         except InvalidInputError as exc:
             self._not_scanned(scanning, exc)
             return None
+
+    def _compared(
+        self, source: Source, result: Assessment, options: AssessmentOptions, spark: Any
+    ) -> Assessment:
+        """``result`` with the difference from ``previous_release`` attached and gated: a
+        file next to a ``path`` (an object-storage one downloaded first), or a table of the
+        same database, compared where the data is
+        (:meth:`~reident_airflow.sources.Source.release_changes`). A previous release that
+        does not exist yet is the first run: nothing to compare (logged). ``spark``: the
+        Spark connection that reads the staged table (the previous release is then a table
+        of its catalog, or a Parquet path)."""
+        from reident_airflow.engine.differencing import differencing
+
+        name = str(options.previous_release)
+        qis = list(options.quasi_identifiers)
+        first = "previous release %r: not found, the first release: nothing to compare"
+        if spark is not None:  # a table of the catalog, or a Parquet path
+            previous = cast("SparkSource", source).previous_release(name, table=bool(self.table))
+            if previous is None:
+                self.log.info(first, name)
+                return with_release_difference(result, None)
+            changes = source.release_changes(previous, qis)
+        elif not self._previous_exists(source, name):
+            self.log.info(first, name)
+            return with_release_difference(result, None)
+        else:
+            with local_name(name) as local, source.register(local) as old:
+                changes = source.release_changes(old, qis)
+        difference = differencing(changes, options.record_threshold)
+        self.log.info(
+            "since the previous release: %s arrivals, %s departures",
+            difference.arrivals.records,
+            difference.departures.records,
+        )
+        return with_release_difference(result, difference)
+
+    def _previous_exists(self, source: Source, name: str) -> bool:
+        """Whether the previous release ``name`` exists: a file (local or object storage)
+        next to a ``path``, else a table of the staged table's database."""
+        if self.path:
+            return previous_file_exists(name)
+        from reident_airflow.sources.sql import SqlSource
+
+        return cast("SqlSource", source).has_table(name)
 
     def _not_scanned(self, scanning: ScanOptions, exc: InvalidInputError) -> None:
         if scanning.policy == "fail":
@@ -511,6 +607,9 @@ class ReidentificationRiskOperator(StagedTableOperator):
             self.log.warning("%s", line)
         if found is not None:
             self.log.warning("advice: %s", advice_sentence(found))
+        held = arrival_advice(result)
+        if held is not None:
+            self.log.warning("advice: %s", held)
         qis = list(result.quasi_identifiers)
         if not result.passed:
             self.gate(
@@ -547,6 +646,9 @@ class ReidentificationRiskOperator(StagedTableOperator):
             message += f". Identifier scan: {scan_verdicts(scan, scan.failing)}"
         if found is not None:
             message += f". What to do: {advice_sentence(found)}"
+        held = arrival_advice(result)
+        if held is not None:
+            message += f". Since the last release: {held}"
         return message
 
     def _warning_message(self, result: Assessment) -> str:

@@ -25,6 +25,7 @@ from reident_airflow.report._measures import (
 )
 from reident_airflow.report._page import Part
 from reident_airflow.report._scan import identifier_scan_section
+from reident_airflow.report._since import first_release_section, since_last_release_section
 from reident_airflow.report.view import (
     AssessmentView,
     RiskMeasures,
@@ -68,6 +69,18 @@ def build_assessment(view: AssessmentView, top: int) -> Part:
             ("Identifier scan", "identifier-scan", lambda: identifier_scan_section(scan))
         )
         part.links.append(("assessment-identifier-scan", "Identifier scan"))
+    since = view.since_last_release
+    if since is not None:
+        sections.append(
+            (
+                "Since the last release",
+                "since-last-release",
+                lambda: since_last_release_section(since),
+            )
+        )
+        part.links.append(("assessment-since-last-release", "Since the last release"))
+    elif view.release_compared:
+        sections.append(("Since the last release", "since-last-release", first_release_section))
     sections += [
         ("At a glance", "glance", lambda: _glance(view)),
         ("Attacker models", "models", lambda: _attacker_models(view)),

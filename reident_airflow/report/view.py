@@ -63,6 +63,7 @@ from reident_airflow.report._scan_view import (
     IdentifierScanView,
     ScanColumnView,
 )
+from reident_airflow.report._since_view import MovementView, SinceLastReleaseView
 from reident_airflow.report._thresholds import BreachView
 from reident_airflow.report._verdict_view import MAX_NAME, ScanVerdict, VerdictView
 
@@ -88,6 +89,7 @@ __all__ = [
     "IndividualRiskView",
     "InputView",
     "MarketerView",
+    "MovementView",
     "Number",
     "PopulationEstimateView",
     "PopulationView",
@@ -95,6 +97,7 @@ __all__ = [
     "RiskMeasures",
     "ScanColumnView",
     "ScanVerdict",
+    "SinceLastReleaseView",
     "SudaView",
     "VerdictView",
     "name_or_none",
@@ -352,7 +355,10 @@ class AssessmentView(Checked):
     ``preset`` is the named gate applied; ``warn_thresholds`` and ``warnings`` the warning
     levels and those crossed (``None`` / empty in results that predate them); ``advice``
     what to do about a breach of ``min_k`` (``None`` when the result has none);
-    ``identifier_scan`` the scan of every column (``None`` when no scan ran).
+    ``identifier_scan`` the scan of every column (``None`` when no scan ran);
+    ``since_last_release`` the difference from the previous release (``None`` when not
+    compared), ``release_compared`` whether a comparison was asked for (with
+    ``since_last_release`` ``None``: there was no previous release yet).
     """
 
     schema: str | None
@@ -382,6 +388,8 @@ class AssessmentView(Checked):
     warnings: tuple[BreachView, ...] = ()
     advice: AdviceView | None = None
     identifier_scan: IdentifierScanView | None = None
+    since_last_release: SinceLastReleaseView | None = None
+    release_compared: bool = False
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -422,6 +430,10 @@ class AssessmentView(Checked):
             warnings=_breach_list(a.get("warnings")),
             advice=optional_view(AdviceView.from_dict, a.get("advice")),
             identifier_scan=optional_view(IdentifierScanView.from_dict, a.get("identifier_scan")),
+            since_last_release=optional_view(
+                SinceLastReleaseView.from_dict, a.get("since_last_release")
+            ),
+            release_compared="since_last_release" in a,
         )
 
     @property
@@ -480,6 +492,9 @@ class AssessmentView(Checked):
         if head == "l_diversity" and rest.endswith(".distinct"):
             diversity = self.diversity_of(rest.removesuffix(".distinct"))
             return None if diversity is None else diversity.distinct
+        if head == "since_last_release":
+            since = self.since_last_release
+            return None if since is None else since.observed(rest)
         part = {"prosecutor": self.prosecutor, "individual_risk": self.individual_risk}.get(head)
         value = getattr(part, rest, None) if part is not None else None
         return value if is_number(value) else None

@@ -398,6 +398,29 @@ class SparkSource:
             open_spark_frame(self.frame, self.label), plans, approximate=approximate
         )
 
+    def previous_release(self, name: str, *, table: bool) -> SparkSource | None:
+        """The release this one replaces, read by the same session: the table ``name`` of
+        its catalog (``table``), else the Parquet at the path ``name``; ``None`` when it
+        does not exist yet (a first run). Nothing is read but the schema."""
+        from pathlib import Path
+
+        session = _session_of(self.frame)
+        label = f"table {name!r}" if table else name
+        with spark_errors(label):
+            if table:
+                if not session.catalog.tableExists(name):
+                    return None
+                return SparkSource(session.read.table(name), label=label)
+            if "://" not in name and not Path(name).exists():
+                return None
+            try:
+                frame = session.read.parquet(name)
+            except Exception as exc:
+                if "PATH_NOT_FOUND" in str(exc) or "Path does not exist" in str(exc):
+                    return None
+                raise
+            return SparkSource(frame, label=label, path=name)
+
     def release_changes(
         self, previous: Source, qis: Sequence[str], columns: Sequence[str] | None = None
     ) -> ReleaseChanges:

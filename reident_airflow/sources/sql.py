@@ -453,6 +453,12 @@ class SqlSource(ClassCounting):
         read through the same engine (closing the register leaves it open)."""
         return SqlSource(self._bound(), table=name, schema=self.schema)
 
+    def has_table(self, name: str) -> bool:
+        """Whether this database holds the table ``name`` (in ``schema``): a previous release
+        that does not exist yet is a first run, not an error."""
+        with database_errors(self.label):
+            return bool(sa.inspect(self._bound()).has_table(name, schema=self.schema))
+
     # ---------------------------------------------------------------------- fingerprint
     def fingerprint(self, rows: int | None = None) -> InputFingerprint:
         """The table's or the query's row count, the server's clock and, where the server has

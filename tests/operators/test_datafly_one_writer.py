@@ -197,6 +197,7 @@ def test_a_datafly_run_that_cannot_wait_fails_retryably(
         "existing_etl",
         "spark_release_gate",
         "identifier_scan_gate",
+        "release_difference_gate",
     ],
 )
 def test_the_example_dags_that_publish_run_one_at_a_time(name: str) -> None:

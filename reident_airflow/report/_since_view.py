@@ -1,0 +1,89 @@
+"""The difference from the previous release as a reader of a result sees it (see
+:mod:`.view`, which exports it).
+
+An assessment compared with the release it replaces holds ``"since_last_release"`` (schema
+``reident.differencing/v1``,
+:meth:`~reident_airflow.engine.differencing.ReleaseDifference.to_dict`): the arrivals and
+the departures, each with its counts, its smallest class and risks, and its class-size
+histogram. ``null`` there means a previous release was named but none existed yet (a first
+run). Counts and shares only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Self
+
+from reident_airflow.report._format import is_number
+from reident_airflow.report._read import Checked, Number, mapping_or_none, string_or_none
+
+__all__ = ["MovementView", "SinceLastReleaseView"]
+
+
+def _pairs(raw: Any) -> tuple[tuple[int, int], ...]:
+    """``(size, classes)`` pairs, smallest size first; malformed pairs left out."""
+    if not isinstance(raw, list | tuple):
+        return ()
+    pairs = (
+        (int(item[0]), int(item[1]))
+        for item in raw
+        if isinstance(item, list | tuple)
+        and len(item) == 2
+        and is_number(item[0])
+        and is_number(item[1])
+    )
+    return tuple(sorted(pairs))
+
+
+@dataclass(frozen=True)
+class MovementView(Checked):
+    """One side of the difference: the arrivals, or the departures."""
+
+    records: Number | None
+    classes: Number | None
+    k: Number | None
+    highest_risk: Number | None
+    average_risk: Number | None
+    records_at_risk: Number | None
+    record_threshold: Number | None
+    histogram: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls.read(data, histogram=_pairs(data.get("histogram")))
+
+
+_NOTHING = MovementView(None, None, None, None, None, None, None, ())
+
+
+@dataclass(frozen=True)
+class SinceLastReleaseView(Checked):
+    """An assessment's ``since_last_release``: the records of the previous release and of
+    this one, and the measures of the ``arrivals`` and the ``departures``."""
+
+    schema: str | None
+    previous_records: Number | None
+    records: Number | None
+    arrivals: MovementView
+    departures: MovementView
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        def side(key: str) -> MovementView:
+            found = mapping_or_none(data.get(key))
+            return _NOTHING if found is None else MovementView.from_dict(found)
+
+        return cls.read(
+            data,
+            schema=string_or_none(data.get("schema")),
+            arrivals=side("arrivals"),
+            departures=side("departures"),
+        )
+
+    def observed(self, metric: str) -> Number | None:
+        """The number a limit on the difference reads (``arrivals.k``, ...), if given."""
+        side, _, measure = metric.partition(".")
+        part = {"arrivals": self.arrivals, "departures": self.departures}.get(side)
+        value = getattr(part, measure, None) if part is not None else None
+        return value if is_number(value) else None
