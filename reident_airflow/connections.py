@@ -242,27 +242,6 @@ def _mysql_engine(conn_id: str, url: sa.URL, extra: dict[str, Any]) -> Engine:
     return engine
 
 
-#: libpq parameters a PostgreSQL connection's extras may set: carried in the URL's query,
-#: which psycopg2 hands to libpq as they are (the operators pass them as connect arguments).
-_LIBPQ_EXTRAS = frozenset(
-    {
-        "sslmode",
-        "sslrootcert",
-        "sslcert",
-        "sslkey",
-        "sslcrl",
-        "options",
-        "connect_timeout",
-        "application_name",
-        "target_session_attrs",
-        "keepalives",
-        "keepalives_idle",
-        "keepalives_interval",
-        "keepalives_count",
-    }
-)
-
-
 def connection_url(conn_id: str) -> str:
     """The SQLAlchemy URL of an Airflow connection, password included, for GX's data source.
 
@@ -282,7 +261,7 @@ def connection_url(conn_id: str) -> str:
     given = dict(BaseHook.get_connection(conn_id).extra_dejson)
     # beside sqlalchemy_url, sqlalchemy_engine refused any other extra
     extra = {} if given.get("sqlalchemy_url") else given
-    if extra and url.get_backend_name() == "postgresql" and set(extra) <= _LIBPQ_EXTRAS:
+    if extra and url.get_backend_name() == "postgresql" and set(extra) <= _PG_EXTRAS:
         url = url.update_query_dict({k: str(v) for k, v in extra.items()})
     elif extra:
         raise ReidentConfigurationError(
