@@ -12,7 +12,6 @@ identifier; on ``clean.csv`` every column is clear.
 
 from __future__ import annotations
 
-import csv
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,21 +20,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from tests._identifiers import DATA, assert_no_value
+from tests._identifiers import PLANTED_VERDICTS as PLANTED
+from tests._identifiers import rows as _rows
 from tests.cli._cli import run
 from tests.conftest import require_server
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "identifiers"
-
-PLANTED = {
-    "ref": "identifier",
-    "mrn": "identifier",
-    "sex": "clear",
-    "age": "quasi-identifier not declared",
-    "zip": "quasi-identifier not declared",
-    "phone": "identifier",
-    "ethnicity": "clear",
-    "note": "possible identifier",
-}
 PLANTED_ARGS = ("--qi", "sex,ethnicity", "--safe-harbor")
 CLEAN_ARGS = ("--qi", "sex,age,zip", "--safe-harbor")
 
@@ -46,25 +36,6 @@ BACKENDS = [
     pytest.param("postgresql", marks=pytest.mark.db),
     pytest.param("mariadb", marks=pytest.mark.db),
 ]
-
-
-def _rows(name: str) -> list[dict[str, str | None]]:
-    with (DATA / f"{name}.csv").open(encoding="utf-8", newline="") as fh:
-        return [{k: (v if v != "" else None) for k, v in r.items()} for r in csv.DictReader(fh)]
-
-
-def planted_values() -> set[str]:
-    """Every value of ``planted.csv`` of four characters or more (shorter ones, ``M``, ``77``,
-    are digits or letters any output holds)."""
-    return {v for row in _rows("planted") for v in row.values() if v is not None and len(v) >= 4}
-
-
-def assert_no_value(*outputs: str) -> None:
-    values = planted_values()
-    assert len(values) > 400  # ref, mrn, phone: 200 each; zips, notes, labels
-    for text in outputs:
-        leaked = sorted(v for v in values if v in text)
-        assert not leaked, leaked[:3]
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ pin what it finds on the two tables read as CSV through DuckDB: every planted id
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from reident_airflow.engine.identifiers import (
@@ -22,8 +20,7 @@ from reident_airflow.engine.identifiers import (
     scan_columns,
 )
 from reident_airflow.sources.files import FileSource
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "identifiers"
+from tests._identifiers import DATA
 
 
 def _verdicts(name: str, options: ScanOptions) -> dict[str, str]:

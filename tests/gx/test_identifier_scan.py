@@ -28,15 +28,11 @@ from reident_airflow.gx import (
 )
 from reident_airflow.gx.metrics import SCAN_KEYS
 from reident_airflow.sources.files import FileSource
+from tests._identifiers import DATA, PLANTED_FAILING
 from tests.conftest import require_server
 from tests.gx.conftest import sql_batch
 from tests.gx.test_metrics import metric
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "identifiers"
-#: make_tables.py: ref (a renamed unique id), mrn and phone are identifiers; under Safe
-#: Harbor age (97) and zip (restricted ZIP3) are undeclared quasi-identifiers; note (e-mail
-#: addresses in free text) is a possible identifier, which does not fail.
-PLANTED_FAILING = ["ref", "mrn", "age", "zip", "phone"]
 PLANTED_KWARGS: dict[str, Any] = {"quasi_identifiers": ["sex", "ethnicity"], "safe_harbor": True}
 CLEAN_KWARGS: dict[str, Any] = {"quasi_identifiers": ["sex", "age", "zip"], "safe_harbor": True}
 

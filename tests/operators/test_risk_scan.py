@@ -12,7 +12,6 @@ decides.
 
 from __future__ import annotations
 
-import csv
 import json
 import uuid
 from collections.abc import Iterator
@@ -26,37 +25,14 @@ from reident_airflow.notifiers.message import breach_email
 from reident_airflow.notifiers.payload import breach_payload
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
+from tests._identifiers import DATA, assert_no_value
+from tests._identifiers import PLANTED_FAILING as FAILING
+from tests._identifiers import PLANTED_VERDICTS as PLANTED
+from tests._identifiers import rows as _rows
 from tests.conftest import require_server
 from tests.operators._fakes import PushedTI, make_operator
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "identifiers"
-
-PLANTED = {
-    "ref": "identifier",
-    "mrn": "identifier",
-    "sex": "clear",
-    "age": "quasi-identifier not declared",
-    "zip": "quasi-identifier not declared",
-    "phone": "identifier",
-    "ethnicity": "clear",
-    "note": "possible identifier",
-}
-FAILING = ["ref", "mrn", "age", "zip", "phone"]
 GATE = {"quasi_identifiers": "sex,ethnicity", "min_k": 5, "fingerprint": False}
-
-
-def _rows(name: str) -> list[dict[str, str | None]]:
-    with (DATA / f"{name}.csv").open(encoding="utf-8", newline="") as fh:
-        return [{k: (v if v != "" else None) for k, v in r.items()} for r in csv.DictReader(fh)]
-
-
-def assert_no_value(*outputs: str) -> None:
-    """No value of ``planted.csv`` of four characters or more is in any of ``outputs``."""
-    values = {v for row in _rows("planted") for v in row.values() if v and len(v) >= 4}
-    assert len(values) > 400  # ref, mrn, phone: 200 each; zips, notes, labels
-    for text in outputs:
-        leaked = sorted(v for v in values if v in text)
-        assert not leaked, leaked[:3]
 
 
 @pytest.fixture

@@ -11,18 +11,17 @@ of :mod:`tests.report.documents` as ``docs/contract.md`` says an assessment carr
 
 from __future__ import annotations
 
-import csv
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from reident_airflow.engine.identifiers import ScanOptions, scan_columns
 from reident_airflow.sources.files import FileSource
+from tests._identifiers import DATA, planted_values
 from tests.report.documents import small_breach
 
 __all__ = ["PLANTED", "assessment_with_scan", "planted_scan", "planted_values"]
 
-PLANTED = Path(__file__).resolve().parents[1] / "data" / "identifiers" / "planted.csv"
+PLANTED = DATA / "planted.csv"
 
 #: make_tables.py: ref is allowed here, sex and ethnicity declared; mrn and phone are
 #: identifiers, age (97) and zip (restricted ZIP3) undeclared quasi-identifiers under Safe
@@ -76,10 +75,3 @@ def assessment_with_scan(policy: str = "fail", **changes: Any) -> dict[str, Any]
         ]
     doc.update(changes)
     return doc
-
-
-def planted_values() -> set[str]:
-    """Every value of ``planted.csv`` of four characters or more (what no output may hold)."""
-    with PLANTED.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))[1:]
-    return {value for row in rows for value in row if len(value) >= 4}
