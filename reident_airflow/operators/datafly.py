@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn, cast
 
 import pandas as pd
@@ -13,7 +13,7 @@ from reident_airflow._compat import Context
 from reident_airflow.engine.catalogue import COMPARED_THRESHOLDS
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
 from reident_airflow.engine.numbers import is_unset
-from reident_airflow.engine.options import AssessmentOptions, Thresholds
+from reident_airflow.engine.options import AssessmentOptions, Breach, Thresholds
 from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
@@ -57,6 +57,8 @@ class DataflyOptions:
     lock_timeout: float
     #: The limits on the difference from the release replaced (``None``: not compared).
     compared: Thresholds | None = None
+    #: Their warning levels (``warn_min_arrival_k``, ...; none set: no warning).
+    compared_warn: Thresholds = field(default_factory=Thresholds)
 
 
 class DataflyOperator(StagedTableOperator):
@@ -116,6 +118,13 @@ class DataflyOperator(StagedTableOperator):
         ``previous_release``) the release is compared, the difference is reported under
         ``since_last_release``, and a breach acts as ``on_breach`` says (``"fail"``: the task
         fails and nothing is published). Not on a Spark connection yet.
+    :param warn_min_arrival_k: warning level of ``min_arrival_k`` (and
+        ``warn_max_arrival_risk``, ``warn_min_departure_k``, ``warn_max_departure_risk`` of
+        the others), as the risk operator's: as strict as its failing level or stricter;
+        crossing it logs one line, alerts (outcome ``"warn"``, through the
+        :class:`~reident_airflow.notifiers.ReidentBreachNotifier` of ``on_failure_callback``)
+        and lists it under ``warnings`` in the report: the release is published and the task
+        succeeds. A warning level alone also has the release compared.
     :param previous_release: the release replaced (templated): a file for ``target_path``, a
         table of the target's connection for ``target_table``. Default: the target itself,
         as the previous run published it. When it does not exist yet (the first run) there is
@@ -157,6 +166,7 @@ class DataflyOperator(StagedTableOperator):
         "lock_timeout",
         "previous_release",
         *COMPARED_THRESHOLDS,
+        *(f"warn_{name}" for name in COMPARED_THRESHOLDS),
         *StagedTableOperator.template_fields,
     )
     ui_color = "#e4ffe8"
@@ -179,6 +189,10 @@ class DataflyOperator(StagedTableOperator):
     max_arrival_risk: float | str | None
     min_departure_k: int | str | None
     max_departure_risk: float | str | None
+    warn_min_arrival_k: int | str | None
+    warn_max_arrival_risk: float | str | None
+    warn_min_departure_k: int | str | None
+    warn_max_departure_risk: float | str | None
 
     def __init__(
         self,
@@ -200,6 +214,10 @@ class DataflyOperator(StagedTableOperator):
         max_arrival_risk: float | str | None = None,
         min_departure_k: int | str | None = None,
         max_departure_risk: float | str | None = None,
+        warn_min_arrival_k: int | str | None = None,
+        warn_max_arrival_risk: float | str | None = None,
+        warn_min_departure_k: int | str | None = None,
+        warn_max_departure_risk: float | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -220,6 +238,10 @@ class DataflyOperator(StagedTableOperator):
         self.max_arrival_risk = max_arrival_risk
         self.min_departure_k = min_departure_k
         self.max_departure_risk = max_departure_risk
+        self.warn_min_arrival_k = warn_min_arrival_k
+        self.warn_max_arrival_risk = warn_max_arrival_risk
+        self.warn_min_departure_k = warn_min_departure_k
+        self.warn_max_departure_risk = warn_max_departure_risk
 
     def _validated(self, spark: Any = None) -> DataflyOptions:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
@@ -260,6 +282,7 @@ class DataflyOperator(StagedTableOperator):
             [("target_path", target_path), ("report_path", self.report_path)],
             [("the source file", self.path), *hierarchy_files(hierarchies)],
         )
+        compared = self._compared_limits(qis, spark)
         return DataflyOptions(
             quasi_identifiers=tuple(qis),
             k=int(k),
@@ -269,13 +292,18 @@ class DataflyOperator(StagedTableOperator):
             target_sep=target_sep,
             chunk_rows=None if chunk_rows is None else int(chunk_rows),
             lock_timeout=DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
-            compared=self._compared_limits(qis, spark),
+            compared=None if compared is None else compared[0],
+            compared_warn=Thresholds() if compared is None else compared[1],
         )
 
-    def _compared_limits(self, qis: Sequence[str], spark: Any) -> Thresholds | None:
-        """The limits on the difference from the release replaced, checked (``None``: no
-        limit and no ``previous_release``: not compared)."""
-        limits = {name: getattr(self, name) for name in COMPARED_THRESHOLDS}
+    def _compared_limits(
+        self, qis: Sequence[str], spark: Any
+    ) -> tuple[Thresholds, Thresholds] | None:
+        """The limits on the difference from the release replaced and their warning levels,
+        checked (``None``: no limit, no warning level and no ``previous_release``: not
+        compared)."""
+        names = (*COMPARED_THRESHOLDS, *(f"warn_{name}" for name in COMPARED_THRESHOLDS))
+        limits = {name: getattr(self, name) for name in names}
         given = {name: value for name, value in limits.items() if not is_unset(value)}
         if not given and is_unset(self.previous_release):
             return None
@@ -288,7 +316,7 @@ class DataflyOperator(StagedTableOperator):
             options = AssessmentOptions.from_mapping(
                 {"quasi_identifiers": list(qis), "previous_release": "target", **given}
             )
-        return options.thresholds
+        return options.thresholds, options.warn_thresholds
 
     def _suppression_limit(self) -> int | float | None:
         """``suppression_limit`` as a count or a fraction (``None``: k records)."""
@@ -527,8 +555,9 @@ class DataflyOperator(StagedTableOperator):
             result.released_records,
         )
         since: dict[str, Any] | None = None
+        warnings: tuple[Breach, ...] = ()
         if options.compared is not None:
-            since = self._compare(context, options, result, types)
+            since, warnings = self._compare(context, options, result, types)
         with self.input_errors():  # a lost connection keeps Airflow's retries
             if spark is None:
                 output = self._write(options, result.table, types)
@@ -539,17 +568,52 @@ class DataflyOperator(StagedTableOperator):
         report["output"] = output
         if options.compared is not None:
             report["since_last_release"] = since
-        self.publish(context, report, source=self.source_name())
+        if options.compared_warn.to_dict():
+            report["warnings"] = [w.to_dict() for w in warnings]
+        location = self.publish(context, report, source=self.source_name())
+        if warnings:
+            self._warn(context, report, warnings, location, qis, k)
         return report
+
+    def _warn(
+        self,
+        context: Context,
+        report: dict[str, Any],
+        warnings: Sequence[Breach],
+        location: str | None,
+        qis: Sequence[str],
+        k: int,
+    ) -> None:
+        """The warning levels the published release crossed: one log line each, then one
+        alert (outcome ``"warn"``); the task succeeds."""
+        for warning in warnings:
+            self.log.warning(
+                "warning level crossed: %s; the release goes ahead", warning.describe()
+            )
+        message = (
+            f"the release of {self.source_name()!r} crosses warning levels on the difference "
+            f"from the previous release: {'; '.join(w.describe() for w in warnings)}"
+        )
+        self.gate(
+            context,
+            report,
+            message=message,
+            location=location,
+            quasi_identifiers=qis,
+            k=k,
+            breaches=[],
+            outcome="warn",
+        )
 
     # -- the release it replaces (issue 28) ------------------------------------------------
     def _compare(
         self, context: Context, options: DataflyOptions, result: Any, types: dict[str, Any]
-    ) -> dict[str, Any] | None:
+    ) -> tuple[dict[str, Any] | None, tuple[Breach, ...]]:
         """The anonymized release compared with the one it replaces, before anything is
-        published: the difference's JSON (``None`` on a first run, nothing to compare). A
-        breach of the limits acts as ``on_breach`` says: the report (with ``breaches``) is
-        pushed and, unless ``"warn"``, the task stops here, the target untouched."""
+        published: the difference's JSON (``None`` on a first run, nothing to compare) and
+        the warning levels it crosses (not for a limit it breaches). A breach of the limits
+        acts as ``on_breach`` says: the report (with ``breaches``) is pushed and, unless
+        ``"warn"``, the task stops here, the target untouched."""
         from reident_airflow.engine.differencing import differencing, hold_back_advice
 
         gate = cast("Thresholds", options.compared)
@@ -558,7 +622,7 @@ class DataflyOperator(StagedTableOperator):
             changes = self._release_changes(options, result.table, types)
         if changes is None:
             self.log.info("previous release: none yet (the first release): nothing to compare")
-            return None
+            return None, ()
         difference = differencing(changes)
         self.log.info(
             "since the previous release: %s arrivals, %s departures",
@@ -566,12 +630,17 @@ class DataflyOperator(StagedTableOperator):
             difference.departures.records,
         )
         breaches = gate.check_difference(difference)
+        failed = {b.metric for b in breaches}
+        warned = options.compared_warn.check_difference(difference)
+        warnings = tuple(w for w in warned if w.metric not in failed)
         if not breaches:
-            return difference.to_dict()
+            return difference.to_dict(), warnings
         report: dict[str, Any] = result.to_dict()
         report["passed"] = False
         report["since_last_release"] = difference.to_dict()
         report["breaches"] = [b.to_dict() for b in breaches]
+        if options.compared_warn.to_dict():
+            report["warnings"] = [w.to_dict() for w in warnings]
         location = self.publish(context, report, source=self.source_name())
         message = (
             f"the release of {self.source_name()!r} breaches the limits on the difference from "
@@ -588,7 +657,8 @@ class DataflyOperator(StagedTableOperator):
             quasi_identifiers=qis,
             k=options.k,
         )
-        return difference.to_dict()  # on_breach="warn": published all the same
+        # on_breach="warn": published all the same, its warnings alerted with the breach
+        return difference.to_dict(), ()
 
     def _release_changes(
         self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any]
