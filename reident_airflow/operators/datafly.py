@@ -117,7 +117,8 @@ class DataflyOperator(StagedTableOperator):
         ``max_departure_risk``: the other limits on that difference. With any of them (or
         ``previous_release``) the release is compared, the difference is reported under
         ``since_last_release``, and a breach acts as ``on_breach`` says (``"fail"``: the task
-        fails and nothing is published). Not on a Spark connection yet.
+        fails and nothing is published). On a Spark connection the release (not yet
+        written) is compared by Spark with the one it replaces, read by the same session.
     :param warn_min_arrival_k: warning level of ``min_arrival_k`` (and
         ``warn_max_arrival_risk``, ``warn_min_departure_k``, ``warn_max_departure_risk`` of
         the others), as the risk operator's: as strict as its failing level or stricter;
@@ -126,7 +127,8 @@ class DataflyOperator(StagedTableOperator):
         and lists it under ``warnings`` in the report: the release is published and the task
         succeeds. A warning level alone also has the release compared.
     :param previous_release: the release replaced (templated): a file for ``target_path``, a
-        table of the target's connection for ``target_table``. Default: the target itself,
+        table of the target's connection for ``target_table`` (on Spark: a Parquet path, or a
+        table of the session's catalog, in ``target_schema``). Default: the target itself,
         as the previous run published it. When it does not exist yet (the first run) there is
         nothing to compare: ``since_last_release`` is ``null`` and the release is published.
         The candidate is written once to a scratch file (or a scratch table of the target's
@@ -282,7 +284,7 @@ class DataflyOperator(StagedTableOperator):
             [("target_path", target_path), ("report_path", self.report_path)],
             [("the source file", self.path), *hierarchy_files(hierarchies)],
         )
-        compared = self._compared_limits(qis, spark)
+        compared = self._compared_limits(qis)
         return DataflyOptions(
             quasi_identifiers=tuple(qis),
             k=int(k),
@@ -296,9 +298,7 @@ class DataflyOperator(StagedTableOperator):
             compared_warn=Thresholds() if compared is None else compared[1],
         )
 
-    def _compared_limits(
-        self, qis: Sequence[str], spark: Any
-    ) -> tuple[Thresholds, Thresholds] | None:
+    def _compared_limits(self, qis: Sequence[str]) -> tuple[Thresholds, Thresholds] | None:
         """The limits on the difference from the release replaced and their warning levels,
         checked (``None``: no limit, no warning level and no ``previous_release``: not
         compared)."""
@@ -307,11 +307,6 @@ class DataflyOperator(StagedTableOperator):
         given = {name: value for name, value in limits.items() if not is_unset(value)}
         if not given and is_unset(self.previous_release):
             return None
-        if spark is not None:
-            raise ReidentConfigurationError(
-                "the release comparison (previous_release, min_arrival_k, ...) is not run on "
-                "a Spark connection yet"
-            )
         with self.input_errors():
             options = AssessmentOptions.from_mapping(
                 {"quasi_identifiers": list(qis), "previous_release": "target", **given}
@@ -533,6 +528,7 @@ class DataflyOperator(StagedTableOperator):
     def _run(self, context: Context, options: DataflyOptions, spark: Any) -> dict[str, Any]:
         """Anonymize, then publish; ``spark``: the Spark session that reads the source."""
         qis, k = list(options.quasi_identifiers), options.k
+        types: dict[str, Any] = {}
         with self.input_errors():
             if spark is None:
                 result, infeasible, types = self._datafly(options)
@@ -557,7 +553,7 @@ class DataflyOperator(StagedTableOperator):
         since: dict[str, Any] | None = None
         warnings: tuple[Breach, ...] = ()
         if options.compared is not None:
-            since, warnings = self._compare(context, options, result, types)
+            since, warnings = self._compare(context, options, result, types, spark)
         with self.input_errors():  # a lost connection keeps Airflow's retries
             if spark is None:
                 output = self._write(options, result.table, types)
@@ -607,19 +603,28 @@ class DataflyOperator(StagedTableOperator):
 
     # -- the release it replaces (issue 28) ------------------------------------------------
     def _compare(
-        self, context: Context, options: DataflyOptions, result: Any, types: dict[str, Any]
+        self,
+        context: Context,
+        options: DataflyOptions,
+        result: Any,
+        types: dict[str, Any],
+        spark: Any = None,
     ) -> tuple[dict[str, Any] | None, tuple[Breach, ...]]:
         """The anonymized release compared with the one it replaces, before anything is
         published: the difference's JSON (``None`` on a first run, nothing to compare) and
         the warning levels it crosses (not for a limit it breaches). A breach of the limits
         acts as ``on_breach`` says: the report (with ``breaches``) is pushed and, unless
-        ``"warn"``, the task stops here, the target untouched."""
+        ``"warn"``, the task stops here, the target untouched. ``spark``: the session that
+        reads the source, which compares its release."""
         from reident_airflow.engine.differencing import differencing, hold_back_advice
 
         gate = cast("Thresholds", options.compared)
         qis = list(options.quasi_identifiers)
         with self.input_errors():
-            changes = self._release_changes(options, result.table, types)
+            if spark is None:
+                changes = self._release_changes(options, result.table, types)
+            else:
+                changes = self._spark_changes(options, result.table)
         if changes is None:
             self.log.info("previous release: none yet (the first release): nothing to compare")
             return None, ()
@@ -689,6 +694,27 @@ class DataflyOperator(StagedTableOperator):
                 with FileSource(scratch, sep=sep) as new, FileSource(old, sep=sep) as before:
                     return new.release_changes(before, qis)
         return self._table_changes(options, table, types, previous or str(self.target_table))
+
+    def _spark_changes(self, options: DataflyOptions, release: Any) -> Any:
+        """:meth:`_release_changes` on a Spark connection: the release, a Spark DataFrame not
+        yet written, compared by Spark in one job with the release replaced
+        (``previous_release``, else the target) read by the same session -- a table of its
+        catalog (in ``target_schema``) for ``target_table``, else the Parquet folder at the
+        path; ``None`` when there is none yet."""
+        from reident_airflow.sources.spark import SparkSource
+
+        previous = None if is_unset(self.previous_release) else str(self.previous_release)
+        if self.target_table:
+            name = previous or str(self.target_table)
+            if self.target_schema:
+                name = f"{self.target_schema}.{name}"
+        else:
+            name = previous or str(self.target_path)
+        new = SparkSource(release, label="the release")
+        before = new.previous_release(name, table=bool(self.target_table))
+        if before is None:
+            return None
+        return new.release_changes(before, list(options.quasi_identifiers))
 
     def _table_changes(
         self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any], old: str
