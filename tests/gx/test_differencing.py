@@ -222,3 +222,37 @@ def test_a_database_table(context: Any, database: tuple[str, str]) -> None:
     missing = batch.validate(_expectation(f"{prefix}_nothing"))
     assert missing.success is False
     assert "does not exist" in missing.exception_info["exception_message"]
+
+
+def test_a_suite_holding_it_gets_the_guard_and_saves_it(context: Any) -> None:
+    """Fail closed (reident_airflow.gx.guard): the suite is guarded, and the expectation
+    comes back from the suite's JSON as it was built."""
+    from great_expectations.core.expectation_suite import ExpectationSuite
+
+    from reident_airflow.gx import is_guard
+
+    suite = context.suites.add(ExpectationSuite(name=f"i28pair_{uuid.uuid4().hex[:8]}"))
+    built = _expectation("previous.parquet", max_arrival_risk=0.5, columns=["sex", "zip"])
+    suite.add_expectation(built)
+    assert len(suite.expectations) == 2 and is_guard(suite.expectations[0])
+    saved = context.suites.get(suite.name)
+    [guard, loaded] = saved.expectations
+    assert is_guard(guard)
+    assert loaded.configuration.kwargs == built.configuration.kwargs
+    assert loaded.expectation_type == "expect_table_differencing_risk_to_be_below"
+
+
+def test_a_limit_as_a_suite_parameter(
+    pandas_batch: Callable[[pd.DataFrame], Any], tmp_path: Path
+) -> None:
+    """Resolved when validating, then checked: 2 gives the hand-computed verdict, 0 is
+    refused as GE refuses a bad resolved value of the other expectations (it rebuilds the
+    expectation: a ValidationError)."""
+    PREVIOUS.to_parquet(tmp_path / "previous.parquet", index=False)
+    expectation = _expectation(
+        str(tmp_path / "previous.parquet"), min_arrival_k={"$PARAMETER": "arrival_k"}
+    )
+    batch = pandas_batch(CANDIDATE)
+    check_forty(batch.validate(expectation, expectation_parameters={"arrival_k": 2}))
+    with pytest.raises(pydantic.ValidationError, match="min_arrival_k must be >= 1"):
+        batch.validate(expectation, expectation_parameters={"arrival_k": 0})
