@@ -93,3 +93,19 @@ def test_a_catalog_table_across_two_runs(
             assert session.table(f"{database}.release").count() == 45
         finally:
             session.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")
+
+
+def test_a_catalog_table_over_spark_connect(
+    connect_conn: str, spark_connect: Any, days: tuple[str, str], tmp_path: Path
+) -> None:
+    """The same breach over Spark Connect (a table target: a Connect client writes no path)."""
+    database = f"i28pair_{uuid.uuid4().hex[:8]}"
+    spark_connect.sql(f"CREATE DATABASE {database} LOCATION '{tmp_path / 'db'}'")
+    try:
+        target = {"target_schema": database, "target_table": "release"}
+        first = _operator(connect_conn, path=days[0], **target).execute({"ti": PushedTI()})
+        assert first["since_last_release"] is None
+        _check_breach(_operator(connect_conn, path=days[1], **target))
+        assert spark_connect.table(f"{database}.release").count() == 46  # not published
+    finally:
+        spark_connect.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")
