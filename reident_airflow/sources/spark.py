@@ -521,7 +521,9 @@ class SparkSource:
         except HierarchyError:
             return None, tuple(q for q in result.quasi_identifiers if q not in hierarchies)
         # the trade-off's first row: the records in classes below k before any step, from the
-        # histogram Spark counted for the assessment (what Datafly would suppress at level 0)
+        # histogram Spark counted for the assessment. What Datafly would suppress at level 0
+        # but for the records whose QIs are all '*', which the assessment leaves out and
+        # Datafly groups as a class (sources/advice.py, where a second run counts them)
         below = sum(size * count for size, count in result.class_size_histogram if size < k)
         # SparkDataflyResult carries the fields of DataflyResult the outlook reads
         return datafly_outlook(k, outcome, hierarchies=found, below_at_start=below), ()

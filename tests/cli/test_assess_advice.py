@@ -271,3 +271,26 @@ def test_a_bad_suppression_limit_is_a_usage_error(tmp_path: Path) -> None:
         "assess", str(source), "--qi", "age,zip", "--min-k", "2", "--suppression-limit", "x"
     )
     assert code == 2 and "--suppression-limit" in one_line_error(code, err)
+
+
+def test_the_tradeoff_opens_with_what_datafly_suppresses_not_the_histogram(
+    tmp_path: Path,
+) -> None:
+    """Why the first row is a Datafly run and not ``records_below_k`` (sources/advice.py):
+    by hand, of 5 records the one whose QIs are all ``*`` is left out of the assessment (ARX),
+    whose 4 records sit in 2 classes of 2, all below k = 3; Datafly groups that record as a
+    class of its own, so at level 0 it would suppress 5."""
+    source = tmp_path / "starred.csv"
+    source.write_text("a,b\n1,x\n1,x\n2,y\n2,y\n*,*\n", encoding="utf-8")
+    (tmp_path / "a.csv").write_text("1;*\n2;*\n*;*\n", encoding="utf-8")
+    (tmp_path / "b.csv").write_text("x;*\ny;*\n*;*\n", encoding="utf-8")
+    code, out, err = run(
+        "assess", str(source), "--qi", "a,b", "--min-k", "3",
+        "--hierarchy", f"a={tmp_path / 'a.csv'}", "--hierarchy", f"b={tmp_path / 'b.csv'}",
+        "--json", "-", "--no-fingerprint",
+    )  # fmt: skip
+    assert code == 1, err
+    doc = json.loads(out)
+    assert (doc["records"], doc["excluded_records"]) == (4, 1)
+    assert doc["advice"]["records_below_k"] == 4
+    assert doc["advice"]["datafly"]["tradeoff"][0]["suppressed"] == 5
