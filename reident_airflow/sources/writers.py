@@ -471,3 +471,61 @@ def _insert_chunks(
         if checkpoint is not None:
             checkpoint("chunk", written)
     return written
+
+
+# ---------------------------------------------------------------------------- release ledger
+def ledger_of_file(
+    path: str | Path,
+    qis: Sequence[str],
+    *,
+    sep: str = ",",
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> Path:
+    """Keep the release ledger of the published file ``path`` (a release published before
+    its ledger was kept, or by another writer): ``<path>.ledger.parquet``, written under
+    the file's lock (docs/metrics.md §12). Returns the ledger's path."""
+    from reident_airflow.sources.files import write_file_ledger
+    from reident_airflow.sources.release_ledger import ledger_path
+
+    target = Path(path)
+    if not target.is_file():
+        raise InvalidInputError(f"{target}: no such file")
+    ledger = Path(ledger_path(str(target)))
+    with target_lock(target, check_lock_timeout(lock_timeout)):
+        write_file_ledger(target, ledger, list(qis), sep=sep)
+    return ledger
+
+
+def ledger_of_table(
+    engine: Engine,
+    target: str,
+    qis: Sequence[str],
+    *,
+    schema: str | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> str:
+    """Keep the release ledger of the published table ``target`` (a release published
+    before its ledger was kept, or by another writer, :func:`copy_table_atomic` included):
+    the table ``<target>__ledger``, digested by the database and swapped in under the
+    target's lock (docs/metrics.md §12). Returns the ledger's name."""
+    from reident_airflow.sources.connect import reflect_table
+    from reident_airflow.sources.release_ledger import ledger_table
+
+    ledger = ledger_table(target)
+    check_target_name(engine, ledger)
+    with engine.connect() as conn:
+        _check_ledger_qis(qis, [c.name for c in reflect_table(conn, target, schema).columns])
+    with (
+        interrupt_guard() as guard,
+        publishing(engine, target, schema, timeout=check_lock_timeout(lock_timeout), guard=guard)
+        as (lock, _),
+    ):
+        released = sa.Table(target, sa.MetaData(schema=schema))
+        with guard.critical():
+            table, _ = _stage_ledger(engine, released, ledger, list(qis), schema, lock)
+            try:
+                swap_in(engine, table, ledger, schema, lock=lock)
+            except BaseException:
+                drop_quietly(engine, table)
+                raise
+    return ledger
