@@ -209,3 +209,46 @@ def test_operator_on_tables(database: str, request: pytest.FixtureRequest) -> No
     first = _operator(conn_id="x", table=new, previous_release=f"{old}_missing")
     first.get_engine = lambda conn_id: engine  # type: ignore[method-assign]
     assert first.execute({"ti": PushedTI()})["since_last_release"] is None  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------- release ledger
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_previous_names_a_ledger_file(files: Path, kind: str) -> None:
+    from reident_airflow.sources.writers import ledger_of_file
+
+    old = files / f"old.{kind}"
+    ledger = ledger_of_file(old, ["sex", "zip"])
+    old.unlink()  # the release is gone: its ledger gives the same report
+    code, doc = assess_json(
+        str(files / f"new.{kind}"), *GATE, "--previous", str(ledger), "--no-ranking"
+    )
+    assert code == 1
+    _check(doc)
+
+
+@pytest.mark.parametrize("database", ["sqlite_db", "postgres_db", "mariadb_db"])
+def test_previous_table_names_a_ledger(database: str, request: pytest.FixtureRequest) -> None:
+    from reident_airflow.sources.writers import ledger_of_table
+
+    url, new, old = request.getfixturevalue(database)
+    engine = sa.create_engine(url)
+    ledger = ledger_of_table(engine, old, ["sex", "zip"])
+    try:
+        code, doc = assess_json(url, "--table", new, *GATE, "--previous-table", ledger)
+        assert code == 1
+        _check(doc)
+    finally:
+        with engine.begin() as conn:
+            sa.Table(ledger, sa.MetaData()).drop(conn, checkfirst=True)
+        engine.dispose()
+
+
+def test_operator_with_a_ledger_as_previous_release(files: Path) -> None:
+    from reident_airflow.sources.writers import ledger_of_file
+
+    ledger = ledger_of_file(files / "old.parquet", ["sex", "zip"])
+    op = _operator(path=str(files / "new.parquet"), previous_release=str(ledger))
+    ti = PushedTI()
+    with pytest.raises(ReidentificationBreach):
+        op.execute({"ti": ti})  # type: ignore[arg-type]
+    _check(ti.pushed["return_value"])
