@@ -38,8 +38,8 @@ from reident_airflow.sources.release_ledger import (
 from reident_airflow.sources.sql_grouping import (
     Grouping,
     SqlTable,
-    _is_marker,
     constant,
+    is_marker,
     plan_grouping,
 )
 
@@ -143,7 +143,7 @@ def _digests(
     grouping = plan_grouping(conn, source, names)
     dialect = conn.dialect.name
     cells = [
-        _is_marker(
+        is_marker(
             dialect, sa.type_coerce(grouping.exprs[q], sa.types.NullType()), grouping.kinds[q]
         )
         for q in qis

@@ -517,8 +517,9 @@ def ledger_of_table(
         _check_ledger_qis(qis, [c.name for c in reflect_table(conn, target, schema).columns])
     with (
         interrupt_guard() as guard,
-        publishing(engine, target, schema, timeout=check_lock_timeout(lock_timeout), guard=guard)
-        as (lock, _),
+        publishing(
+            engine, target, schema, timeout=check_lock_timeout(lock_timeout), guard=guard
+        ) as (lock, _),
     ):
         released = sa.Table(target, sa.MetaData(schema=schema))
         with guard.critical():
