@@ -252,3 +252,35 @@ def test_operator_with_a_ledger_as_previous_release(files: Path) -> None:
     with pytest.raises(ReidentificationBreach):
         op.execute({"ti": ti})  # type: ignore[arg-type]
     _check(ti.pushed["return_value"])
+
+
+def test_datafly_keeps_a_ledger_for_the_next_assess(files: Path) -> None:
+    # Datafly at k = 2 generalizes nothing here (classes of 40 and 6): the release is the
+    # previous table, so the next assess against its ledger reports what _check expects
+    for qi, values in (("sex", "FM"), ("zip", ("100", "200"))):
+        (files / f"{qi}.csv").write_text("".join(f"{v};*\n" for v in values))
+    output = files / "published.csv"
+    code, _, _ = run(
+        "datafly",
+        str(files / "old.csv"),
+        "--qi",
+        "sex,zip",
+        "--k",
+        "2",
+        "--suppression-limit",
+        "0",
+        "--hierarchy",
+        f"sex={files / 'sex.csv'}",
+        "--hierarchy",
+        f"zip={files / 'zip.csv'}",
+        "--output",
+        str(output),
+        "--release-ledger",
+    )
+    assert code == 0
+    ledger = files / "published.csv.ledger.parquet"
+    assert ledger.is_file()
+    output.unlink()
+    code, doc = assess_json(str(files / "new.csv"), *GATE, "--previous", str(ledger))
+    assert code == 1
+    _check(doc)
