@@ -200,8 +200,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"suppressing {result.suppressed_records:,} records; writing "
         f"{result.released_records:,} records to {output}"
     )
-    ledger = {"ledger": list(args.qi)} if args.release_ledger else {}
-    written = write_file_atomic(result.table, output, sep=args.sep, **ledger)
+    ledger = list(args.qi) if args.release_ledger else None
+    written = write_file_atomic(result.table, output, sep=args.sep, ledger=ledger)
     progress(f"wrote {written:,} records")
     report = result.to_dict()
     report["passed"] = True
