@@ -189,3 +189,26 @@ def test_table_target_with_a_ledger_named_as_previous_release(
         op.execute({"ti": ti})  # type: ignore[arg-type]
     since = ti.pushed["return_value"]["since_last_release"]
     assert (since["arrivals"]["k"], since["departures"]["k"]) == (1, 2)
+
+
+def test_table_target_falls_back_to_its_ledger(database: tuple[sa.Engine, str]) -> None:
+    # release_ledger=True and no previous_release: the target is gone, its ledger answers
+    engine, prefix = database
+    target = f"{prefix}_release"
+    _run(
+        _operator(
+            engine, conn_id="db", table=f"{prefix}_day1", target_table=target, release_ledger=True
+        )
+    )
+    with engine.begin() as conn:
+        sa.Table(target, sa.MetaData()).drop(conn)
+    op = _operator(
+        engine, conn_id="db", table=f"{prefix}_day2", target_table=target, release_ledger=True
+    )
+    ti = PushedTI()
+    with pytest.raises(ReidentificationBreach):
+        op.execute({"ti": ti})  # type: ignore[arg-type]
+    since = ti.pushed["return_value"]["since_last_release"]
+    assert (since["arrivals"]["k"], since["departures"]["k"]) == (1, 2)
+    with engine.connect() as conn:
+        assert not sa.inspect(conn).has_table(target)  # nothing published
