@@ -115,12 +115,8 @@ def _text(dialect: str, expr: Any, kind: str) -> Any:
 def _encoded(dialect: str, expr: Any, kind: str) -> Any:
     """``N`` for a missing value, else ``V<length>:<text>``."""
     text = _text(dialect, expr, kind)
-    if dialect in _MYSQL:
-        length = sa.cast(sa.func.length(text), sa.CHAR())
-        value = sa.func.concat(constant("V"), length, constant(":"), text)
-    else:
-        length = sa.cast(sa.func.length(text), sa.Text())
-        value = sa.func.concat(constant("V"), length, constant(":"), text)
+    length = sa.cast(sa.func.length(text), sa.CHAR() if dialect in _MYSQL else sa.Text())
+    value = sa.func.concat(constant("V"), length, constant(":"), text)
     return sa.case((expr.is_(None), constant("N")), else_=value)
 
 
