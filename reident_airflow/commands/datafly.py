@@ -88,6 +88,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="where to write the anonymized table: *.csv or *.parquet (atomically)",
     )
+    p.add_argument(
+        "--release-ledger",
+        action="store_true",
+        help="keep a release ledger beside --output, OUTPUT.ledger.parquet: digests of the "
+        "published rows, to compare the next release with (--previous) once this one is gone",
+    )
     add_table_arguments(p)
     add_output_arguments(
         p,
@@ -184,7 +190,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"suppressing {result.suppressed_records:,} records; writing "
         f"{result.released_records:,} records to {output}"
     )
-    written = write_file_atomic(result.table, output, sep=args.sep)
+    ledger = list(args.qi) if args.release_ledger else None
+    written = write_file_atomic(result.table, output, sep=args.sep, ledger=ledger)
     progress(f"wrote {written:,} records")
     report = result.to_dict()
     report["passed"] = True

@@ -479,13 +479,17 @@ class SqlSource(ClassCounting):
         collation or MariaDB's case-insensitive text never merge values. Compared on
         ``columns``, by default every column both hold. The previous release is read
         through this source's connection (its account). A previous release of another
-        backend, or of another database, is refused."""
+        backend, or of another database, is refused. ``previous`` may be a release ledger
+        table (``<target>__ledger``, :mod:`~reident_airflow.sources.sql_ledger`) instead:
+        the same counts, from the digests."""
         from reident_airflow.sources.release_changes import (
             changes_from_counts,
             check_kinds,
             compared_columns,
             other_backend,
         )
+        from reident_airflow.sources.release_ledger import is_ledger
+        from reident_airflow.sources.sql_ledger import ledger_changes
 
         if not isinstance(previous, SqlSource):
             raise other_backend(self.label, previous, "a database")
@@ -496,9 +500,11 @@ class SqlSource(ClassCounting):
             old_source = open_source(
                 conn, old_where.get("table"), old_where.get("sql"), old_where.get("schema")
             )
+            labels = (what, previous.label)
+            if is_ledger([c.name for c in old_source.columns]):
+                return ledger_changes(conn, source, old_source, qis, columns, labels)
             new = sa.select(*source.c).subquery("reident_candidate")
             old = sa.select(*old_source.c).subquery("reident_previous")
-            labels = (what, previous.label)
             compared = compared_columns(
                 [c.name for c in new.columns],
                 [c.name for c in old.columns],
