@@ -20,7 +20,12 @@ from reident_airflow.operators.hierarchy_specs import (
     hierarchy_files,
     resolve_hierarchies,
 )
-from reident_airflow.operators.params import parse_columns, parse_mapping, parse_number
+from reident_airflow.operators.params import (
+    parse_columns,
+    parse_flag,
+    parse_mapping,
+    parse_number,
+)
 from reident_airflow.operators.spark_table import read_spark_frame
 from reident_airflow.outcomes import ReidentConfigurationError
 
@@ -59,6 +64,8 @@ class DataflyOptions:
     compared: Thresholds | None = None
     #: Their warning levels (``warn_min_arrival_k``, ...; none set: no warning).
     compared_warn: Thresholds = field(default_factory=Thresholds)
+    #: Keep a release ledger beside the target (docs/metrics.md §12).
+    release_ledger: bool = False
 
 
 class DataflyOperator(StagedTableOperator):
@@ -134,7 +141,15 @@ class DataflyOperator(StagedTableOperator):
         The candidate is written once to a scratch file (or a scratch table of the target's
         database, dropped after) to be compared where the data is; with more than one run
         publishing the same target, set ``max_active_runs=1`` so that the release compared
-        is the one replaced.
+        is the one replaced. It may name a release ledger instead (a ``<target>.ledger.parquet``
+        file, a ``<target>__ledger`` table): the same counts, from the digests.
+    :param release_ledger: keep a release ledger beside the target (docs/metrics.md §12): a
+        digest of every published row and of its class, in ``<target_path>.ledger.parquet``
+        (DuckDB) or the table ``<target_table>__ledger`` (the database), written with the
+        release under its lock (on a database, swapped in with it in one step). Then, when
+        the release itself is gone (deleted, shipped away), the next run compares the
+        candidate with the ledger: the same counts. Default ``False``: no ledger, nothing
+        else written. Not on a Spark connection yet.
 
     Returns the ``reident.datafly/v1`` report (aggregates only: levels, steps, counts,
     information loss) with ``"passed": true`` and ``"output"`` (where it wrote and how many
@@ -220,6 +235,7 @@ class DataflyOperator(StagedTableOperator):
         warn_max_arrival_risk: float | str | None = None,
         warn_min_departure_k: int | str | None = None,
         warn_max_departure_risk: float | str | None = None,
+        release_ledger: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -244,6 +260,7 @@ class DataflyOperator(StagedTableOperator):
         self.warn_max_arrival_risk = warn_max_arrival_risk
         self.warn_min_departure_k = warn_min_departure_k
         self.warn_max_departure_risk = warn_max_departure_risk
+        self.release_ledger = release_ledger
 
     def _validated(self, spark: Any = None) -> DataflyOptions:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
@@ -278,6 +295,12 @@ class DataflyOperator(StagedTableOperator):
         else:
             self.check_staged()
         target_conn = self._checked_target(spark)
+        ledger = parse_flag(self.release_ledger, "release_ledger")
+        if ledger and spark is not None:
+            raise ReidentConfigurationError(
+                "release_ledger is not kept on a Spark connection yet: publish to a database "
+                "table or a local file"
+            )
         # a Spark release is a folder, checked by _check_spark_target
         target_path = None if spark is not None else self.target_path
         check_paths(
@@ -296,6 +319,7 @@ class DataflyOperator(StagedTableOperator):
             lock_timeout=DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
             compared=None if compared is None else compared[0],
             compared_warn=Thresholds() if compared is None else compared[1],
+            release_ledger=ledger,
         )
 
     def _compared_limits(self, qis: Sequence[str]) -> tuple[Thresholds, Thresholds] | None:
@@ -389,6 +413,8 @@ class DataflyOperator(StagedTableOperator):
         writing: dict[str, Any] = {"lock_timeout": options.lock_timeout}
         if chunk_rows:
             writing["chunk_rows"] = chunk_rows
+        if options.release_ledger:
+            writing["ledger"] = list(options.quasi_identifiers)
         if self.target_path:
             writing["sep"] = options.target_sep
             written = writers.write_file_atomic(table, self.target_path, **writing)
@@ -684,6 +710,10 @@ class DataflyOperator(StagedTableOperator):
             from reident_airflow.sources.files import FileSource
 
             old = previous or str(self.target_path)
+            if not Path(old).exists() and previous is None and options.release_ledger:
+                from reident_airflow.sources.release_ledger import ledger_path
+
+                old = ledger_path(old)  # the release is gone: its ledger, if kept
             if not Path(old).exists():
                 return None
             suffix = "".join(Path(str(self.target_path)).suffixes) or ".csv"
@@ -729,6 +759,15 @@ class DataflyOperator(StagedTableOperator):
         schema = self.target_schema or None
         with self.connected(options.target_conn) as engine:
             previous = SqlSource(engine, table=old, schema=schema)
+            if (
+                not previous.has_table(old)
+                and options.release_ledger
+                and is_unset(self.previous_release)
+            ):
+                from reident_airflow.sources.release_ledger import ledger_table
+
+                old = ledger_table(old)  # the release is gone: its ledger, if kept
+                previous = SqlSource(engine, table=old, schema=schema)
             if not previous.has_table(old):
                 return None
             scratch = f"reident_compare_{uuid.uuid4().hex[:12]}"

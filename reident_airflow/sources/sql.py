@@ -480,7 +480,9 @@ class SqlSource(ClassCounting):
         collation or MariaDB's case-insensitive text never merge values. Compared on
         ``columns``, by default every column both hold. The previous release is read
         through this source's connection (its account). A previous release of another
-        backend, or of another database, is refused."""
+        backend, or of another database, is refused. ``previous`` may be a release ledger
+        table (``<target>__ledger``, :mod:`~reident_airflow.sources.sql_ledger`) instead:
+        the same counts, from the digests."""
         from reident_airflow.sources.release_changes import other_backend
 
         if not isinstance(previous, SqlSource):
@@ -508,13 +510,18 @@ def release_changes_sql(
 ) -> ReleaseChanges:
     """The arrivals and departures of ``candidate`` against ``previous``, two tables or
     subqueries of the database of ``conn``, counted there in one statement
-    (:meth:`SqlSource.release_changes`; ``labels`` name them in messages)."""
+    (:meth:`SqlSource.release_changes`; ``labels`` name them in messages). ``previous``
+    may be a release ledger table (:mod:`~reident_airflow.sources.sql_ledger`)."""
     from reident_airflow.sources.release_changes import (
         changes_from_counts,
         check_kinds,
         compared_columns,
     )
+    from reident_airflow.sources.release_ledger import is_ledger
+    from reident_airflow.sources.sql_ledger import ledger_changes
 
+    if is_ledger([c.name for c in previous.columns]):
+        return ledger_changes(conn, candidate, previous, qis, columns, labels)
     new = sa.select(*candidate.c).subquery("reident_candidate")
     old = sa.select(*previous.c).subquery("reident_previous")
     compared = compared_columns(

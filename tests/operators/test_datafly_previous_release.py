@@ -218,3 +218,82 @@ def test_a_warning_level_laxer_than_its_limit_is_refused(tmp_path: Path) -> None
     )
     with pytest.raises(ReidentConfigurationError, match="warn_min_arrival_k"):
         _run(op)
+
+
+# ------------------------------------------------------------------------- release ledger
+def test_file_target_with_a_ledger_when_the_release_is_gone(tmp_path: Path) -> None:
+    # run 1 keeps a ledger; its release is then shipped away (deleted here): run 2 is compared
+    # with the ledger and breaches exactly as it does against the release (a(c) = 1, d(c) = 2)
+    PREVIOUS.to_csv(tmp_path / "day1.csv", index=False)
+    CANDIDATE.to_csv(tmp_path / "day2.csv", index=False)
+    target = tmp_path / "release.csv"
+    ledger = tmp_path / "release.csv.ledger.parquet"
+    _run(_operator(path=str(tmp_path / "day1.csv"), target_path=str(target), release_ledger=True))
+    assert ledger.is_file()
+    target.unlink()
+    op = _operator(path=str(tmp_path / "day2.csv"), target_path=str(target), release_ledger=True)
+    ti = PushedTI()
+    with pytest.raises(ReidentificationBreach) as caught:
+        op.execute({"ti": ti})  # type: ignore[arg-type]
+    assert caught.value.breaches == [
+        {"metric": "since_last_release.arrivals.k", "observed": 1.0, "limit": 2.0}
+    ]
+    since = ti.pushed["return_value"]["since_last_release"]
+    assert (since["arrivals"]["k"], since["departures"]["k"]) == (1, 2)
+    assert not target.exists()  # nothing published
+
+
+def test_without_release_ledger_no_ledger_is_kept(tmp_path: Path) -> None:
+    PREVIOUS.to_csv(tmp_path / "day1.csv", index=False)
+    _run(_operator(path=str(tmp_path / "day1.csv"), target_path=str(tmp_path / "r.csv")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["day1.csv", "r.csv"]
+
+
+def test_table_target_with_a_ledger_named_as_previous_release(
+    database: tuple[sa.Engine, str],
+) -> None:
+    engine, prefix = database
+    target = f"{prefix}_release"
+    first, _ = _run(
+        _operator(
+            engine, conn_id="db", table=f"{prefix}_day1", target_table=target, release_ledger=True
+        )
+    )
+    assert first is not None
+    with engine.begin() as conn:  # the release is gone; its ledger stays
+        sa.Table(target, sa.MetaData()).drop(conn)
+    op = _operator(
+        engine,
+        conn_id="db",
+        table=f"{prefix}_day2",
+        target_table=target,
+        previous_release=f"{target}__ledger",
+    )
+    ti = PushedTI()
+    with pytest.raises(ReidentificationBreach):
+        op.execute({"ti": ti})  # type: ignore[arg-type]
+    since = ti.pushed["return_value"]["since_last_release"]
+    assert (since["arrivals"]["k"], since["departures"]["k"]) == (1, 2)
+
+
+def test_table_target_falls_back_to_its_ledger(database: tuple[sa.Engine, str]) -> None:
+    # release_ledger=True and no previous_release: the target is gone, its ledger answers
+    engine, prefix = database
+    target = f"{prefix}_release"
+    _run(
+        _operator(
+            engine, conn_id="db", table=f"{prefix}_day1", target_table=target, release_ledger=True
+        )
+    )
+    with engine.begin() as conn:
+        sa.Table(target, sa.MetaData()).drop(conn)
+    op = _operator(
+        engine, conn_id="db", table=f"{prefix}_day2", target_table=target, release_ledger=True
+    )
+    ti = PushedTI()
+    with pytest.raises(ReidentificationBreach):
+        op.execute({"ti": ti})  # type: ignore[arg-type]
+    since = ti.pushed["return_value"]["since_last_release"]
+    assert (since["arrivals"]["k"], since["departures"]["k"]) == (1, 2)
+    with engine.connect() as conn:
+        assert not sa.inspect(conn).has_table(target)  # nothing published
