@@ -275,8 +275,9 @@ def run_shape(shape: Shape, repeat: int) -> tuple[dict[str, Outcome], dict[str, 
             answer = run.stdout_tail
             if run.ok and c.json_out is not None:
                 answer = _answer_of_json(c.json_out)
-            if run.ok and c.name != "assess":
-                answers.setdefault(c.name, answer)
+            # every run is checked: one that differs from its contender's first is listed
+            if run.ok and c.name != "assess" and answers.setdefault(c.name, answer) != answer:
+                answers[f"{c.name} (round {r + 1})"] = answer
             print(
                 f"  round {r + 1}: {c.name:<16} {run.wall:8.3f} s (cpu {run.cpu:7.3f} s)  "
                 f"load {run.load:4.1f}  {state}  {answer[-90:] if c.name != 'assess' else ''}",
@@ -286,16 +287,18 @@ def run_shape(shape: Shape, repeat: int) -> tuple[dict[str, Outcome], dict[str, 
 
 
 def _disagreement(answers: dict[str, str]) -> str | None:
-    """None when every contender reports the same arrivals and departures (the one-way
-    peer: the same arrivals)."""
-    full = {n: a for n, a in answers.items() if n != "duckdb-arrivals"}
+    """None when every run of every contender reports the same arrivals and departures (the
+    one-way peer: the same arrivals); a run that differs from its contender's first is
+    listed as ``<name> (round <r>)``."""
+    full = {n: a for n, a in answers.items() if not n.startswith("duckdb-arrivals")}
     if len(set(full.values())) > 1:
         return "; ".join(f"{n}: {a}" for n, a in full.items())
-    one_way = answers.get("duckdb-arrivals")
-    if one_way is not None and full:
+    one_way = {n: a for n, a in answers.items() if n.startswith("duckdb-arrivals")}
+    if one_way and full:
         reference = next(iter(full.values())).split()[:4]
-        if one_way.split()[:4] != reference:
-            return f"duckdb-arrivals: {one_way}; the others: {' '.join(reference)}"
+        for name, answer in one_way.items():
+            if answer.split()[:4] != reference:
+                return f"{name}: {answer}; the others: {' '.join(reference)}"
     return None
 
 
