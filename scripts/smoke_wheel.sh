@@ -43,10 +43,15 @@ if [ -z "$builder" ]; then
 fi
 # from a copy of the tracked files (as they are in the work tree): the build writes no
 # egg-info into the checkout while scripts/test.sh's tests read the package's metadata there
-mkdir "$work/src"
-git ls-files -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
-  tar --null -T - -cf - | tar -xf - -C "$work/src"
-"$builder" -m build --outdir "$work/dist" "$work/src" >"$work/build.log" 2>&1 ||
+# (outside a git checkout, from the folder itself)
+src=.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  src="$work/src"
+  mkdir "$src"
+  git ls-files -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+    tar --null -T - -cf - | tar -xf - -C "$src"
+fi
+"$builder" -m build --outdir "$work/dist" "$src" >"$work/build.log" 2>&1 ||
   { tail -n 30 "$work/build.log" >&2; fail "python -m build"; }
 wheel="$(ls "$work"/dist/reident_airflow-*.whl)"
 ls "$work"/dist/reident_airflow-*.tar.gz >/dev/null || fail "no sdist in dist/"
