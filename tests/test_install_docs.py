@@ -126,7 +126,7 @@ def test_the_documented_floors_are_pyprojects_lower_bounds() -> None:
         [lower] = re.findall(r">=([0-9.]+)", _declared(extra, name))
         assert floor == lower, label
         assert why, label  # a floor without its reason is not documented
-    # by hand from docs/install.md (issue 29): Airflow 3.0's Task SDK lacks airflow.sdk.BaseHook
+    # by hand (issue 29): apache-airflow-core 3.0.6 requires sqlalchemy<2.0, 3.1.0 does not
     assert rows["Apache Airflow"][0] == "3.1"
 
 
