@@ -138,8 +138,9 @@ def register() -> dict[str, tuple[str, ...]]:
     from great_expectations.checkpoint.actions import _VALIDATION_ACTION_REGISTRY
     from great_expectations.expectations import registry
 
+    registered = set(registry.list_registered_expectation_implementations())
     for cls in EXPECTATIONS:
-        if cls.expectation_type not in registry._registered_expectations:
+        if cls.expectation_type not in registered:
             registry.register_expectation(cls)
     for provider in (
         ClassTableMetric,
