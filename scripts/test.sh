@@ -44,8 +44,13 @@ smoke_result() {
     return "$code"
 }
 
-echo "== ruff" && .venv/bin/ruff check . && .venv/bin/ruff format --check --quiet reident_airflow tests dags bench
-echo "== mypy" && .venv/bin/mypy
+# one command per line: under `set -e` a failure inside an `a && b && c` list that is not its
+# last command would not stop the script
+echo "== ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check --quiet reident_airflow tests dags bench
+echo "== mypy"
+.venv/bin/mypy
 if [ "${REIDENT_TESTS_SERIAL:-}" = "1" ]; then
     echo "== pytest"
     # pytest's exit 5 (no test collected) is non-zero and therefore fails this script too
