@@ -532,32 +532,6 @@ def _hash_ahead(args: argparse.Namespace, source: Source) -> None:
         source.hash_ahead()
 
 
-def _import_ahead(args: argparse.Namespace, options: AssessmentOptions) -> None:
-    """The modules the measures need after the grouping -- the population models' (SciPy's
-    optimizers: 0.3-0.8 s to import on a small machine) when a population is described, the
-    assessment's and the summary's -- imported on a thread while the source groups (DuckDB
-    releases the interpreter's lock while it works), rather than after it. The modules are
-    the same whichever thread imports them first, so nothing else changes."""
-    if args.engine == "spark":
-        return
-    import importlib
-    import threading
-
-    names = ["reident_airflow.engine.assessment", "reident_airflow.summary"]
-    described = (options.population_size, options.sampling_fraction, options.region)
-    if options.population_table or any(v is not None for v in described):
-        names.insert(0, "reident_airflow.engine.population")
-
-    def load() -> None:
-        try:
-            for name in names:
-                importlib.import_module(name)
-        except Exception:  # the caller's own import raises it again, in its turn
-            pass
-
-    threading.Thread(target=load, name="reident-import", daemon=True).start()
-
-
 def _no_fingerprint_reason(args: argparse.Namespace) -> str:
     if args.table:
         return "a table has no file to hash: 'input' is null"
@@ -698,7 +672,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with Progress.of("assess", args, err) as progress, database_located(args.input):
         with open_source(args, progress) as source:
             _hash_ahead(args, source)
-            _import_ahead(args, options)
             counted, register = _count(args, source, options, progress)
             result = _assessed(args, counted, options, register, progress)
             if scanning is not None:
