@@ -70,6 +70,7 @@ from reident_airflow.commands.common import (
     columns_as_written,
     database_located,
     given_hierarchies,
+    is_database,
     memory_size,
     open_source,
     positive_int,
@@ -530,6 +531,17 @@ def _fingerprint(
     return None if found is None else found.to_dict()
 
 
+def _hash_ahead(args: argparse.Namespace, source: Source) -> None:
+    """A file's hash for the ``"input"`` object started beside the readings, not after them
+    (:meth:`~reident_airflow.sources.files.FileSource.hash_ahead`)."""
+    if args.no_fingerprint or args.engine == "spark" or is_database(args.input):
+        return
+    from reident_airflow.sources.files import FileSource
+
+    if isinstance(source, FileSource):
+        source.hash_ahead()
+
+
 def _no_fingerprint_reason(args: argparse.Namespace) -> str:
     if args.table:
         return "a table has no file to hash: 'input' is null"
@@ -685,6 +697,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     hierarchies = given_hierarchies(args)
     with Progress.of("assess", args, err) as progress, database_located(args.input):
         with open_source(args, progress) as source:
+            _hash_ahead(args, source)
             counted, register = _count(args, source, options, progress)
             result = _assessed(args, counted, options, register, progress)
             if scanning is not None:

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.aggregates import ClassAggregates
     from reident_airflow.engine.differencing import ReleaseChanges
     from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
-    from reident_airflow.sources.fingerprint import InputFingerprint
+    from reident_airflow.sources.fingerprint import FileHashing, InputFingerprint
     from reident_airflow.sources.release_changes import ComparedColumns
 
 __all__ = [
@@ -748,7 +748,7 @@ class FileSource(ClassCounting):
 
     Each reading describes the file again (:func:`open_file`: its header or Parquet schema)
     and runs on a cursor of this process's DuckDB for ``memory_limit``; nothing is held
-    between readings, so :meth:`close` has nothing to release.
+    between readings but the hash :meth:`hash_ahead` started, which :meth:`close` stops.
     """
 
     def __init__(
@@ -763,6 +763,7 @@ class FileSource(ClassCounting):
         self.sep = sep
         self.memory_limit = memory_limit
         self.label = str(path) if label is None else label
+        self._hashing: FileHashing | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -771,7 +772,11 @@ class FileSource(ClassCounting):
         self.close()
 
     def close(self) -> None:
-        """Nothing to release: each reading opened and closed its own cursor."""
+        """Stop the hash :meth:`hash_ahead` started and :meth:`fingerprint` did not take;
+        each reading opened and closed its own cursor."""
+        if self._hashing is not None:
+            self._hashing.cancel()
+            self._hashing = None
 
     def _opened(self) -> FileTable:
         return open_file(self._file(), sep=self.sep)
@@ -964,9 +969,23 @@ class FileSource(ClassCounting):
         names no one file or directory, and for a frame."""
         if self.path is None or _is_glob(str(self.path)):
             return None
+        if self._hashing is not None:
+            hashing, self._hashing = self._hashing, None
+            return hashing.fingerprint(rows)
         from reident_airflow.sources.fingerprint import fingerprint_file
 
         return fingerprint_file(self.path, rows=rows)
+
+    def hash_ahead(self) -> None:
+        """Start hashing the file (or the directory) for :meth:`fingerprint` now, on a
+        thread, so that it is read beside the readings that follow rather than after them
+        (:class:`~reident_airflow.sources.fingerprint.FileHashing`); the fingerprint is the
+        same. Nothing for a glob or a frame, or when a hash is already under way."""
+        if self.path is None or _is_glob(str(self.path)) or self._hashing is not None:
+            return
+        from reident_airflow.sources.fingerprint import FileHashing
+
+        self._hashing = FileHashing(self.path)
 
     # ----------------------------------------------------------------- release comparison
     def release_changes(
