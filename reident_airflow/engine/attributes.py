@@ -265,15 +265,9 @@ def gate_subsets(m: int) -> list[tuple[int, ...]]:
     return [c for size in sizes for c in combinations(range(m), size)]
 
 
-def subset_sizes(table: ClassTable, cols: tuple[int, ...]) -> IntArray:
-    """The sizes of the classes formed on ``cols`` alone (in no set order): the table's
-    classes merged on ``cols``, weighted by their sizes, one grouping of the class table.
-
-    A mixed-radix key over ``cols`` is built from the codes (compressed to dense ids
-    whenever the next column would make it overflow 63 bits); when its span is small (at most
-    one column of the table) the sizes are summed into a dense array, else grouped by key."""
-    cards = [max(int(c), 1) for c in table.cardinalities]
-    weights = table.sizes.astype(np.int64, copy=False)
+def _subset_key(table: ClassTable, cols: tuple[int, ...], cards: list[int]) -> tuple[IntArray, int]:
+    """Each class's mixed-radix key over ``cols`` and its span, built from the codes and
+    compressed to dense ids whenever the next column would make it overflow 63 bits."""
     key = np.zeros(table.classes, dtype=np.int64)
     column = np.empty_like(key)
     span = 1
@@ -285,11 +279,48 @@ def subset_sizes(table: ClassTable, cols: tuple[int, ...]) -> IntArray:
         np.copyto(column, table.codes[:, c], casting="unsafe")
         key += column
         span *= cards[c]
+    return key, span
+
+
+def subset_sizes(table: ClassTable, cols: tuple[int, ...]) -> IntArray:
+    """The sizes of the classes formed on ``cols`` alone (in no set order): the table's
+    classes merged on ``cols``, weighted by their sizes, one grouping of the class table.
+
+    A mixed-radix key over ``cols`` is the full table's key less one digit when one QI is
+    left out, else built from the codes (:func:`_subset_key`); when its span is small (at most
+    one column of the table) the sizes are summed into a dense array, else the keys, each
+    with its class's size in the low bits, are sorted in place and summed by runs."""
+    cards = [max(int(c), 1) for c in table.cardinalities]
+    weights = table.sizes.astype(np.int64, copy=False)
+    left_out = [c for c in range(len(cards)) if c not in cols]
+    full = table.radix_keys() if len(left_out) == 1 else None
+    if full is not None:  # one QI left out: its digit dropped from the full table's key
+        low = prod(cards[left_out[0] + 1 :])
+        key = full // (low * cards[left_out[0]])
+        key *= low
+        key += full % low
+        span = prod(cards[c] for c in cols)
+    else:
+        key, span = _subset_key(table, cols, cards)
     if span <= max(_DENSE_LIMIT, table.classes):  # no larger than one column of the table
         merged = np.bincount(key, weights=weights, minlength=span).astype(np.int64)
         return merged[merged > 0]
-    ids, uniques = pd.factorize(key)
-    return np.bincount(ids, weights=weights, minlength=len(uniques)).astype(np.int64)
+    shift = int(weights.max(initial=0)).bit_length()
+    if span.bit_length() + shift > 63:
+        ids, uniques = pd.factorize(key)
+        return np.bincount(ids, weights=weights, minlength=len(uniques)).astype(np.int64)
+    # one in-place sort of (key, size) packed into int64, then run sums: a sort costs a
+    # fraction of a hash grouping, and no argsort is needed
+    key <<= shift
+    key |= weights
+    key.sort()
+    new = np.empty(key.shape[0], dtype=np.bool_)
+    new[:1] = True
+    high = key >> shift
+    np.not_equal(high[1:], high[:-1], out=new[1:])
+    del high
+    key &= (1 << shift) - 1
+    return np.add.reduceat(key, np.flatnonzero(new)).astype(np.int64, copy=False)
 
 
 def _gate_risks(table: ClassTable) -> tuple[AttributeRisk, ...]:

@@ -77,13 +77,16 @@ def test_default_ranking_hand_computed() -> None:
         assert r.separation == pytest.approx(separation, rel=1e-15)
 
 
-@pytest.mark.parametrize(("dense_limit", "key_limit"), [(1 << 16, (1 << 63) - 1), (1, 50)])
+@pytest.mark.parametrize(
+    ("dense_limit", "key_limit", "radix"),
+    [(1 << 16, (1 << 63) - 1, True), (1, (1 << 63) - 1, True), (1, 50, False)],
+)
 def test_default_ranking_equals_the_lattice(
-    monkeypatch: pytest.MonkeyPatch, dense_limit: int, key_limit: int
+    monkeypatch: pytest.MonkeyPatch, dense_limit: int, key_limit: int, radix: bool
 ) -> None:
     """Each subset ranked by default carries the numbers the full lattice gives it, bit for
-    bit: with dense sums, and with keys grouped (compressed when the next column would
-    overflow the key)."""
+    bit: with dense sums, with sorted keys (a digit dropped from the full table's key), and
+    with keys built from the codes (compressed when the next column would overflow)."""
     import numpy as np
 
     from reident_airflow.engine import attributes
@@ -103,6 +106,8 @@ def test_default_ranking_equals_the_lattice(
     lattice = {r.columns: r for r in attribute_risks(t, max_size=5)}
     monkeypatch.setattr(attributes, "_DENSE_LIMIT", dense_limit)
     monkeypatch.setattr(attributes, "_KEY_LIMIT", key_limit)
+    if not radix:
+        monkeypatch.setattr(type(t), "radix_keys", lambda self: None)
     default = attribute_risks(t)
     assert len(default) == 5 + 5 + 1
     for r in default:
