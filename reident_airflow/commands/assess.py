@@ -340,8 +340,9 @@ _OPTIONS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     (
         "--max-subset-size",
         positive_int,
-        "rank QI subsets up to S columns (default: every subset when there are at most 8 "
-        "QIs; otherwise subsets of 1 and 2 columns and the full set)",
+        "rank every QI subset of up to S columns and the full set; S >= the number of QIs "
+        "ranks the full lattice (default: each single column, each subset with one QI left "
+        "out, and the full set)",
     ),
     (
         "--memory-limit",

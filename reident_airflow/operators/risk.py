@@ -140,7 +140,9 @@ class ReidentificationRiskOperator(StagedTableOperator):
     :param on_breach: ``"fail"`` (default: the task fails, no retries), ``"skip"`` (the task
         and its downstream are skipped: nothing is published) or ``"warn"`` (log, succeed).
         It applies to the failing levels; warning levels never stop the task.
-    :param max_subset_size: rank QI subsets up to this many columns.
+    :param max_subset_size: rank every QI subset up to this many columns and the full set
+        (at least the number of QIs: the full lattice); by default each single column, each
+        subset with one QI left out, and the full set.
     :param report_path: where to write a self-contained HTML risk report (templated; a local
         path or an object-storage URL), also when the gate is breached; its location is pushed
         to XCom under ``report_location``, its URL (``report_base_url``, or an object-storage
