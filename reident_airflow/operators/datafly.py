@@ -182,6 +182,7 @@ class DataflyOperator(StagedTableOperator):
         "chunk_rows",
         "lock_timeout",
         "previous_release",
+        "release_ledger",
         *COMPARED_THRESHOLDS,
         *(f"warn_{name}" for name in COMPARED_THRESHOLDS),
         *StagedTableOperator.template_fields,
@@ -202,6 +203,7 @@ class DataflyOperator(StagedTableOperator):
     chunk_rows: int | str | None
     lock_timeout: float | str | None
     previous_release: str | None
+    release_ledger: bool | str
     min_arrival_k: int | str | None
     max_arrival_risk: float | str | None
     min_departure_k: int | str | None
