@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from typing import Any
 import pytest
 
 from reident_airflow.operators.datafly import DataflyOperator
+from tests._schemas import assert_valid, schema_errors
+from tests.cli._cli import run
 from tests.operators._fakes import PushedTI
 
 ROWS = "zip,n\n10001,1\n10001,2\n10002,3\n10003,4\n10003,5\n10003,6\n20001,7\n20001,8\n20001,9\n"
@@ -118,6 +121,9 @@ def _before_after_rows(page: str) -> dict[str, tuple[str, str]]:
 def test_generalized_release_before_and_after(tmp_path: Path) -> None:
     result, data, target, report = _run(tmp_path, suppression_limit=0)
     assert result["levels"] == {"zip": 1}
+    assert_valid(result)  # reident.datafly.v1.schema.json, with before/after
+    broken = {**result, "after": {**result["after"], "prosecutor_risk": 3.0}}
+    assert schema_errors(broken)
     _close(result["before"], BEFORE)
     _close(result["after"], AFTER_GENERALIZED)
     # the after side's loss is the run's own information loss
@@ -160,3 +166,29 @@ def test_suppressed_release_before_and_after(tmp_path: Path) -> None:
     assert rows["records suppressed"] == ("0", "1")
     assert rows["marketer risk (classes / records)"] == ("0.4444", "0.375")
     assert rows["discernibility"] == ("23", "31")
+
+
+def test_cli_json_and_report_have_before_after_and_fingerprints(tmp_path: Path) -> None:
+    # `reident datafly`: the same table and figures as the operator's generalized release
+    data, zips = tmp_path / "staged.csv", tmp_path / "zip.csv"
+    data.write_text(ROWS)
+    zips.write_text(HIERARCHY)
+    target, out_json, report = (tmp_path / n for n in ("out.csv", "r.json", "r.html"))
+    code, _, err = run(
+        "datafly", str(data), "--qi", "zip", "--k", "2", "--suppression-limit", "0",
+        "--hierarchy", f"zip={zips}", "--output", str(target),
+        "--json", str(out_json), "--report", str(report), "--quiet",
+    )  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out_json.read_text())
+    assert_valid(result)
+    _close(result["before"], BEFORE)
+    _close(result["after"], AFTER_GENERALIZED)
+    assert (result["input"]["rows"], result["input"]["sha256"]) == (9, _sha256(data))
+    assert (result["output_fingerprint"]["rows"], result["output_fingerprint"]["sha256"]) == (
+        9,
+        _sha256(target),
+    )
+    rows = _before_after_rows(report.read_text())
+    assert rows["k (smallest class)"] == ("1", "3")
+    assert rows["discernibility"] == ("23", "45")
