@@ -23,6 +23,10 @@ input error (unknown QI, k < 1 or larger than the records, a bad suppression lim
 hierarchy that is ragged or does not cover a value -- the message names the column and counts,
 never a value).
 
+The JSON (and the report) hold ``before`` and ``after`` (k, risks and information loss of
+INPUT as read and of the release) and the fingerprints of INPUT (``input``) and of
+``--output`` (``output_fingerprint``: its SHA-256, :mod:`reident_airflow.sources.fingerprint`).
+
 Progress goes to stderr, one line per step (``--quiet`` silences it).
 """
 
@@ -115,17 +119,19 @@ def _load_hierarchies(args: argparse.Namespace) -> dict[str, Any]:
     return hierarchies
 
 
-def _read_input(args: argparse.Namespace) -> Any:
-    """INPUT as a frame; every QI a column of it (an unknown one gets a suggestion)."""
+def _read_input(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
+    """INPUT as a frame, every QI a column of it (an unknown one gets a suggestion), and its
+    fingerprint (the JSON's ``"input"``; ``None`` when INPUT names no one file or table)."""
     from reident_airflow.sources.file_source import unknown_column
 
     with database_located(args.input), open_table(args) as source:
         frame = source.release_rows(args.qi)[0]
-    names = [str(c) for c in frame.columns]
-    for qi in args.qi:
-        if qi not in names:
-            raise InvalidInputError(unknown_column(qi, names, "quasi-identifier"))
-    return frame
+        names = [str(c) for c in frame.columns]
+        for qi in args.qi:
+            if qi not in names:
+                raise InvalidInputError(unknown_column(qi, names, "quasi-identifier"))
+        found = source.fingerprint(rows=len(frame))
+    return frame, None if found is None else found.to_dict()
 
 
 def _check_output(args: argparse.Namespace) -> Path:
@@ -169,12 +175,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """
     from reident_airflow.engine.datafly import datafly, empty_release_error, infeasible_report
     from reident_airflow.engine.errors import AnonymizationInfeasibleError
+    from reident_airflow.sources.fingerprint import fingerprint_file
     from reident_airflow.sources.writers import file_format, write_file_atomic
 
     progress = Progress("datafly", err, quiet=args.quiet)
     output = _check_output(args)
     hierarchies = _load_hierarchies(args)
-    frame = _read_input(args)
+    frame, fingerprint = _read_input(args)
     progress(f"read {len(frame):,} records, {frame.shape[1]} columns")
     try:
         result = datafly(frame, args.qi, hierarchies, args.k, args.suppression_limit, progress)
@@ -183,6 +190,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise empty
     except AnonymizationInfeasibleError as exc:
         report = infeasible_report(exc, len(frame), args.k)
+        report["input"] = fingerprint
         code = finish(args, report, kind="datafly", streams=(out, err))
         err.write(f"reident: datafly: {exc}; nothing was written to {output}\n")
         return code
@@ -196,5 +204,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = result.to_dict()
     report["passed"] = True
     report["output"] = {"path": str(output), "format": file_format(output), "records": written}
+    report["input"] = fingerprint
+    report["output_fingerprint"] = fingerprint_file(output, rows=written).to_dict()
     summary = lambda: _summary(report, output)  # noqa: E731
     return finish(args, report, kind="datafly", streams=(out, err), summary=summary)

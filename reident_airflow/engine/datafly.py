@@ -62,12 +62,14 @@ from reident_airflow.engine.errors import (
 )
 from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
 from reident_airflow.engine.numbers import check_suppression_limit, parse_suppression_limit
+from reident_airflow.engine.sample import sample_risk
 
 __all__ = [
     "SCHEMA",
     "DataflyResult",
     "DataflySummary",
     "InformationLoss",
+    "TableRisk",
     "datafly",
     "datafly_inputs",
     "datafly_summary",
@@ -102,6 +104,55 @@ class InformationLoss:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class TableRisk:
+    """One side of a Datafly run's before/after view, from its class-size histogram
+    (aggregates only): the input as staged (``before``), or the released table (``after``).
+
+    ``smallest_class`` is k; ``prosecutor_risk`` the highest re-identification risk
+    ``1 / smallest_class``; ``journalist_risk`` the same (no population register: the
+    journalist's measures are the sample's, as in ARX); ``marketer_risk`` ``classes /
+    records``; ``records_at_risk`` the share of records whose risk ``1/|E|`` is above 0.2
+    (ARX's default threshold); ``precision`` and ``discernibility`` as
+    :class:`InformationLoss` (before: 1 and the input classes' ``sum |E|^2``, nothing
+    generalized or suppressed).
+    """
+
+    records: int
+    classes: int
+    smallest_class: int
+    prosecutor_risk: float
+    journalist_risk: float
+    marketer_risk: float
+    records_at_risk: float
+    suppressed_records: int
+    precision: float
+    discernibility: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def table_risk(
+    histogram: Histogram, *, suppressed: int, precision: float, discernibility: int
+) -> TableRisk:
+    """The :class:`TableRisk` of a class-size histogram (sizes ascending, not empty)."""
+    sizes, counts = histogram
+    risk = sample_risk(sizes, counts)
+    return TableRisk(
+        records=risk.records,
+        classes=risk.classes,
+        smallest_class=int(sizes[0]),
+        prosecutor_risk=risk.highest_risk,
+        journalist_risk=risk.highest_risk,
+        marketer_risk=risk.classes / risk.records,
+        records_at_risk=risk.records_at_risk,
+        suppressed_records=suppressed,
+        precision=precision,
+        discernibility=discernibility,
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class DataflySummary:
     """What a Datafly run reached, in aggregates: the fields every backend's result shares
@@ -119,6 +170,10 @@ class DataflySummary:
     top_levels: dict[str, int]
     steps: tuple[DataflyStep, ...]
     information_loss: InformationLoss
+    before: TableRisk | None
+    """The input as staged (``None`` when the backend did not count its histogram)."""
+    after: TableRisk | None
+    """The released table (``None`` when every record was suppressed)."""
 
     @property
     def released_records(self) -> int:
@@ -136,6 +191,8 @@ class DataflySummary:
             "levels": dict(self.levels),
             "steps": [s.to_dict() for s in self.steps],
             "information_loss": self.information_loss.to_dict(),
+            "before": None if self.before is None else self.before.to_dict(),
+            "after": None if self.after is None else self.after.to_dict(),
         }
 
     def summary_fields(self) -> dict[str, Any]:
@@ -166,9 +223,12 @@ def datafly_summary(
     *,
     k: int,
     limit: int,
+    initial: Histogram | None = None,
 ) -> DataflySummary:
     """The summary of a finished search from the class-size histogram at its final levels:
-    classes below ``k`` are suppressed; Prec and C_DM as :class:`InformationLoss` defines."""
+    classes below ``k`` are suppressed; Prec and C_DM as :class:`InformationLoss` defines.
+    ``initial``, the histogram of the input as staged (every QI at level 0), gives
+    ``before``; without it ``before`` is ``None``."""
     sizes, counts = final
     n = int((sizes * counts).sum())
     small = sizes < k
@@ -177,6 +237,26 @@ def datafly_summary(
     m = len(space.names)
     tops = [space.top(i) for i in range(m)]
     ratios = [levels[i] / tops[i] if tops[i] else 0.0 for i in range(m)]
+    loss = InformationLoss(
+        precision=1.0 - sum(ratios) / m,
+        discernibility=int((kept_sizes**2 * kept_counts).sum()) + suppressed * n,
+    )
+    before = None
+    if initial is not None and initial[0].size:
+        before = table_risk(
+            initial,
+            suppressed=0,
+            precision=1.0,
+            discernibility=int((initial[0] ** 2 * initial[1]).sum()),
+        )
+    after = None
+    if kept_sizes.size:
+        after = table_risk(
+            (kept_sizes, kept_counts),
+            suppressed=suppressed,
+            precision=loss.precision,
+            discernibility=loss.discernibility,
+        )
     return DataflySummary(
         records=n,
         k=k,
@@ -187,10 +267,9 @@ def datafly_summary(
         levels=dict(zip(space.names, levels, strict=True)),
         top_levels=dict(zip(space.names, tops, strict=True)),
         steps=tuple(steps),
-        information_loss=InformationLoss(
-            precision=1.0 - sum(ratios) / m,
-            discernibility=int((kept_sizes**2 * kept_counts).sum()) + suppressed * n,
-        ),
+        information_loss=loss,
+        before=before,
+        after=after,
     )
 
 
@@ -467,7 +546,11 @@ def _release(
     assert base_to_final is not None
     suppressed_class = final_sizes < k
     sizes, counts = np.unique(final_sizes.astype(np.int64, copy=False), return_counts=True)
-    summary = datafly_summary(space, levels, steps, (sizes, counts), k=k, limit=limit)
+    # the input as staged: the base class table's sizes (no second pass over the rows)
+    initial = np.unique(base.sizes.astype(np.int64, copy=False), return_counts=True)
+    summary = datafly_summary(
+        space, levels, steps, (sizes, counts), k=k, limit=limit, initial=initial
+    )
 
     keep_rows = ~suppressed_class[base_to_final][base.row_class]
     suppressed = summary.suppressed_records

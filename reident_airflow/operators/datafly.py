@@ -152,8 +152,11 @@ class DataflyOperator(StagedTableOperator):
         else written. Not on a Spark connection yet.
 
     Returns the ``reident.datafly/v1`` report (aggregates only: levels, steps, counts,
-    information loss) with ``"passed": true`` and ``"output"`` (where it wrote and how many
-    records) as XCom (``return_value``). When k cannot be reached within the
+    information loss, ``before`` and ``after``: k, risks and loss of the input as staged and
+    of the release) with ``"passed": true``, ``"output"`` (where it wrote and how many
+    records), ``"input"`` and ``"output_fingerprint"`` (the fingerprints of the staged input
+    and of the written release, :mod:`reident_airflow.sources.fingerprint`; ``null`` on a
+    Spark connection) as XCom (``return_value``). When k cannot be reached within the
     limit the task fails without retries (:class:`ReidentificationBreach`, ``check="datafly"``)
     after pushing the best attempt (``"passed": false``, as ``return_value``); nothing is
     written. Bad parameters and
@@ -398,18 +401,28 @@ class DataflyOperator(StagedTableOperator):
         return []
 
     # -- work ------------------------------------------------------------------------------
-    def _read(self, qis: Sequence[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    def _read(
+        self, qis: Sequence[str]
+    ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any] | None]:
         """The staged table's rows, read through its source
         (:meth:`~reident_airflow.sources.Source.release_rows`: the QIs of a file as
-        Categoricals), and the SQL types of its columns when it is a database's (a release
-        written back to the source's connection keeps them)."""
+        Categoricals), the SQL types of its columns when it is a database's (a release
+        written back to the source's connection keeps them), and the source's fingerprint
+        (:meth:`~reident_airflow.sources.Source.fingerprint`; the report's ``input``)."""
         with self.source() as source:
-            return source.release_rows(qis)
+            frame, types = source.release_rows(qis)
+            found = source.fingerprint(rows=len(frame))
+        return frame, types, None if found is None else found.to_dict()
 
     def _write(
         self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Write the release; where it went and how many records (the report's ``output``),
+        and the fingerprint of what was written (``output_fingerprint``: a file's SHA-256, a
+        table's row count and snapshot, :mod:`reident_airflow.sources.fingerprint`)."""
         from reident_airflow.sources import writers
+        from reident_airflow.sources.fingerprint import fingerprint_file
+        from reident_airflow.sources.sql import fingerprint_sql
 
         chunk_rows = options.chunk_rows
         writing: dict[str, Any] = {"lock_timeout": options.lock_timeout}
@@ -420,7 +433,8 @@ class DataflyOperator(StagedTableOperator):
         if self.target_path:
             writing["sep"] = options.target_sep
             written = writers.write_file_atomic(table, self.target_path, **writing)
-            return {"path": self.target_path, "records": written}
+            written_file = fingerprint_file(self.target_path, rows=written)
+            return {"path": self.target_path, "records": written}, written_file.to_dict()
         if types and options.target_conn == self.conn_id:  # the source's own types
             qis = options.quasi_identifiers
             writing["column_types"] = {c: t for c, t in types.items() if c not in qis}
@@ -428,27 +442,33 @@ class DataflyOperator(StagedTableOperator):
             written = writers.write_table_atomic(
                 engine, table, str(self.target_table), schema=self.target_schema or None, **writing
             )
+            written_table = fingerprint_sql(
+                engine, table=str(self.target_table), schema=self.target_schema or None
+            )
         return {
             "conn_id": options.target_conn,
             "schema": self.target_schema or None,
             "table": self.target_table,
             "records": written,
-        }
+        }, written_table.to_dict()
 
-    def _datafly(self, options: DataflyOptions) -> tuple[Any, dict[str, Any] | None, Any]:
+    def _datafly(
+        self, options: DataflyOptions
+    ) -> tuple[Any, dict[str, Any] | None, Any, dict[str, Any] | None]:
         """Datafly on the staged file or database table: the result (``None`` when k cannot
-        be reached), the best attempt's report when it cannot, the source's column types."""
+        be reached), the best attempt's report when it cannot, the source's column types
+        and its fingerprint."""
         from reident_airflow.engine.datafly import datafly, infeasible_report
 
         qis, k = list(options.quasi_identifiers), options.k
-        frame, types = self._read(qis)
+        frame, types, fingerprint = self._read(qis)
         hierarchies = resolve_hierarchies(options.hierarchies, frame, qis, sep=self.hierarchy_sep)
         self.log.info("Datafly on %s records, quasi-identifiers %s, k=%s", len(frame), qis, k)
         try:
             result = datafly(frame, qis, hierarchies, k, options.suppression_limit, self.log.info)
         except AnonymizationInfeasibleError as exc:
-            return None, infeasible_report(exc, len(frame), k), types
-        return result, None, types
+            return None, infeasible_report(exc, len(frame), k), types, fingerprint
+        return result, None, types, fingerprint
 
     # -- on a Spark connection (issue 18) --------------------------------------------------
     def _check_spark_target(self, conn: Any) -> None:
@@ -557,9 +577,10 @@ class DataflyOperator(StagedTableOperator):
         """Anonymize, then publish; ``spark``: the Spark session that reads the source."""
         qis, k = list(options.quasi_identifiers), options.k
         types: dict[str, Any] = {}
+        fingerprint: dict[str, Any] | None = None  # of the input; not taken on Spark
         with self.input_errors():
             if spark is None:
-                result, infeasible, types = self._datafly(options)
+                result, infeasible, types, fingerprint = self._datafly(options)
             else:
                 result, infeasible = self._datafly_on_spark(options, spark)
         if infeasible is None:
@@ -569,6 +590,7 @@ class DataflyOperator(StagedTableOperator):
             if empty is not None:  # every record suppressed: never published
                 infeasible = infeasible_report(empty, result.records, k)
         if infeasible is not None:
+            infeasible["input"] = fingerprint
             self._infeasible(context, infeasible, qis, k)
         self.log.info(
             "k=%s reached: levels %s, %s of %s records suppressed; writing %s records",
@@ -582,14 +604,17 @@ class DataflyOperator(StagedTableOperator):
         warnings: tuple[Breach, ...] = ()
         if options.compared is not None:
             since, warnings = self._compare(context, options, result, types, spark)
+        written: dict[str, Any] | None = None  # the output's fingerprint; not taken on Spark
         with self.input_errors():  # a lost connection keeps Airflow's retries
             if spark is None:
-                output = self._write(options, result.table, types)
+                output, written = self._write(options, result.table, types)
             else:
                 output = self._write_spark_release(result, options.lock_timeout)
         report: dict[str, Any] = result.to_dict()
         report["passed"] = True
         report["output"] = output
+        report["input"] = fingerprint
+        report["output_fingerprint"] = written
         if options.compared is not None:
             report["since_last_release"] = since
         if options.compared_warn.to_dict():

@@ -15,12 +15,12 @@ from reident_airflow.report._input_view import InputView
 from reident_airflow.report._page import Part
 from reident_airflow.report.signoff import DECISIONS, SignOff
 
-__all__ = ["input_section", "sign_off_section"]
+__all__ = ["fingerprint_rows", "input_section", "sign_off_section"]
 
 _KINDS = {"file": "file", "database": "database"}
 
 
-def _rows(fp: InputView) -> list[tuple[str, str, bool]]:
+def fingerprint_rows(fp: InputView) -> list[tuple[str, str, bool]]:
     """``(name, value, as code)`` of the fingerprint's fields that the result holds."""
     source = fp.location or NA
     if fp.dialect is not None and fp.kind == "database":
@@ -46,7 +46,7 @@ def _rows(fp: InputView) -> list[tuple[str, str, bool]]:
 def _fingerprint(fp: InputView) -> str:
     cells = "".join(
         f"<dt>{esc(name)}</dt><dd>" + (f"<code>{esc(v)}</code>" if code else esc(v)) + "</dd>"
-        for name, v, code in _rows(fp)
+        for name, v, code in fingerprint_rows(fp)
     )
     out = f'<dl class="inputs">{cells}</dl>\n'
     if fp.sha256 is not None:

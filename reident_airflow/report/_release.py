@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from reident_airflow.report import charts
 from reident_airflow.report._format import NA, count, esc, number, percent
 from reident_airflow.report._html import cards, dl, figure, na, note, table, text
+from reident_airflow.report._input_view import InputView
 from reident_airflow.report._page import BREACHED, PASSED, UNKNOWN, GateRow, Part, plural
+from reident_airflow.report._provenance import fingerprint_rows
+from reident_airflow.report._release_view import DataflySide
 from reident_airflow.report.view import DataflyView, DirectMatchView
 
 __all__ = ["build_datafly", "build_direct_match"]
@@ -135,6 +141,7 @@ def build_datafly(view: DataflyView) -> Part:
     part.add_sections(
         "datafly",
         [
+            ("Before and after", "before-after", lambda: _df_before_after(view)),
             ("Generalization and suppression", "levels", lambda: _df_levels(view)),
             ("Steps", "steps", lambda: _df_steps(view)),
             ("Inputs", "inputs", lambda: _df_inputs(view)),
@@ -169,6 +176,58 @@ def _df_levels(view: DataflyView) -> str:
         for row, (qi, _) in zip(rows, view.levels, strict=True):
             row.append(count(tops.get(qi)))
     return out + f"<h3>{esc(title)}</h3>\n" + table(headers, rows, numeric=(1, 2))
+
+
+#: The before/after table's rows: label, field of :class:`DataflySide`, how it is shown.
+_SIDE_ROWS = (
+    ("records", "records", count),
+    ("equivalence classes", "classes", count),
+    ("k (smallest class)", "smallest_class", count),
+    ("prosecutor risk (highest, 1 / k)", "prosecutor_risk", number),
+    ("journalist risk (highest; no register: the prosecutor's)", "journalist_risk", number),
+    ("marketer risk (classes / records)", "marketer_risk", number),
+    ("records at risk (risk above 0.2)", "records_at_risk", percent),
+    ("records suppressed", "suppressed_records", count),
+    ("precision (1 = unchanged)", "precision", number),
+    ("discernibility", "discernibility", count),
+)
+
+
+def _df_before_after(view: DataflyView) -> str:
+    """The input as staged beside the release, and the fingerprints of both."""
+    before, after = view.before, view.after
+    if before is None and after is None:
+        out = na("The result holds no before/after figures.")
+    else:
+        rows = [
+            [label, _side(before, name, show), _side(after, name, show)]
+            for label, name, show in _SIDE_ROWS
+        ]
+        headers = ["measure", "before (input as staged)", "after (release)"]
+        out = table(headers, rows, numeric=(1, 2))
+        out += note(
+            "Both columns are computed from the class sizes Datafly counted: before, the "
+            "quasi-identifiers' original values; after, the released classes (suppressed "
+            "records left out). Discernibility charges a suppressed record the whole table."
+        )
+    out += "<h3>Fingerprints</h3>\n" + dl(
+        [
+            ("input", _fingerprint_text(view.fingerprint)),
+            ("output", _fingerprint_text(view.output_fingerprint)),
+        ]
+    )
+    return out
+
+
+def _side(side: DataflySide | None, name: str, show: Callable[[Any], str]) -> str:
+    return NA if side is None else show(getattr(side, name))
+
+
+def _fingerprint_text(fp: InputView | None) -> str:
+    """A fingerprint on one line: its fields as the "What was assessed" card names them."""
+    if fp is None:
+        return "not taken"
+    return "; ".join(f"{name}: {value}" for name, value, _ in fingerprint_rows(fp))
 
 
 def _df_steps(view: DataflyView) -> str:

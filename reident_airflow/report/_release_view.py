@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from reident_airflow.report._format import is_number
+from reident_airflow.report._input_view import InputView
 from reident_airflow.report._read import (
     Checked,
     Number,
@@ -18,7 +19,14 @@ from reident_airflow.report._read import (
     text_or_none,
 )
 
-__all__ = ["ColumnProtection", "DataflyOutput", "DataflyStepView", "DataflyView", "DirectMatchView"]
+__all__ = [
+    "ColumnProtection",
+    "DataflyOutput",
+    "DataflySide",
+    "DataflyStepView",
+    "DataflyView",
+    "DirectMatchView",
+]
 
 
 # ------------------------------------------------------------------------- direct match
@@ -94,11 +102,30 @@ class DataflyOutput(Checked):
 
 
 @dataclass(frozen=True)
+class DataflySide(Checked):
+    """One side of the before/after view (``before``: the input as staged; ``after``: the
+    release); a field is ``None`` when the result does not hold it."""
+
+    records: Number | None
+    classes: Number | None
+    smallest_class: Number | None
+    prosecutor_risk: Number | None
+    journalist_risk: Number | None
+    marketer_risk: Number | None
+    records_at_risk: Number | None
+    suppressed_records: Number | None
+    precision: Number | None
+    discernibility: Number | None
+
+
+@dataclass(frozen=True)
 class DataflyView(Checked):
     """A ``reident.datafly/v1`` result (or the engine's own dict, which has no ``passed``).
 
     ``levels`` and ``steps`` are ``None`` when the result holds none; ``reached`` is whether
-    k was reached within the suppression limit.
+    k was reached within the suppression limit. ``before`` and ``after`` are the input as
+    staged and the release; ``fingerprint`` and ``output_fingerprint`` the fingerprints of
+    the input (``"input"``) and of the written release.
     """
 
     schema: str | None
@@ -115,6 +142,10 @@ class DataflyView(Checked):
     steps: tuple[DataflyStepView, ...] | None
     message: str | None
     output: DataflyOutput | None
+    before: DataflySide | None
+    after: DataflySide | None
+    fingerprint: InputView | None
+    output_fingerprint: InputView | None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -138,6 +169,10 @@ class DataflyView(Checked):
             discernibility=number_or_none(loss.get("discernibility")),
             steps=steps,
             output=optional_view(_output, d.get("output")),
+            before=optional_view(DataflySide.read, d.get("before")),
+            after=optional_view(DataflySide.read, d.get("after")),
+            fingerprint=optional_view(InputView.from_dict, d.get("input")),
+            output_fingerprint=optional_view(InputView.from_dict, d.get("output_fingerprint")),
         )
 
     @property

@@ -177,13 +177,17 @@ def datafly_spark(
     search_rows = rows.select(*keys).cache()
     space = SearchSpace(names=names, cards=tuple(c.cards for c in coded))
     try:
-        levels, steps = datafly_search(
-            space, lambda lv: _histogram_at(search_rows, lv), k=k, limit=limit, progress=progress
-        )
+        counted: list[Histogram] = []  # the first is the input's, as staged
+
+        def histogram_at(lv: Sequence[int]) -> Histogram:
+            counted.append(_histogram_at(search_rows, lv))
+            return counted[-1]
+
+        levels, steps = datafly_search(space, histogram_at, k=k, limit=limit, progress=progress)
         final = _histogram_at(search_rows, levels)
     finally:
         search_rows.unpersist()
-    summary = datafly_summary(space, levels, steps, final, k=k, limit=limit)
+    summary = datafly_summary(space, levels, steps, final, k=k, limit=limit, initial=counted[0])
     return SparkDataflyResult(
         **summary.summary_fields(), table=_table(frame, rows, coded, levels, k)
     )

@@ -270,6 +270,34 @@ def test_to_dict_is_the_contract() -> None:
             {"generalized": "age", "level": 2, "below_k": 2},
         ],
         "information_loss": {"precision": pytest.approx(2 / 3), "discernibility": 20},
+        # before: six distinct (age, zip) tuples -> 6 classes of 1: risk 1, marketer 6/6,
+        # every record above 0.2, C_DM = 6 x 1^2
+        "before": {
+            "records": 6,
+            "classes": 6,
+            "smallest_class": 1,
+            "prosecutor_risk": 1.0,
+            "journalist_risk": 1.0,
+            "marketer_risk": 1.0,
+            "records_at_risk": 1.0,
+            "suppressed_records": 0,
+            "precision": 1.0,
+            "discernibility": 6,
+        },
+        # after: (20-29, 13053) x2 and (30-39, 14853) x2 kept, 2 singletons suppressed:
+        # risk 1/2, marketer 2/4, both classes' 1/2 > 0.2, loss as information_loss
+        "after": {
+            "records": 4,
+            "classes": 2,
+            "smallest_class": 2,
+            "prosecutor_risk": 0.5,
+            "journalist_risk": 0.5,
+            "marketer_risk": 0.5,
+            "records_at_risk": 1.0,
+            "suppressed_records": 2,
+            "precision": pytest.approx(2 / 3),
+            "discernibility": 20,
+        },
     }
     assert SCHEMA == "reident.datafly/v1"
     text = json.dumps(data)  # aggregates only: no value of the table

@@ -91,6 +91,16 @@ def test_table_to_table(staged: tuple[sa.Engine, str], adult: pd.DataFrame) -> N
     json.dumps(report)  # XCom-serializable, aggregates only
     released, _ = writers.read_sql_frame(engine, table=target)
     assert len(released) == 30125 and _k_of(released) >= 5
+    # before/after: the staged 30,162 records, the 30,125 released (37 suppressed)
+    assert (report["before"]["records"], report["after"]["records"]) == (30162, 30125)
+    assert report["after"]["smallest_class"] == report["achieved_k"] == _k_of(released)
+    assert report["after"]["suppressed_records"] == 37
+    # the fingerprints: the staged table and the written one, counted by the database
+    fp_in, fp_out = report["input"], report["output_fingerprint"]
+    assert (fp_in["kind"], fp_in["table"], fp_in["rows"]) == ("database", name, 30162)
+    assert (fp_out["kind"], fp_out["table"], fp_out["rows"]) == ("database", target, 30125)
+    if engine.dialect.name == "postgresql":  # pg_current_snapshot(): xmin:xmax:xip
+        assert fp_out["snapshot"] is not None and fp_out["snapshot"].count(":") == 2
     # non-QI columns untouched and typed as in the source: the id still aligns the rows
     columns = {c["name"]: c["type"] for c in sa.inspect(engine).get_columns(target)}
     assert isinstance(columns["record_id"], sa.Integer)

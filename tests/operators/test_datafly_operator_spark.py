@@ -75,6 +75,8 @@ def test_path_release_is_the_pandas_datafly(
     assert ti.pushed["return_value"] == report
     output = report.pop("output")
     assert report.pop("passed") is True
+    # no fingerprint on a Spark connection (docs/contract.md §4)
+    assert report.pop("input") is None and report.pop("output_fingerprint") is None
     assert report == want.to_dict()
     assert output == {"path": str(target), "records": want.released_records}
     published = pq.read_table(target)  # Spark's part files; its _SUCCESS marker is skipped
@@ -142,7 +144,10 @@ def test_infeasible_writes_nothing_and_reports_as_the_csv_path(
             target_path=str(target),
         ).execute({"ti": ti})
     assert info.value.check == "datafly" and info.value.k == 5
-    assert ti.pushed["return_value"] == on_csv.pushed["return_value"]
+    # the same report but the input's fingerprint: the CSV's hash, none on Spark
+    on_spark, on_file = dict(ti.pushed["return_value"]), dict(on_csv.pushed["return_value"])
+    assert on_spark.pop("input") is None and on_file.pop("input")["sha256"] is not None
+    assert on_spark == on_file
     assert ti.pushed["return_value"]["passed"] is False
     assert not target.exists()
 
