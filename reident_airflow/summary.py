@@ -14,7 +14,13 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from reident_airflow.report.view import AssessmentView, BreachView, DirectMatchView, Number
+from reident_airflow.report.view import (
+    AssessmentView,
+    BreachView,
+    DirectMatchView,
+    Number,
+    ranked_scope,
+)
 
 __all__ = ["assessment_summary", "direct_match_summary"]
 
@@ -142,7 +148,10 @@ def _optional_measures(view: AssessmentView) -> list[str]:
 def _attributes(view: AssessmentView, top: int) -> list[str]:
     if not view.ranked_attribute_sets:
         return []
-    lines = [f"Most re-identifying column sets (of {view.ranked_attribute_sets} ranked)"]
+    lines = [
+        f"Most re-identifying column sets (of {view.ranked_attribute_sets} ranked: "
+        f"{ranked_scope(view)})"
+    ]
     for item in (view.attributes or ())[:top]:
         lines.append(
             f"  {', '.join(item.columns)}: distinction {_num(item.distinction)}, "

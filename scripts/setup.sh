@@ -18,5 +18,5 @@ quiet_pip() { .venv/bin/python -m pip "$@" 2> >(grep -v "is ignored: it is neith
 quiet_pip install --quiet --disable-pip-version-check --upgrade "pip>=24" >&2
 echo "setup: installing reident-airflow and its pinned dependencies (constraints.txt)" >&2
 quiet_pip install --quiet --disable-pip-version-check \
-  -c constraints.txt -e ".[airflow,gx,db,report,spark,lineage,docs,dev]" >&2
+  -c constraints.txt -e ".[airflow,gx,db,report,spark,lineage,http,slack,docs,dev]" >&2
 echo "$want" > "$stamp"

@@ -13,8 +13,10 @@
 #   --keep     leave the temporary folder (its path is printed) for a look afterwards
 #   SMOKE_DIST_DIR  when set, the sdist and the wheel are copied there once every check passed
 #              (scripts/release.sh uses it: the release is the file that was tested)
-# Not part of scripts/test.sh: it installs Airflow into a new environment, which does not fit
-# CI's 10-minute budget beside the test suite (docs/install.md, "Checking a build").
+#   SMOKE_BUILD_PYTHON  an interpreter that has `build` installed, to build with instead of a
+#              new tool environment (scripts/test.sh passes .venv's: the dev extra has `build`)
+# scripts/test.sh runs it beside the test suite, at the lowest priority (docs/install.md,
+# "Checking a build").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -31,11 +33,25 @@ quiet_pip() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a director
 fail() { echo "smoke: FAILED: $*" >&2; exit 1; }
 start=$SECONDS
 
-# -- 1. build: sdist and wheel, with `build` from a tool environment of its own ---------------
+# -- 1. build: sdist and wheel, with `build` from a tool environment (or SMOKE_BUILD_PYTHON) -
 step "python -m build (sdist and wheel) into $work/dist"
-"$PYTHON" -m venv "$work/tools"
-quiet_pip "$work/tools/bin/pip" install --quiet -c constraints.txt build
-"$work/tools/bin/python" -m build --outdir "$work/dist" . >"$work/build.log" 2>&1 ||
+builder="${SMOKE_BUILD_PYTHON:-}"
+if [ -z "$builder" ]; then
+  "$PYTHON" -m venv "$work/tools"
+  quiet_pip "$work/tools/bin/pip" install --quiet -c constraints.txt build
+  builder="$work/tools/bin/python"
+fi
+# from a copy of the tracked files (as they are in the work tree): the build writes no
+# egg-info into the checkout while scripts/test.sh's tests read the package's metadata there
+# (outside a git checkout, from the folder itself)
+src=.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  src="$work/src"
+  mkdir "$src"
+  git ls-files -z | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+    tar --null -T - -cf - | tar -xf - -C "$src"
+fi
+"$builder" -m build --outdir "$work/dist" "$src" >"$work/build.log" 2>&1 ||
   { tail -n 30 "$work/build.log" >&2; fail "python -m build"; }
 wheel="$(ls "$work"/dist/reident_airflow-*.whl)"
 ls "$work"/dist/reident_airflow-*.tar.gz >/dev/null || fail "no sdist in dist/"

@@ -109,3 +109,38 @@ def test_the_provider_info_passes_airflows_schema() -> None:
 
     schema = json.loads(files("airflow").joinpath("provider_info.schema.json").read_text())
     jsonschema.validate(get_provider_info(), schema)
+
+
+#: The rows of "Oldest supported versions" and the requirement each floor is read from.
+FLOORS = {
+    "Apache Airflow": RANGES["Apache Airflow"],
+    "Great Expectations": RANGES["Great Expectations"],
+}
+
+
+def test_the_documented_floors_are_pyprojects_lower_bounds() -> None:
+    rows = {row[0]: (row[1], row[2]) for row in _table_rows("Oldest supported versions")}
+    assert set(rows) == set(FLOORS)
+    for label, (extra, name) in FLOORS.items():
+        floor, why = rows[label]
+        [lower] = re.findall(r">=([0-9.]+)", _declared(extra, name))
+        assert floor == lower, label
+        assert why, label  # a floor without its reason is not documented
+    # by hand (issue 29): apache-airflow-core 3.0.6 requires sqlalchemy<2.0, 3.1.0 does not
+    assert rows["Apache Airflow"][0] == "3.1"
+
+
+def test_the_documentation_url_is_the_docs_sites_and_the_providers() -> None:
+    # one URL in three places: [project.urls] Documentation, mkdocs.yml's site_url (the site
+    # built from docs/) and the installed metadata the provider links (get_provider_info);
+    # none declared (no host is known yet) means no link at all, never a page that is missing
+    declared = PYPROJECT["project"].get("urls", {}).get("Documentation")
+    mkdocs = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    site = re.search(r"^site_url:\s*(\S+)\s*$", mkdocs, re.M)
+    assert declared == (site.group(1) if site else None)
+    assert documentation_url() == declared
+    [integration] = get_provider_info()["integrations"]
+    assert integration.get("external-doc-url") == declared
+    if declared is not None:
+        assert declared.startswith("https://") and declared.endswith("/")
+        assert (ROOT / "docs" / "index.md").is_file()  # the page the site's root serves

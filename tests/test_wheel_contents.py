@@ -1,8 +1,9 @@
 """The built wheel holds every file of the package and its entry points.
 
-``scripts/smoke_wheel.sh`` installs the wheel and runs it (too slow for every test run); this
-is its cheap half: a file tracked under ``reident_airflow/`` that ``[tool.setuptools]`` leaves
-out of the wheel (a new schema, a hierarchy, ``py.typed``) would be missing only for pip users.
+``scripts/smoke_wheel.sh`` installs the wheel and runs it (beside the suite in
+``scripts/test.sh``, not for a selection of tests); this is its cheap half, on every run: a
+file tracked under ``reident_airflow/`` that ``[tool.setuptools]`` leaves out of the wheel (a
+new schema, a hierarchy, ``py.typed``) would be missing only for pip users.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@
                    [--weight COL] [--sensitive COL[,COL...]] [--recursive-c C]
                    [--suda [--suda-max-size K]] [--max-subset-size S | --no-ranking]
                    [--memory-limit SIZE] [--hierarchy COL=PATH.csv ...] [--hierarchy-sep CHAR]
-                   [--no-advice] [--no-fingerprint] [--json PATH] [--report PATH.html] [--quiet]
+                   [--suppression-limit N|FRACTION] [--no-advice] [--no-fingerprint]
+                   [--json PATH] [--report PATH.html] [--quiet]
 
 The parsed arguments are converted into one
 :class:`~reident_airflow.engine.options.AssessmentOptions` (whose rules name the flags at
@@ -36,7 +37,9 @@ for the advice:
   and the rows are then read again from INPUT's source (a file, or the ``--table`` of a
   database URL) to name the QI that drives the risk and what Datafly at that k would do,
   with the ``--hierarchy`` files given (read before INPUT, so that a bad one fails first),
-  else the bundled ones (:func:`~reident_airflow.sources.advice.advise_on_breach`).
+  else the bundled ones (:func:`~reident_airflow.sources.advice.advise_on_breach`), at the
+  ``--suppression-limit`` of the ``reident datafly`` to be run (default k records, as
+  there).
   ``--no-advice`` skips it.
 - **Fingerprint** (``"input"``, :meth:`~reident_airflow.sources.Source.fingerprint`): a
   file's SHA-256, size and row count, or a table's row count and snapshot
@@ -67,6 +70,7 @@ from reident_airflow.commands.common import (
     columns_as_written,
     database_located,
     given_hierarchies,
+    is_database,
     memory_size,
     open_source,
     positive_int,
@@ -188,6 +192,7 @@ FLAG_NAMES: Mapping[str, str] = {
     "max_subset_size": "--max-subset-size",
     "suda": "--suda",
     "suda_max_msu_size": "--suda-max-size",
+    "suppression_limit": "--suppression-limit",
 }
 
 
@@ -335,8 +340,9 @@ _OPTIONS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     (
         "--max-subset-size",
         positive_int,
-        "rank QI subsets up to S columns (default: every subset when there are at most 8 "
-        "QIs; otherwise subsets of 1 and 2 columns and the full set)",
+        "rank every QI subset of up to S columns and the full set; S >= the number of QIs "
+        "ranks the full lattice (default: each single column, each subset with one QI left "
+        "out, and the full set)",
     ),
     (
         "--memory-limit",
@@ -490,19 +496,25 @@ def _advice(
     counted: Counted,
     hierarchies: Mapping[str, Any],
     progress: Progress,
+    options: AssessmentOptions,
 ) -> AdviceFound:
     """The advice on a breach of ``--min-k``, its step shown: Spark's from its aggregates
     (:meth:`~reident_airflow.sources.spark.SparkSource.advise`), else from INPUT read again
-    (:func:`breach_advice_of`)."""
+    (:func:`breach_advice_of`); Datafly's outlook at the ``--suppression-limit`` of
+    ``options``."""
     limit = result.thresholds.min_k
     if args.no_advice or limit is None or result.k >= limit:
         return None
     if args.engine == "spark":
         progress(f"k = {result.k} < {limit}: counting the advice in Spark (Datafly on histograms)")
-        return cast("SparkSource", source).advise(result, hierarchies)
+        return cast("SparkSource", source).advise(
+            result, hierarchies, suppression_limit=options.suppression_limit
+        )
     progress(f"k = {result.k} < {limit}: reading {source.label} again for the advice")
     table = _parts(counted)[0]
-    return breach_advice_of(args, result, table, source, hierarchies)
+    return breach_advice_of(
+        args, result, table, source, hierarchies, suppression_limit=options.suppression_limit
+    )
 
 
 def _fingerprint(
@@ -520,6 +532,17 @@ def _fingerprint(
     return None if found is None else found.to_dict()
 
 
+def _hash_ahead(args: argparse.Namespace, source: Source) -> None:
+    """A file's hash for the ``"input"`` object started beside the readings, not after them
+    (:meth:`~reident_airflow.sources.files.FileSource.hash_ahead`)."""
+    if args.no_fingerprint or args.engine == "spark" or is_database(args.input):
+        return
+    from reident_airflow.sources.files import FileSource
+
+    if isinstance(source, FileSource):
+        source.hash_ahead()
+
+
 def _no_fingerprint_reason(args: argparse.Namespace) -> str:
     if args.table:
         return "a table has no file to hash: 'input' is null"
@@ -532,13 +555,25 @@ AdviceFound = tuple["BreachAdvice", tuple[str, ...]] | None
 
 
 def add_outcome_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--hierarchy``, ``--hierarchy-sep``, ``--no-advice`` and ``--no-fingerprint``."""
-    from reident_airflow.commands.common import add_hierarchy_arguments
+    """``--hierarchy``, ``--hierarchy-sep``, ``--suppression-limit``, ``--no-advice`` and
+    ``--no-fingerprint``."""
+    from reident_airflow.commands.common import (
+        SUPPRESSION_LIMIT_HELP,
+        add_hierarchy_arguments,
+        suppression_limit,
+    )
 
     add_hierarchy_arguments(
         parser,
         help_text="hierarchy of a QI in ARX's CSV format, for the Datafly outlook of the "
         "advice on a --min-k breach (default: the bundled ones, for Adult's column names)",
+    )
+    parser.add_argument(
+        "--suppression-limit",
+        type=suppression_limit,
+        metavar="N|FRACTION",
+        help="the suppression limit of the Datafly you will run (reident datafly's flag), "
+        f"for the advice's outlook on a --min-k breach: {SUPPRESSION_LIMIT_HELP}",
     )
     parser.add_argument(
         "--no-advice",
@@ -561,10 +596,13 @@ def breach_advice_of(
     table: ClassSizes | ClassTable,
     source: Source,
     hierarchies: Mapping[str, Hierarchy],
+    *,
+    suppression_limit: int | float | None = None,
 ) -> AdviceFound:
     """The advice when ``result`` breached ``--min-k`` (``None`` otherwise, or with
     ``--no-advice``); ``source`` reads INPUT's class table and rows (the QIs only) where the
-    data is; ``hierarchies`` are those of ``--hierarchy`` (:func:`given_hierarchies`)."""
+    data is; ``hierarchies`` are those of ``--hierarchy`` (:func:`given_hierarchies`);
+    ``suppression_limit`` that of the Datafly the user will run (``None``: k records)."""
     if args.no_advice:
         return None
     limit = result.thresholds.min_k
@@ -577,6 +615,7 @@ def breach_advice_of(
         class_table=lambda: source.class_table(qis),
         rows=lambda: source.release_rows(qis, qis)[0],
         hierarchies=hierarchies,
+        suppression_limit=suppression_limit,
     )
     return advise_on_breach(result, table, inputs)
 
@@ -659,6 +698,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     hierarchies = given_hierarchies(args)
     with Progress.of("assess", args, err) as progress, database_located(args.input):
         with open_source(args, progress) as source:
+            _hash_ahead(args, source)
             counted, register = _count(args, source, options, progress)
             result = _assessed(args, counted, options, register, progress)
             if scanning is not None:
@@ -667,7 +707,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 result = with_identifier_scan(result, scan_source(source, scanning, progress))
             if options.previous_release:
                 result = _compared(args, source, result, options, progress)
-            found = _advice(args, source, result, counted, hierarchies, progress)
+            found = _advice(args, source, result, counted, hierarchies, progress, options)
             fingerprint = _fingerprint(args, source, result, progress)
         code = finish_assessment(
             args, result, found, fingerprint, progress=progress, streams=(out, err)

@@ -33,6 +33,7 @@ __all__ = [
     "EXIT_PASSED",
     "EXIT_USAGE",
     "PROGRESS_DELAY",
+    "SUPPRESSION_LIMIT_HELP",
     "Progress",
     "add_command",
     "add_hierarchy_arguments",
@@ -57,6 +58,7 @@ __all__ = [
     "positive_number",
     "separator",
     "share",
+    "suppression_limit",
     "table_source",
     "write_atomic",
 ]
@@ -116,6 +118,23 @@ def positive_int(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
     return v
+
+
+def suppression_limit(text: str) -> int | float:
+    """The argument type of ``--suppression-limit``: a count of records, a fraction or a
+    percentage (:func:`~reident_airflow.engine.numbers.parse_suppression_limit`)."""
+    from reident_airflow.engine.errors import InvalidInputError
+    from reident_airflow.engine.numbers import parse_suppression_limit
+
+    try:
+        return parse_suppression_limit(text)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+SUPPRESSION_LIMIT_HELP = (
+    "a count (5), a fraction (0.01) or a percentage (1%%); default k records (Sweeney)"
+)
 
 
 def positive_number(text: str) -> float:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from reident_airflow.commands.common import (
+    SUPPRESSION_LIMIT_HELP,
     Progress,
     add_hierarchy_arguments,
     add_input_arguments,
@@ -44,6 +45,7 @@ from reident_airflow.commands.common import (
     given_hierarchies,
     is_database,
     open_table,
+    suppression_limit,
 )
 from reident_airflow.engine.errors import InvalidInputError
 
@@ -64,17 +66,6 @@ def _whole_number(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
 
 
-def _suppression_limit(text: str) -> int | float:
-    """The argument type of ``--suppression-limit``
-    (:func:`~reident_airflow.engine.datafly.parse_suppression_limit`)."""
-    from reident_airflow.engine.datafly import parse_suppression_limit
-
-    try:
-        return parse_suppression_limit(text)
-    except InvalidInputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input_arguments(
         p,
@@ -84,10 +75,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", required=True, type=_whole_number, metavar="K", help="the k to reach")
     p.add_argument(
         "--suppression-limit",
-        type=_suppression_limit,
+        type=suppression_limit,
         metavar="N|FRACTION",
-        help="most records that may be removed: a count (5), a fraction (0.01) or a "
-        "percentage (1%%); default k records (Sweeney)",
+        help=f"most records that may be removed: {SUPPRESSION_LIMIT_HELP}",
     )
     add_hierarchy_arguments(
         p, help_text="generalization hierarchy of a QI in ARX's CSV format (one per QI)"
@@ -97,6 +87,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         required=True,
         metavar="PATH",
         help="where to write the anonymized table: *.csv or *.parquet (atomically)",
+    )
+    p.add_argument(
+        "--release-ledger",
+        action="store_true",
+        help="keep a release ledger beside --output, OUTPUT.ledger.parquet: digests of the "
+        "published rows, to compare the next release with (--previous) once this one is gone",
     )
     add_table_arguments(p)
     add_output_arguments(
@@ -194,7 +190,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"suppressing {result.suppressed_records:,} records; writing "
         f"{result.released_records:,} records to {output}"
     )
-    written = write_file_atomic(result.table, output, sep=args.sep)
+    ledger = list(args.qi) if args.release_ledger else None
+    written = write_file_atomic(result.table, output, sep=args.sep, ledger=ledger)
     progress(f"wrote {written:,} records")
     report = result.to_dict()
     report["passed"] = True

@@ -31,19 +31,23 @@ from reident_airflow.engine._arrays import IntArray
 from reident_airflow.engine.classes import ClassTable
 from reident_airflow.engine.errors import InvalidInputError
 
-__all__ = ["DEFAULT_MAX_SUBSET_SIZE", "AttributeRisk", "attribute_risks", "subset_groupings"]
+__all__ = [
+    "AttributeRisk",
+    "attribute_risks",
+    "gate_subsets",
+    "subset_groupings",
+    "subset_sizes",
+]
 
 
-#: Above this many QIs only subsets up to :data:`DEFAULT_MAX_SUBSET_SIZE` columns are ranked
-#: by default (2^m subsets grow fast); up to it, every subset is.
-ALL_SUBSETS_UP_TO = 8
-DEFAULT_MAX_SUBSET_SIZE = 2
 # Code combinations up to which a regrouping (or a subset's marginal) may be dense whatever
 # the number of classes; above it, only when at most 4 combinations per class merged.
 _DENSE_LIMIT = 1 << 16
 # Radix product up to which a depth-first regrouping marks present pairs in a dense array
 # instead of hashing them.
 _REGROUP_DENSE_LIMIT = 1 << 22
+# Largest mixed-radix span a subset key may reach in int64.
+_KEY_LIMIT = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -252,17 +256,101 @@ def _top_down(table: ClassTable, cards: list[int]) -> list[tuple[tuple[int, ...]
     return out
 
 
-def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[AttributeRisk, ...]:
-    """Distinction and separation of every QI subset, most re-identifying first.
+def gate_subsets(m: int) -> list[tuple[int, ...]]:
+    """The subsets ranked by default, by size then QI order: each single column, each subset
+    with one QI left out, and the full set (``2m + 1`` subsets, fewer when ``m <= 2``; every
+    subset when ``m <= 3``). What the advice reads: the driver is the QI whose leaving out
+    lowers the distinction the most."""
+    sizes = sorted({1, m - 1, m} - {0})
+    return [c for size in sizes for c in combinations(range(m), size)]
 
-    ``max_size`` bounds the subset size; by default every subset is ranked when there are at
-    most 8 QIs (255 subsets), and subsets of up to 2 columns plus the full set otherwise
-    (``m + m(m-1)/2 + 1`` subsets: 79 for 12 QIs); any bound on request. Ranking:
-    distinction descending, then separation descending, then fewer columns, then QI order.
+
+def _subset_key(table: ClassTable, cols: tuple[int, ...], cards: list[int]) -> tuple[IntArray, int]:
+    """Each class's mixed-radix key over ``cols`` and its span, built from the codes and
+    compressed to dense ids whenever the next column would make it overflow 63 bits."""
+    key = np.zeros(table.classes, dtype=np.int64)
+    column = np.empty_like(key)
+    span = 1
+    for c in cols:
+        if span > _KEY_LIMIT // cards[c]:
+            ids, uniques = pd.factorize(key)
+            key, span = ids.astype(np.int64, copy=False), max(len(uniques), 1)
+        key *= cards[c]
+        np.copyto(column, table.codes[:, c], casting="unsafe")
+        key += column
+        span *= cards[c]
+    return key, span
+
+
+def subset_sizes(table: ClassTable, cols: tuple[int, ...]) -> IntArray:
+    """The sizes of the classes formed on ``cols`` alone (in no set order): the table's
+    classes merged on ``cols``, weighted by their sizes, one grouping of the class table.
+
+    A mixed-radix key over ``cols`` is the full table's key less one digit when one QI is
+    left out, else built from the codes (:func:`_subset_key`); when its span is small (at most
+    one column of the table) the sizes are summed into a dense array, else the keys, each
+    with its class's size in the low bits, are sorted in place and summed by runs."""
+    cards = [max(int(c), 1) for c in table.cardinalities]
+    weights = table.sizes.astype(np.int64, copy=False)
+    left_out = [c for c in range(len(cards)) if c not in cols]
+    full = table.radix_keys() if len(left_out) == 1 else None
+    if full is not None:  # one QI left out: its digit dropped from the full table's key
+        low = prod(cards[left_out[0] + 1 :])
+        key = full // (low * cards[left_out[0]])
+        key *= low
+        key += full % low
+        span = prod(cards[c] for c in cols)
+    else:
+        key, span = _subset_key(table, cols, cards)
+    if span <= max(_DENSE_LIMIT, table.classes):  # no larger than one column of the table
+        merged = np.bincount(key, weights=weights, minlength=span).astype(np.int64)
+        return merged[merged > 0]
+    shift = int(weights.max(initial=0)).bit_length()
+    if span.bit_length() + shift > 63:
+        ids, uniques = pd.factorize(key)
+        return np.bincount(ids, weights=weights, minlength=len(uniques)).astype(np.int64)
+    # one in-place sort of (key, size) packed into int64, then run sums: a sort costs a
+    # fraction of a hash grouping, and no argsort is needed
+    key <<= shift
+    key |= weights
+    key.sort()
+    new = np.empty(key.shape[0], dtype=np.bool_)
+    new[:1] = True
+    high = key >> shift
+    np.not_equal(high[1:], high[:-1], out=new[1:])
+    del high
+    key &= (1 << shift) - 1
+    return np.add.reduceat(key, np.flatnonzero(new)).astype(np.int64, copy=False)
+
+
+def _gate_risks(table: ClassTable) -> tuple[AttributeRisk, ...]:
+    """:func:`attribute_risks` of :func:`gate_subsets`: each subset one grouping of the
+    class table (the full set is the table itself), one at a time."""
+    m = len(table.quasi_identifiers)
+    n = table.records
+    all_pairs = n * (n - 1) // 2
+    found: list[tuple[tuple[int, ...], float, float]] = []
+    for cols in gate_subsets(m):
+        sizes = table.sizes if len(cols) == m else subset_sizes(table, cols)
+        sizes = sizes.astype(np.int64, copy=False)
+        same_pairs = int((sizes * (sizes - 1) // 2).sum())
+        separation = 1.0 - same_pairs / all_pairs if all_pairs else 0.0
+        found.append((cols, int(sizes.shape[0]) / n, separation))
+    return _ranked(table, found)
+
+
+def attribute_risks(table: ClassTable, max_size: int | None = None) -> tuple[AttributeRisk, ...]:
+    """Distinction and separation of QI subsets, most re-identifying first.
+
+    By default (``max_size`` ``None``) the subsets the gate and the advice need
+    (:func:`gate_subsets`: single columns, each QI left out, the full set); with
+    ``max_size`` every subset of up to that many columns plus the full set, so that
+    ``max_size >= m`` ranks the full lattice (``2^m - 1`` subsets). Ranking: distinction
+    descending, then separation descending, then fewer columns, then QI order.
     """
     m = len(table.quasi_identifiers)
     if max_size is None:
-        max_size = m if m <= ALL_SUBSETS_UP_TO else DEFAULT_MAX_SUBSET_SIZE
+        return _gate_risks(table)
     if max_size < 1:
         raise InvalidInputError(f"attribute subset size must be at least 1, got {max_size}")
     max_size = min(max_size, m)

@@ -61,6 +61,7 @@ from reident_airflow.engine.errors import (
     InvalidInputError,
 )
 from reident_airflow.engine.hierarchies import Hierarchy, uncovered_error, value_text
+from reident_airflow.engine.numbers import check_suppression_limit, parse_suppression_limit
 
 __all__ = [
     "SCHEMA",
@@ -197,44 +198,16 @@ def resolve_suppression_limit(limit: int | float | None, k: int, records: int) -
     """The suppression limit in records.
 
     ``None`` -> ``k`` records (Sweeney's default); an integer -> that many records (``>= 0``);
-    a float in ``[0, 1)`` -> that fraction of ``records``, rounded down.
+    a float in ``[0, 1)`` -> that fraction of ``records``, rounded down
+    (:func:`~.numbers.check_suppression_limit`).
     """
     if limit is None:
         return k
-    if isinstance(limit, bool | np.bool_):
-        raise InvalidInputError("suppression_limit must be a number of records or a fraction")
-    if isinstance(limit, numbers.Integral):
-        if int(limit) < 0:
-            raise InvalidInputError(
-                f"suppression_limit must be a number of records >= 0, got {int(limit)}"
-            )
-        return int(limit)
-    if isinstance(limit, numbers.Real):
-        f = float(limit)
-        if not 0.0 <= f < 1.0:
-            raise InvalidInputError(
-                "suppression_limit as a fraction of the records must be in [0, 1), got "
-                f"{f!r}; give a whole number for a count of records"
-            )
-        # round() first so that 0.29 * 100 = 28.999999999999996 counts as 29 records
-        return math.floor(round(f * records, 9))
-    raise InvalidInputError("suppression_limit must be a number of records or a fraction")
-
-
-def parse_suppression_limit(text: str) -> int | float:
-    """A suppression limit as a person writes it: ``N`` (a count of records), ``F`` with a
-    decimal point (a fraction of the records) or ``P%`` (a percentage)."""
-    raw = text.strip().replace("_", "")
-    try:
-        if raw.endswith("%"):
-            return float(raw[:-1]) / 100.0
-        if raw.lstrip("+-").isdigit():
-            return int(raw)
-        return float(raw)
-    except ValueError:
-        raise InvalidInputError(
-            f"must be a number of records (5) or a fraction of them (0.01, 1%), got {text!r}"
-        ) from None
+    checked = check_suppression_limit(limit)
+    if isinstance(checked, int):
+        return checked
+    # round() first so that 0.29 * 100 = 28.999999999999996 counts as 29 records
+    return math.floor(round(checked * records, 9))
 
 
 def empty_release_error(summary: DataflySummary) -> AnonymizationInfeasibleError | None:

@@ -118,16 +118,17 @@ class Distributions:
 
 def ranked_subsets(m: int, max_subset_size: int | None) -> list[tuple[int, ...]]:
     """The QI subsets the engine ranks (:func:`~reident_airflow.engine.attributes.
-    attribute_risks`), less the full set: every subset of up to ``max_subset_size`` columns
-    (by default all when ``m <= 8``, else up to 2)."""
-    from reident_airflow.engine.attributes import ALL_SUBSETS_UP_TO, DEFAULT_MAX_SUBSET_SIZE
+    attribute_risks`), less the full set: by default (``None``) each single column and each
+    subset with one QI left out (:func:`~reident_airflow.engine.attributes.gate_subsets`);
+    else every subset of up to ``max_subset_size`` columns (the full lattice when it is at
+    least ``m``)."""
+    from reident_airflow.engine.attributes import gate_subsets
 
-    max_size = max_subset_size
-    if max_size is None:
-        max_size = m if m <= ALL_SUBSETS_UP_TO else DEFAULT_MAX_SUBSET_SIZE
-    if max_size < 1:
-        raise InvalidInputError(f"attribute subset size must be at least 1, got {max_size}")
-    max_size = min(max_size, m)
+    if max_subset_size is None:
+        return [c for c in gate_subsets(m) if len(c) < m]
+    if max_subset_size < 1:
+        raise InvalidInputError(f"attribute subset size must be at least 1, got {max_subset_size}")
+    max_size = min(max_subset_size, m)
     return [c for size in range(1, max_size + 1) for c in combinations(range(m), size) if size < m]
 
 
@@ -236,15 +237,20 @@ def _histogram_of(sizes: IntArray) -> tuple[IntArray, IntArray]:
 
 def _subset_histograms(table: ClassTable, max_subset_size: int | None) -> SubsetHistograms:
     """Each ranked subset's classes: the table's classes merged on the subset, weighted by
-    their sizes."""
-    from reident_airflow.engine.attributes import subset_groupings
+    their sizes (by default each subset one grouping of the class table, one at a time)."""
+    from reident_airflow.engine.attributes import subset_groupings, subset_sizes
 
-    wanted = set(ranked_subsets(len(table.quasi_identifiers), max_subset_size))
+    wanted = ranked_subsets(len(table.quasi_identifiers), max_subset_size)
+    hists: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {}
+    if max_subset_size is None:
+        for cols in wanted:
+            hists[cols] = _histogram_of(subset_sizes(table, cols))
+        return SubsetHistograms(hists)
     deepest = max((len(cols) for cols in wanted), default=0)
     sizes = table.sizes.astype(np.float64)  # exact: a class size is far below 2^53
-    hists: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {}
+    chosen = set(wanted)
     for cols, ids, count in subset_groupings(table, deepest):
-        if cols in wanted:
+        if cols in chosen:
             merged = np.bincount(ids, weights=sizes, minlength=count).astype(np.int64)
             hists[cols] = _histogram_of(merged)
     return SubsetHistograms(hists)

@@ -38,7 +38,13 @@ from reident_airflow.engine.defaults import (
 )
 from reident_airflow.engine.diversity import validate_recursive_c
 from reident_airflow.engine.errors import InvalidInputError
-from reident_airflow.engine.numbers import as_number, as_whole_number, is_unset
+from reident_airflow.engine.numbers import (
+    as_number,
+    as_whole_number,
+    check_suppression_limit,
+    is_unset,
+    parse_suppression_limit,
+)
 from reident_airflow.engine.presets import find_preset
 from reident_airflow.engine.records import FieldRecord
 from reident_airflow.engine.sample import validate_threshold
@@ -269,6 +275,10 @@ class AssessmentOptions:
     - ``rank_attributes``: rank the QI subsets (default), up to ``max_subset_size`` columns.
     - ``suda``: SUDA2 special uniques, minimal sample uniques up to ``suda_max_msu_size``
       columns.
+    - ``suppression_limit``: the suppression limit of the Datafly the user will run, for the
+      advice's outlook on a breach of ``min_k`` (docs/metrics.md §10): a whole number of
+      records or a fraction in ``[0, 1)`` of them, as the ``DataflyOperator`` and ``reident
+      datafly`` take it; ``None`` (default) for ``k`` records, their default (Sweeney's).
 
     The rules between fields: ``max_global_risk`` needs ``weight``; ``min_l`` needs
     ``sensitive``, the limits on the difference from the previous release (``min_arrival_k``,
@@ -296,6 +306,7 @@ class AssessmentOptions:
     max_subset_size: int | None = None
     suda: bool = False
     suda_max_msu_size: int | None = None
+    suppression_limit: int | float | None = None
 
     def __post_init__(self) -> None:
         # values are normalised while the object is being built (tuples for lists, floats
@@ -338,6 +349,8 @@ class AssessmentOptions:
             value = getattr(self, name)
             if value is not None:
                 setattr_(self, name, _whole(value, name))
+        if self.suppression_limit is not None:
+            setattr_(self, "suppression_limit", check_suppression_limit(self.suppression_limit))
         self._check_rules()
 
     def _check_rules(self) -> None:
@@ -517,6 +530,17 @@ def _column_names(value: Any, key: str) -> tuple[str, ...]:
     raise InvalidInputError(f"{key} must be a list of column names, got {value!r}")
 
 
+def _suppression_limit(value: Any, key: str) -> int | float:
+    """A count of records or a fraction of them; text as a person writes it (``5``,
+    ``0.01``, ``1%``: :func:`~reident_airflow.engine.numbers.parse_suppression_limit`)."""
+    if isinstance(value, str):
+        try:
+            return parse_suppression_limit(value)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{key} {exc}") from exc
+    return check_suppression_limit(value)
+
+
 def _name(value: Any, key: str) -> str:
     if not isinstance(value, str):
         raise InvalidInputError(f"{key} must be a name, got {value!r}")
@@ -547,4 +571,5 @@ _CONVERTERS: dict[str, Callable[[Any, str], Any]] = {
     "max_subset_size": as_whole_number,
     "suda": parse_flag,
     "suda_max_msu_size": as_whole_number,
+    "suppression_limit": _suppression_limit,
 }

@@ -4,13 +4,13 @@ Importing this package registers, explicitly and once:
 
 - the metrics ``reident.class_table``, ``reident.class_size_histogram``,
   ``reident.direct_match_counts``, ``reident.sensitive_value_counts`` (pandas and
-  SQLAlchemy), ``reident.class_distributions`` and ``reident.identifier_scan`` (also Spark,
-  as are the histogram and the direct match counts), each returning one type on every engine
-  (:mod:`reident_airflow.gx.metrics`);
+  SQLAlchemy), ``reident.class_distributions``, ``reident.identifier_scan`` and
+  ``reident.release_changes`` (also Spark, as are the histogram and the direct match
+  counts), each returning one type on every engine (:mod:`reident_airflow.gx.metrics`);
 - the expectations ``expect_table_reidentification_risk_to_be_below``,
   ``expect_table_to_be_k_anonymous``, ``expect_table_direct_match_protection_to_be_above``,
-  ``expect_table_to_be_l_diverse`` and ``expect_table_to_hold_no_direct_identifiers``
-  (:mod:`reident_airflow.gx.expectations`);
+  ``expect_table_to_be_l_diverse``, ``expect_table_to_hold_no_direct_identifiers`` and
+  ``expect_table_differencing_risk_to_be_below`` (:mod:`reident_airflow.gx.expectations`);
 - the checkpoint action type ``reident_alert`` (:mod:`reident_airflow.gx.actions`);
 - the suite-parameter function ``reident_expectations_loaded()`` of the guard expectation
   (:func:`~reident_airflow.gx.guard.guard_expectation`), which every suite holding a reident
@@ -40,6 +40,7 @@ from reident_airflow.gx.expectations import (
     EXPECTATIONS,
     L_DIVERSITY_MEASURES,
     MEASURES,
+    ExpectTableDifferencingRiskToBeBelow,
     ExpectTableDirectMatchProtectionToBeAbove,
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
@@ -61,12 +62,14 @@ from reident_airflow.gx.metrics import (
     DIRECT_MATCH_METRIC,
     HISTOGRAM_METRIC,
     IDENTIFIER_SCAN_METRIC,
+    RELEASE_CHANGES_METRIC,
     SENSITIVE_COUNTS_METRIC,
     ClassDistributionsMetric,
     ClassSizeHistogramMetric,
     ClassTableMetric,
     DirectMatchCountsMetric,
     IdentifierScanMetric,
+    ReleaseChangesMetric,
     SensitiveValueCountsMetric,
 )
 
@@ -81,11 +84,13 @@ __all__ = [
     "L_DIVERSITY_MEASURES",
     "MEASURES",
     "METRIC_NAMES",
+    "RELEASE_CHANGES_METRIC",
     "SENSITIVE_COUNTS_METRIC",
     "ClassDistributionsMetric",
     "ClassSizeHistogramMetric",
     "ClassTableMetric",
     "DirectMatchCountsMetric",
+    "ExpectTableDifferencingRiskToBeBelow",
     "ExpectTableDirectMatchProtectionToBeAbove",
     "ExpectTableReidentificationRiskToBeBelow",
     "ExpectTableToBeKAnonymous",
@@ -93,6 +98,7 @@ __all__ = [
     "ExpectTableToHoldNoDirectIdentifiers",
     "IdentifierScanMetric",
     "ReidentAlertAction",
+    "ReleaseChangesMetric",
     "ReleaseCheckpointResult",
     "SensitiveValueCountsMetric",
     "SuiteIncompleteError",
@@ -118,6 +124,7 @@ METRIC_NAMES: tuple[str, ...] = (
     SENSITIVE_COUNTS_METRIC,
     CLASS_DISTRIBUTIONS_METRIC,
     IDENTIFIER_SCAN_METRIC,
+    RELEASE_CHANGES_METRIC,
 )
 ACTION_TYPE = ReidentAlertAction.__fields__["type"].default
 
@@ -131,8 +138,9 @@ def register() -> dict[str, tuple[str, ...]]:
     from great_expectations.checkpoint.actions import _VALIDATION_ACTION_REGISTRY
     from great_expectations.expectations import registry
 
+    registered = set(registry.list_registered_expectation_implementations())
     for cls in EXPECTATIONS:
-        if cls.expectation_type not in registry._registered_expectations:
+        if cls.expectation_type not in registered:
             registry.register_expectation(cls)
     for provider in (
         ClassTableMetric,
@@ -141,6 +149,7 @@ def register() -> dict[str, tuple[str, ...]]:
         SensitiveValueCountsMetric,
         ClassDistributionsMetric,
         IdentifierScanMetric,
+        ReleaseChangesMetric,
     ):
         if provider.metric_name not in registry._registered_metrics:
             provider._register_metric_functions()

@@ -117,7 +117,8 @@ def _guard_value(expectation_types: tuple[str, ...]) -> int:
     """The guard's ``min_value``: 0 once every reident expectation is registered."""
     from great_expectations.expectations import registry
 
-    missing = [t for t in expectation_types if t not in registry._registered_expectations]
+    registered = set(registry.list_registered_expectation_implementations())
+    missing = [t for t in expectation_types if t not in registered]
     if missing:
         raise RuntimeError(f"reident expectations not registered: {', '.join(missing)}")
     return 0
@@ -130,7 +131,14 @@ def install_guard(expectation_types: Sequence[str]) -> None:
     1.x has no public API to add a suite-parameter function: its parser looks functions up in
     ``SuiteParameterParser.fn`` (in GE 1.24, a class-level dict shared by every parser); an
     unknown name is a ``SuiteParameterError``. Should GE change that, this raises
-    at import instead of leaving suites unguarded.
+    at import instead of leaving suites unguarded (``tests/gx/test_guard_internals.py``).
+
+    The public alternative, a plain suite parameter (``{"$PARAMETER": "name"}``) whose value
+    each run passes as ``expectation_parameters``, is not the same guard: it fails every run
+    that does not pass the value, with or without the package (a plain ``checkpoint.run()``
+    for one), and passes any run that passes it, with or without the package. Only a
+    function evaluated in the validating process answers "are the reident expectations
+    registered here", and GE offers no public way to add one.
     """
     from great_expectations.core.suite_parameters import EXPR, SuiteParameterParser
 

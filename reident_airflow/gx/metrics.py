@@ -1,6 +1,6 @@
 """Great Expectations metrics: count where the data is, compute nothing else.
 
-Six table metrics. Each returns one type whatever the execution engine (pandas, SQLAlchemy,
+Seven table metrics. Each returns one type whatever the execution engine (pandas, SQLAlchemy,
 Spark), as GE's own metrics do; a metric whose type needs one row per class is not offered on
 Spark. A DataFrame batch is
 read by the embedded engine (DuckDB, :mod:`reident_airflow.sources.files`) under the reading
@@ -64,6 +64,19 @@ pandas and SQLAlchemy)
     SQLAlchemy joins the batch to the original table of the same database on ``key`` and counts
     in SQL; Spark joins it to a Parquet/CSV path or a catalog table, counting in Spark.
 
+``reident.release_changes`` (value keys ``quasi_identifiers``, ``previous_release``,
+``previous_schema``, ``columns``, ``sep``)
+    The batch (the candidate release) compared with the release it replaces
+    (``docs/metrics.md`` §12), a
+    :class:`~reident_airflow.engine.differencing.ReleaseChanges`: the class-size histograms
+    of the arrivals and of the departures on the QIs, and the two record counts. pandas: the
+    previous release is a CSV (``sep``) or Parquet path, read with the DataFrame by one
+    DuckDB; SQLAlchemy: a table of the batch's database (``previous_schema`` optional),
+    compared in one statement there; Spark: a table of the session's catalog, or a Parquet
+    path (a name holding ``/`` or ending in ``.parquet``), compared by Spark. Each backend's
+    :meth:`~reident_airflow.sources.Source.release_changes` counts it; only one row per
+    distinct ``(a(c), d(c))`` pair comes back.
+
 GE calls a metric through one method per execution engine, with a fixed signature; here each
 such method is made by :func:`_on_pandas`, :func:`_on_sql` or :func:`_on_spark` around a
 function that only counts, so the plumbing (the batch, the column types, the error report) is
@@ -118,6 +131,7 @@ from reident_airflow.engine import (
     distributions_of,
     validate_quasi_identifiers,
 )
+from reident_airflow.engine.differencing import ReleaseChanges
 from reident_airflow.engine.identifiers import (
     ColumnPlan,
     ColumnProfile,
@@ -144,6 +158,7 @@ from reident_airflow.sources.sql import (
     grouped_histogram,
     grouped_value_counts,
     reflect_table,
+    release_changes_sql,
 )
 from reident_airflow.sources.sql_profile import column_kinds, profile_columns
 
@@ -153,6 +168,7 @@ __all__ = [
     "DIRECT_MATCH_METRIC",
     "HISTOGRAM_METRIC",
     "IDENTIFIER_SCAN_METRIC",
+    "RELEASE_CHANGES_METRIC",
     "SCAN_KEYS",
     "SENSITIVE_COUNTS_METRIC",
     "ClassDistributionsMetric",
@@ -161,6 +177,7 @@ __all__ = [
     "DirectMatchCountsMetric",
     "IdentifierScanMetric",
     "MetricError",
+    "ReleaseChangesMetric",
     "SensitiveValueCountsMetric",
     "SqlBatch",
     "codes_only",
@@ -173,6 +190,7 @@ HISTOGRAM_METRIC = "reident.class_size_histogram"
 DIRECT_MATCH_METRIC = "reident.direct_match_counts"
 SENSITIVE_COUNTS_METRIC = "reident.sensitive_value_counts"
 IDENTIFIER_SCAN_METRIC = "reident.identifier_scan"
+RELEASE_CHANGES_METRIC = "reident.release_changes"
 
 #: The options of the identifier scan a metric (and its expectation) takes, as
 #: :class:`~reident_airflow.engine.identifiers.ScanOptions` names them.
@@ -739,3 +757,71 @@ class IdentifierScanMetric(_ReidentTableMetric):
     _pandas = _on_pandas(_scan_pandas)
     _sqlalchemy = _on_sql(_scan_sql)
     _spark = _on_spark(_scan_spark)
+
+
+# ---------------------------------------------------------------------- release comparison
+def _previous_name(kwargs: Mapping[str, Any]) -> str:
+    name = kwargs.get("previous_release")
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError("previous_release must name the previous release")
+    return name
+
+
+def _compared(kwargs: Mapping[str, Any]) -> list[str] | None:
+    columns = kwargs.get("columns")
+    return None if columns is None else [str(c) for c in columns]
+
+
+def _changes_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> ReleaseChanges:
+    """The DataFrame and the previous release's file, compared by one DuckDB."""
+    from reident_airflow.sources.files import FileSource
+
+    previous = FileSource(_previous_name(kwargs), sep=str(kwargs.get("sep") or ","))
+    with FrameSource(frame, label="the batch") as new, previous:
+        return new.release_changes(previous, _qis(kwargs), _compared(kwargs))
+
+
+def _changes_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ReleaseChanges:
+    """The batch and a table of its database, compared there in one statement."""
+    name = _previous_name(kwargs)
+    schema = kwargs.get("previous_schema")
+    with batch.connect() as conn:
+        previous = reflect_table(conn, name, None if schema is None else str(schema))
+        label = f"table {name!r}"
+        return release_changes_sql(
+            conn,
+            batch.select(batch.columns),
+            previous,
+            _qis(kwargs),
+            _compared(kwargs),
+            labels=("the batch", label),
+        )
+
+
+def _changes_spark(frame: Any, kwargs: Mapping[str, Any]) -> ReleaseChanges:
+    """The batch and a table of its session's catalog (or a Parquet path), compared by
+    Spark in one job."""
+    name = _previous_name(kwargs)
+    path = "/" in name or name.lower().endswith(".parquet")
+    schema = kwargs.get("previous_schema")
+    if not path and schema:
+        name = f"{schema}.{name}"
+    new = SparkSource(frame, label="the batch")
+    previous = new.previous_release(name, table=not path)
+    if previous is None:
+        what = "path" if path else "table"
+        raise InvalidInputError(f"the previous release ({what} {name!r}) does not exist")
+    return new.release_changes(previous, _qis(kwargs), _compared(kwargs))
+
+
+class ReleaseChangesMetric(_ReidentTableMetric):
+    """``reident.release_changes``: the arrivals and departures of the batch against the
+    release it replaces, grouped on ``quasi_identifiers``, on every engine (a
+    :class:`~reident_airflow.engine.differencing.ReleaseChanges`: histograms only)."""
+
+    metric_name = RELEASE_CHANGES_METRIC
+    value_keys = ("quasi_identifiers", "previous_release", "previous_schema", "columns", "sep")
+
+    _pandas = _on_pandas(_changes_pandas)
+    _sqlalchemy = _on_sql(_changes_sql)
+    _spark = _on_spark(_changes_spark)

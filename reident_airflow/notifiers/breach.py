@@ -24,6 +24,7 @@ turns these off.
 from __future__ import annotations
 
 import json
+import math
 import smtplib
 import urllib.error
 import urllib.request
@@ -39,13 +40,15 @@ from reident_airflow.notifiers.delivery import (
     NoRedirect,
     connection_extra,
     flag,
+    http_notifier_class,
     parse_recipients,
+    slack_webhook_notifier_class,
     smtp_notifier_class,
     ssl_context,
     webhook_headers,
     webhook_url,
 )
-from reident_airflow.notifiers.message import SUBJECT_TEMPLATES, breach_email
+from reident_airflow.notifiers.message import SUBJECT_TEMPLATES, breach_email, slack_text
 from reident_airflow.notifiers.payload import (
     ALERT_SCHEMA,
     BREACH_EVENT,
@@ -120,6 +123,18 @@ class ReidentBreachNotifier(BaseNotifier):
         :func:`breach_payload` JSON to: ``host`` (or a full URL in ``host``), ``port``,
         ``schema`` (``http``/``https``), ``extra["endpoint"]`` (path), ``extra["headers"]``
         (object), ``login``/``password`` (HTTP basic auth). Redirects are not followed.
+    :param http_conn_id: an HTTP connection as Airflow's http provider reads it
+        (``apache-airflow-providers-http``, the ``http`` extra): the same JSON is posted
+        through its ``HttpNotifier`` (its hook: the connection's ``host``, ``schema``,
+        ``port``, auth, and its ``extra`` as headers, with ``timeout`` and redirects not
+        followed unless the connection's ``extra`` says otherwise). Without the provider,
+        this package's own client posts it, reading the connection as for
+        ``webhook_conn_id``.
+    :param slack_webhook_conn_id: a Slack Incoming Webhook connection (``conn_type``
+        ``slackwebhook``: the webhook token, or its whole URL, in ``password``), through the
+        slack provider's ``SlackWebhookNotifier`` (``apache-airflow-providers-slack``, the
+        ``slack`` extra, needed): the subject and the same JSON in a code block
+        (:func:`~reident_airflow.notifiers.message.slack_text`).
     :param smtp_conn_id: SMTP connection (``conn_type`` ``smtp``). When the smtp provider
         (``apache-airflow-providers-smtp``) is installed, the e-mail goes through its
         ``SmtpNotifier``, which reads the connection as for any Airflow e-mail (its TLS,
@@ -148,7 +163,14 @@ class ReidentBreachNotifier(BaseNotifier):
     does not stop the other.
     """
 
-    template_fields: Sequence[str] = ("webhook_conn_id", "smtp_conn_id", "to", "from_email")
+    template_fields: Sequence[str] = (
+        "webhook_conn_id",
+        "http_conn_id",
+        "slack_webhook_conn_id",
+        "smtp_conn_id",
+        "to",
+        "from_email",
+    )
 
     def __init__(
         self,
@@ -161,12 +183,22 @@ class ReidentBreachNotifier(BaseNotifier):
         timeout: float = 10,
         alert_on_other_failures: bool = True,
         outcomes: Sequence[str] = OUTCOMES,
+        http_conn_id: str | None = None,
+        slack_webhook_conn_id: str | None = None,
     ) -> None:
         super().__init__()
         if smtp_conn_id and not to:
             raise ValueError("ReidentBreachNotifier: smtp_conn_id is given but no recipient (to)")
-        if not webhook_conn_id and not to:
-            raise ValueError("ReidentBreachNotifier needs webhook_conn_id and/or to (e-mail)")
+        if not (webhook_conn_id or http_conn_id or slack_webhook_conn_id or to):
+            raise ValueError(
+                "ReidentBreachNotifier needs webhook_conn_id, http_conn_id, "
+                "slack_webhook_conn_id and/or to (e-mail)"
+            )
+        if slack_webhook_conn_id and slack_webhook_notifier_class() is None:
+            raise ValueError(
+                "ReidentBreachNotifier: slack_webhook_conn_id needs the slack provider "
+                "(pip install 'reident-airflow[slack]')"
+            )
         if isinstance(outcomes, str) or not set(outcomes) <= set(OUTCOMES):
             raise ValueError(
                 f"ReidentBreachNotifier: outcomes must be a list of {', '.join(OUTCOMES)}, "
@@ -180,6 +212,8 @@ class ReidentBreachNotifier(BaseNotifier):
             except TemplateSyntaxError as exc:
                 raise ValueError(f"ReidentBreachNotifier: bad subject_template: {exc}") from exc
         self.webhook_conn_id = webhook_conn_id
+        self.http_conn_id = http_conn_id
+        self.slack_webhook_conn_id = slack_webhook_conn_id
         self.smtp_conn_id = smtp_conn_id or (_DEFAULT_SMTP_CONN_ID if to else None)
         self.to = to
         self.from_email = from_email
@@ -222,7 +256,13 @@ class ReidentBreachNotifier(BaseNotifier):
                 self.outcomes,
             )
             return
-        destination = (self.webhook_conn_id, self.smtp_conn_id, tuple(parse_recipients(self.to)))
+        destination: tuple[Any, ...] = (
+            self.webhook_conn_id,
+            self.smtp_conn_id,
+            tuple(parse_recipients(self.to)),
+        )
+        if self.http_conn_id or self.slack_webhook_conn_id:
+            destination += (self.http_conn_id, self.slack_webhook_conn_id)
         if not _first_alert(context.get("exception"), destination):
             self.log.info(
                 "Alert already sent to the same destination for this failure; not sent "
@@ -231,6 +271,10 @@ class ReidentBreachNotifier(BaseNotifier):
             return
         if self.webhook_conn_id:
             self.send_webhook(payload)
+        if self.http_conn_id:
+            self.send_http(payload)
+        if self.slack_webhook_conn_id:
+            self.send_slack(payload)
         if self.smtp_conn_id:
             if parse_recipients(self.to):
                 self.send_email(payload)
@@ -261,13 +305,98 @@ class ReidentBreachNotifier(BaseNotifier):
             self.log.warning("Could not read the %s XCom: %s", REPORT_XCOM_KEY, type(exc).__name__)
             return None
 
-    def send_webhook(self, payload: Mapping[str, Any]) -> bool:
+    def send_http(self, payload: Mapping[str, Any]) -> bool:
+        """POST ``payload`` as JSON to ``http_conn_id`` through the http provider's
+        ``HttpNotifier`` (else, without the provider, as :meth:`send_webhook` does); True on
+        a 2xx answer. Errors are logged, not raised; the log names the connection and host."""
+        provider = http_notifier_class()
+        if provider is None:
+            return self.send_webhook(payload, conn_id=self.http_conn_id)
+        conn_id = str(self.http_conn_id)
+        kind = alert_kind(payload)
+        host = "?"
+        try:
+            notifier = provider(
+                http_conn_id=conn_id,
+                data=json.dumps(payload, allow_nan=False),
+                headers={"Content-Type": "application/json", "User-Agent": "reident-airflow"},
+                extra_options={"timeout": self.timeout, "allow_redirects": False},
+            )
+            # the notifier's own request, through its hook: notify() drops the response, and
+            # a 3xx (redirects are not followed) would pass for delivered; nothing is rendered
+            # as a template (a column name in the alert is never read as Jinja)
+            response = notifier.hook.run(
+                endpoint=notifier.endpoint,
+                data=notifier.data,
+                headers=notifier.headers,
+                extra_options=notifier.extra_options,
+            )
+            host = urllib.parse.urlsplit(notifier.hook.base_url).netloc.rpartition("@")[2]
+            status = int(response.status_code)
+        except Exception as exc:
+            self.log.error(
+                "%s alert NOT delivered: HTTP connection %r (the http provider's HttpNotifier) "
+                "failed: %s: %s",
+                kind,
+                conn_id,
+                type(exc).__name__,
+                exc,
+            )
+            return False
+        if not 200 <= status < 300:
+            self.log.error(
+                "%s alert NOT delivered: HTTP connection %r (%s) answered HTTP %s",
+                kind,
+                conn_id,
+                host,
+                status,
+            )
+            return False
+        self.log.info(
+            "%s alert posted via the http provider's HttpNotifier to %r (%s): HTTP %s",
+            kind,
+            conn_id,
+            host,
+            status,
+        )
+        return True
+
+    def send_slack(self, payload: Mapping[str, Any]) -> bool:
+        """Send ``payload`` to ``slack_webhook_conn_id`` through the slack provider's
+        ``SlackWebhookNotifier`` (:func:`~reident_airflow.notifiers.message.slack_text`);
+        True when Slack answered 200. Errors are logged, not raised."""
+        conn_id = str(self.slack_webhook_conn_id)
+        kind = alert_kind(payload)
+        try:
+            provider = slack_webhook_notifier_class()
+            if provider is None:
+                raise ImportError("apache-airflow-providers-slack is not installed")
+            text = slack_text(payload, subject_template=self.subject_template)
+            # notify(), not the notifier's __call__: the text is never rendered as a template
+            provider(
+                slack_webhook_conn_id=conn_id, text=text, timeout=math.ceil(self.timeout)
+            ).notify({})
+        except Exception as exc:
+            self.log.error(
+                "%s alert NOT delivered: Slack webhook connection %r failed: %s: %s",
+                kind,
+                conn_id,
+                type(exc).__name__,
+                exc,
+            )
+            return False
+        self.log.info(
+            "%s alert posted via the slack provider's SlackWebhookNotifier to %r", kind, conn_id
+        )
+        return True
+
+    def send_webhook(self, payload: Mapping[str, Any], *, conn_id: str | None = None) -> bool:
         """POST ``payload`` as JSON; True on a 2xx answer. Errors are logged, not raised.
 
-        The log names the connection and host, never the full URL: webhook URLs often carry
-        their secret in the path.
+        ``conn_id`` defaults to ``webhook_conn_id``. The log names the connection and host,
+        never the full URL: webhook URLs often carry their secret in the path.
         """
-        conn_id = self.webhook_conn_id
+        conn_id = conn_id or self.webhook_conn_id
         kind = alert_kind(payload)
         host = "?"
         try:

@@ -15,7 +15,9 @@ __all__ = [
     "NoRedirect",
     "connection_extra",
     "flag",
+    "http_notifier_class",
     "parse_recipients",
+    "slack_webhook_notifier_class",
     "smtp_notifier_class",
     "ssl_context",
     "webhook_headers",
@@ -114,3 +116,24 @@ def smtp_notifier_class() -> Any:
     except ImportError:
         return None
     return SmtpNotifier
+
+
+def http_notifier_class() -> Any:
+    """The http provider's ``HttpNotifier`` (``apache-airflow-providers-http``, the ``http``
+    extra); ``None`` when the provider is not installed (the notifier then posts with
+    ``urllib``)."""
+    try:
+        from airflow.providers.http.notifications.http import HttpNotifier
+    except ImportError:
+        return None
+    return HttpNotifier
+
+
+def slack_webhook_notifier_class() -> Any:
+    """The slack provider's ``SlackWebhookNotifier`` (``apache-airflow-providers-slack``, the
+    ``slack`` extra); ``None`` when the provider is not installed."""
+    try:
+        from airflow.providers.slack.notifications.slack_webhook import SlackWebhookNotifier
+    except ImportError:
+        return None
+    return SlackWebhookNotifier

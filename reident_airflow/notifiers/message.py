@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +20,7 @@ from reident_airflow.notifiers.payload import (
     scan_sentence,
 )
 
-__all__ = ["SUBJECT_TEMPLATES", "breach_email"]
+__all__ = ["SUBJECT_TEMPLATES", "breach_email", "slack_text"]
 
 #: Subjects are rendered sandboxed, over the alert's own fields only.
 SUBJECT_TEMPLATES = SandboxedEnvironment(autoescape=False)
@@ -72,6 +73,17 @@ def breach_email(
     subject = " ".join(subject.split())  # one header line, whatever the template did
     title, intro = _headline(payload)
     return subject, _text_body(payload, title, intro), _html_body(payload, title, intro)
+
+
+def slack_text(payload: Mapping[str, Any], *, subject_template: str | None = None) -> str:
+    """The alert as a Slack message: the e-mail's subject in bold, then the payload itself
+    (the JSON, ``reident.alert`` as posted to a webhook) in a code block, so that a reader
+    or a bot gets every field. ``&``, ``<`` and ``>`` are escaped as Slack asks, so a
+    column name never becomes a link or a mention (``<!channel>``)."""
+    subject = breach_email(payload, subject_template=subject_template)[0]
+    body = json.dumps(payload, allow_nan=False, indent=2)
+    text = f"*{subject}*\n```\n{body}\n```"
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _headline(payload: Mapping[str, Any]) -> tuple[str, str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn, cast
 
 import pandas as pd
@@ -13,14 +13,19 @@ from reident_airflow._compat import Context
 from reident_airflow.engine.catalogue import COMPARED_THRESHOLDS
 from reident_airflow.engine.errors import AnonymizationInfeasibleError, InvalidInputError
 from reident_airflow.engine.numbers import is_unset
-from reident_airflow.engine.options import AssessmentOptions, Thresholds
+from reident_airflow.engine.options import AssessmentOptions, Breach, Thresholds
 from reident_airflow.operators.base import StagedTableOperator, check_paths
 from reident_airflow.operators.hierarchy_specs import (
     HIERARCHY_BUILDERS,
     hierarchy_files,
     resolve_hierarchies,
 )
-from reident_airflow.operators.params import parse_columns, parse_mapping, parse_number
+from reident_airflow.operators.params import (
+    parse_columns,
+    parse_flag,
+    parse_mapping,
+    parse_number,
+)
 from reident_airflow.operators.spark_table import read_spark_frame
 from reident_airflow.outcomes import ReidentConfigurationError
 
@@ -57,6 +62,10 @@ class DataflyOptions:
     lock_timeout: float
     #: The limits on the difference from the release replaced (``None``: not compared).
     compared: Thresholds | None = None
+    #: Their warning levels (``warn_min_arrival_k``, ...; none set: no warning).
+    compared_warn: Thresholds = field(default_factory=Thresholds)
+    #: Keep a release ledger beside the target (docs/metrics.md §12).
+    release_ledger: bool = False
 
 
 class DataflyOperator(StagedTableOperator):
@@ -115,15 +124,32 @@ class DataflyOperator(StagedTableOperator):
         ``max_departure_risk``: the other limits on that difference. With any of them (or
         ``previous_release``) the release is compared, the difference is reported under
         ``since_last_release``, and a breach acts as ``on_breach`` says (``"fail"``: the task
-        fails and nothing is published). Not on a Spark connection yet.
+        fails and nothing is published). On a Spark connection the release (not yet
+        written) is compared by Spark with the one it replaces, read by the same session.
+    :param warn_min_arrival_k: warning level of ``min_arrival_k`` (and
+        ``warn_max_arrival_risk``, ``warn_min_departure_k``, ``warn_max_departure_risk`` of
+        the others), as the risk operator's: as strict as its failing level or stricter;
+        crossing it logs one line, alerts (outcome ``"warn"``, through the
+        :class:`~reident_airflow.notifiers.ReidentBreachNotifier` of ``on_failure_callback``)
+        and lists it under ``warnings`` in the report: the release is published and the task
+        succeeds. A warning level alone also has the release compared.
     :param previous_release: the release replaced (templated): a file for ``target_path``, a
-        table of the target's connection for ``target_table``. Default: the target itself,
+        table of the target's connection for ``target_table`` (on Spark: a Parquet path, or a
+        table of the session's catalog, in ``target_schema``). Default: the target itself,
         as the previous run published it. When it does not exist yet (the first run) there is
         nothing to compare: ``since_last_release`` is ``null`` and the release is published.
         The candidate is written once to a scratch file (or a scratch table of the target's
         database, dropped after) to be compared where the data is; with more than one run
         publishing the same target, set ``max_active_runs=1`` so that the release compared
-        is the one replaced.
+        is the one replaced. It may name a release ledger instead (a ``<target>.ledger.parquet``
+        file, a ``<target>__ledger`` table): the same counts, from the digests.
+    :param release_ledger: keep a release ledger beside the target (docs/metrics.md §12): a
+        digest of every published row and of its class, in ``<target_path>.ledger.parquet``
+        (DuckDB) or the table ``<target_table>__ledger`` (the database), written with the
+        release under its lock (on a database, swapped in with it in one step). Then, when
+        the release itself is gone (deleted, shipped away), the next run compares the
+        candidate with the ledger: the same counts. Default ``False``: no ledger, nothing
+        else written. Not on a Spark connection yet.
 
     Returns the ``reident.datafly/v1`` report (aggregates only: levels, steps, counts,
     information loss) with ``"passed": true`` and ``"output"`` (where it wrote and how many
@@ -157,6 +183,7 @@ class DataflyOperator(StagedTableOperator):
         "lock_timeout",
         "previous_release",
         *COMPARED_THRESHOLDS,
+        *(f"warn_{name}" for name in COMPARED_THRESHOLDS),
         *StagedTableOperator.template_fields,
     )
     ui_color = "#e4ffe8"
@@ -179,6 +206,10 @@ class DataflyOperator(StagedTableOperator):
     max_arrival_risk: float | str | None
     min_departure_k: int | str | None
     max_departure_risk: float | str | None
+    warn_min_arrival_k: int | str | None
+    warn_max_arrival_risk: float | str | None
+    warn_min_departure_k: int | str | None
+    warn_max_departure_risk: float | str | None
 
     def __init__(
         self,
@@ -200,6 +231,11 @@ class DataflyOperator(StagedTableOperator):
         max_arrival_risk: float | str | None = None,
         min_departure_k: int | str | None = None,
         max_departure_risk: float | str | None = None,
+        warn_min_arrival_k: int | str | None = None,
+        warn_max_arrival_risk: float | str | None = None,
+        warn_min_departure_k: int | str | None = None,
+        warn_max_departure_risk: float | str | None = None,
+        release_ledger: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -220,6 +256,11 @@ class DataflyOperator(StagedTableOperator):
         self.max_arrival_risk = max_arrival_risk
         self.min_departure_k = min_departure_k
         self.max_departure_risk = max_departure_risk
+        self.warn_min_arrival_k = warn_min_arrival_k
+        self.warn_max_arrival_risk = warn_max_arrival_risk
+        self.warn_min_departure_k = warn_min_departure_k
+        self.warn_max_departure_risk = warn_max_departure_risk
+        self.release_ledger = release_ledger
 
     def _validated(self, spark: Any = None) -> DataflyOptions:
         """The parameters, checked (``spark``: the Spark connection of the source, if any)."""
@@ -254,12 +295,19 @@ class DataflyOperator(StagedTableOperator):
         else:
             self.check_staged()
         target_conn = self._checked_target(spark)
+        ledger = parse_flag(self.release_ledger, "release_ledger")
+        if ledger and spark is not None:
+            raise ReidentConfigurationError(
+                "release_ledger is not kept on a Spark connection yet: publish to a database "
+                "table or a local file"
+            )
         # a Spark release is a folder, checked by _check_spark_target
         target_path = None if spark is not None else self.target_path
         check_paths(
             [("target_path", target_path), ("report_path", self.report_path)],
             [("the source file", self.path), *hierarchy_files(hierarchies)],
         )
+        compared = self._compared_limits(qis)
         return DataflyOptions(
             quasi_identifiers=tuple(qis),
             k=int(k),
@@ -269,26 +317,25 @@ class DataflyOperator(StagedTableOperator):
             target_sep=target_sep,
             chunk_rows=None if chunk_rows is None else int(chunk_rows),
             lock_timeout=DEFAULT_LOCK_TIMEOUT if lock_timeout is None else float(lock_timeout),
-            compared=self._compared_limits(qis, spark),
+            compared=None if compared is None else compared[0],
+            compared_warn=Thresholds() if compared is None else compared[1],
+            release_ledger=ledger,
         )
 
-    def _compared_limits(self, qis: Sequence[str], spark: Any) -> Thresholds | None:
-        """The limits on the difference from the release replaced, checked (``None``: no
-        limit and no ``previous_release``: not compared)."""
-        limits = {name: getattr(self, name) for name in COMPARED_THRESHOLDS}
+    def _compared_limits(self, qis: Sequence[str]) -> tuple[Thresholds, Thresholds] | None:
+        """The limits on the difference from the release replaced and their warning levels,
+        checked (``None``: no limit, no warning level and no ``previous_release``: not
+        compared)."""
+        names = (*COMPARED_THRESHOLDS, *(f"warn_{name}" for name in COMPARED_THRESHOLDS))
+        limits = {name: getattr(self, name) for name in names}
         given = {name: value for name, value in limits.items() if not is_unset(value)}
         if not given and is_unset(self.previous_release):
             return None
-        if spark is not None:
-            raise ReidentConfigurationError(
-                "the release comparison (previous_release, min_arrival_k, ...) is not run on "
-                "a Spark connection yet"
-            )
         with self.input_errors():
             options = AssessmentOptions.from_mapping(
                 {"quasi_identifiers": list(qis), "previous_release": "target", **given}
             )
-        return options.thresholds
+        return options.thresholds, options.warn_thresholds
 
     def _suppression_limit(self) -> int | float | None:
         """``suppression_limit`` as a count or a fraction (``None``: k records)."""
@@ -366,6 +413,8 @@ class DataflyOperator(StagedTableOperator):
         writing: dict[str, Any] = {"lock_timeout": options.lock_timeout}
         if chunk_rows:
             writing["chunk_rows"] = chunk_rows
+        if options.release_ledger:
+            writing["ledger"] = list(options.quasi_identifiers)
         if self.target_path:
             writing["sep"] = options.target_sep
             written = writers.write_file_atomic(table, self.target_path, **writing)
@@ -505,6 +554,7 @@ class DataflyOperator(StagedTableOperator):
     def _run(self, context: Context, options: DataflyOptions, spark: Any) -> dict[str, Any]:
         """Anonymize, then publish; ``spark``: the Spark session that reads the source."""
         qis, k = list(options.quasi_identifiers), options.k
+        types: dict[str, Any] = {}
         with self.input_errors():
             if spark is None:
                 result, infeasible, types = self._datafly(options)
@@ -527,8 +577,9 @@ class DataflyOperator(StagedTableOperator):
             result.released_records,
         )
         since: dict[str, Any] | None = None
+        warnings: tuple[Breach, ...] = ()
         if options.compared is not None:
-            since = self._compare(context, options, result, types)
+            since, warnings = self._compare(context, options, result, types, spark)
         with self.input_errors():  # a lost connection keeps Airflow's retries
             if spark is None:
                 output = self._write(options, result.table, types)
@@ -539,26 +590,70 @@ class DataflyOperator(StagedTableOperator):
         report["output"] = output
         if options.compared is not None:
             report["since_last_release"] = since
-        self.publish(context, report, source=self.source_name())
+        if options.compared_warn.to_dict():
+            report["warnings"] = [w.to_dict() for w in warnings]
+        location = self.publish(context, report, source=self.source_name())
+        if warnings:
+            self._warn(context, report, warnings, location, qis, k)
         return report
+
+    def _warn(
+        self,
+        context: Context,
+        report: dict[str, Any],
+        warnings: Sequence[Breach],
+        location: str | None,
+        qis: Sequence[str],
+        k: int,
+    ) -> None:
+        """The warning levels the published release crossed: one log line each, then one
+        alert (outcome ``"warn"``); the task succeeds."""
+        for warning in warnings:
+            self.log.warning(
+                "warning level crossed: %s; the release goes ahead", warning.describe()
+            )
+        message = (
+            f"the release of {self.source_name()!r} crosses warning levels on the difference "
+            f"from the previous release: {'; '.join(w.describe() for w in warnings)}"
+        )
+        self.gate(
+            context,
+            report,
+            message=message,
+            location=location,
+            quasi_identifiers=qis,
+            k=k,
+            breaches=[],
+            outcome="warn",
+        )
 
     # -- the release it replaces (issue 28) ------------------------------------------------
     def _compare(
-        self, context: Context, options: DataflyOptions, result: Any, types: dict[str, Any]
-    ) -> dict[str, Any] | None:
+        self,
+        context: Context,
+        options: DataflyOptions,
+        result: Any,
+        types: dict[str, Any],
+        spark: Any = None,
+    ) -> tuple[dict[str, Any] | None, tuple[Breach, ...]]:
         """The anonymized release compared with the one it replaces, before anything is
-        published: the difference's JSON (``None`` on a first run, nothing to compare). A
-        breach of the limits acts as ``on_breach`` says: the report (with ``breaches``) is
-        pushed and, unless ``"warn"``, the task stops here, the target untouched."""
+        published: the difference's JSON (``None`` on a first run, nothing to compare) and
+        the warning levels it crosses (not for a limit it breaches). A breach of the limits
+        acts as ``on_breach`` says: the report (with ``breaches``) is pushed and, unless
+        ``"warn"``, the task stops here, the target untouched. ``spark``: the session that
+        reads the source, which compares its release."""
         from reident_airflow.engine.differencing import differencing, hold_back_advice
 
         gate = cast("Thresholds", options.compared)
         qis = list(options.quasi_identifiers)
         with self.input_errors():
-            changes = self._release_changes(options, result.table, types)
+            if spark is None:
+                changes = self._release_changes(options, result.table, types)
+            else:
+                changes = self._spark_changes(options, result.table)
         if changes is None:
             self.log.info("previous release: none yet (the first release): nothing to compare")
-            return None
+            return None, ()
         difference = differencing(changes)
         self.log.info(
             "since the previous release: %s arrivals, %s departures",
@@ -566,12 +661,17 @@ class DataflyOperator(StagedTableOperator):
             difference.departures.records,
         )
         breaches = gate.check_difference(difference)
+        failed = {b.metric for b in breaches}
+        warned = options.compared_warn.check_difference(difference)
+        warnings = tuple(w for w in warned if w.metric not in failed)
         if not breaches:
-            return difference.to_dict()
+            return difference.to_dict(), warnings
         report: dict[str, Any] = result.to_dict()
         report["passed"] = False
         report["since_last_release"] = difference.to_dict()
         report["breaches"] = [b.to_dict() for b in breaches]
+        if options.compared_warn.to_dict():
+            report["warnings"] = [w.to_dict() for w in warnings]
         location = self.publish(context, report, source=self.source_name())
         message = (
             f"the release of {self.source_name()!r} breaches the limits on the difference from "
@@ -588,7 +688,8 @@ class DataflyOperator(StagedTableOperator):
             quasi_identifiers=qis,
             k=options.k,
         )
-        return difference.to_dict()  # on_breach="warn": published all the same
+        # on_breach="warn": published all the same, its warnings alerted with the breach
+        return difference.to_dict(), ()
 
     def _release_changes(
         self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any]
@@ -609,6 +710,10 @@ class DataflyOperator(StagedTableOperator):
             from reident_airflow.sources.files import FileSource
 
             old = previous or str(self.target_path)
+            if not Path(old).exists() and previous is None and options.release_ledger:
+                from reident_airflow.sources.release_ledger import ledger_path
+
+                old = ledger_path(old)  # the release is gone: its ledger, if kept
             if not Path(old).exists():
                 return None
             suffix = "".join(Path(str(self.target_path)).suffixes) or ".csv"
@@ -619,6 +724,27 @@ class DataflyOperator(StagedTableOperator):
                 with FileSource(scratch, sep=sep) as new, FileSource(old, sep=sep) as before:
                     return new.release_changes(before, qis)
         return self._table_changes(options, table, types, previous or str(self.target_table))
+
+    def _spark_changes(self, options: DataflyOptions, release: Any) -> Any:
+        """:meth:`_release_changes` on a Spark connection: the release, a Spark DataFrame not
+        yet written, compared by Spark in one job with the release replaced
+        (``previous_release``, else the target) read by the same session -- a table of its
+        catalog (in ``target_schema``) for ``target_table``, else the Parquet folder at the
+        path; ``None`` when there is none yet."""
+        from reident_airflow.sources.spark import SparkSource
+
+        previous = None if is_unset(self.previous_release) else str(self.previous_release)
+        if self.target_table:
+            name = previous or str(self.target_table)
+            if self.target_schema:
+                name = f"{self.target_schema}.{name}"
+        else:
+            name = previous or str(self.target_path)
+        new = SparkSource(release, label="the release")
+        before = new.previous_release(name, table=bool(self.target_table))
+        if before is None:
+            return None
+        return new.release_changes(before, list(options.quasi_identifiers))
 
     def _table_changes(
         self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any], old: str
@@ -633,6 +759,15 @@ class DataflyOperator(StagedTableOperator):
         schema = self.target_schema or None
         with self.connected(options.target_conn) as engine:
             previous = SqlSource(engine, table=old, schema=schema)
+            if (
+                not previous.has_table(old)
+                and options.release_ledger
+                and is_unset(self.previous_release)
+            ):
+                from reident_airflow.sources.release_ledger import ledger_table
+
+                old = ledger_table(old)  # the release is gone: its ledger, if kept
+                previous = SqlSource(engine, table=old, schema=schema)
             if not previous.has_table(old):
                 return None
             scratch = f"reident_compare_{uuid.uuid4().hex[:12]}"

@@ -140,7 +140,9 @@ class ReidentificationRiskOperator(StagedTableOperator):
     :param on_breach: ``"fail"`` (default: the task fails, no retries), ``"skip"`` (the task
         and its downstream are skipped: nothing is published) or ``"warn"`` (log, succeed).
         It applies to the failing levels; warning levels never stop the task.
-    :param max_subset_size: rank QI subsets up to this many columns.
+    :param max_subset_size: rank every QI subset up to this many columns and the full set
+        (at least the number of QIs: the full lattice); by default each single column, each
+        subset with one QI left out, and the full set.
     :param report_path: where to write a self-contained HTML risk report (templated; a local
         path or an object-storage URL), also when the gate is breached; its location is pushed
         to XCom under ``report_location``, its URL (``report_base_url``, or an object-storage
@@ -155,6 +157,11 @@ class ReidentificationRiskOperator(StagedTableOperator):
         :class:`~reident_airflow.operators.datafly.DataflyOperator` takes them); QIs without
         one use the hierarchies bundled for Adult's column names, if any.
     :param hierarchy_sep: separator of the ARX hierarchy files (default ``;``).
+    :param suppression_limit: the suppression limit of the
+        :class:`~reident_airflow.operators.datafly.DataflyOperator` you will run, for the
+        advice's Datafly outlook (the same parameter, the same default: ``k`` records;
+        templated): a count (``5``), a fraction of the records (``0.01``) or a percentage
+        (``"1%"``), so that the outlook is what that operator then does.
     :param advice: on a breach of ``min_k``, read the staged table again (its class table
         where the data is, then its QI columns) for the advice: classes and records below k,
         the column that drives the risk and what Datafly at that k would do (default
@@ -205,6 +212,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         "max_subset_size",
         "suda",
         "preset",
+        "suppression_limit",
         *GATE_FIELDS,
         *(f"warn_{name}" for name in GATE_FIELDS),
     )
@@ -287,6 +295,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         scan_allow_columns: str | Sequence[str] | None = None,
         safe_harbor: bool | str | None = None,
         scan_options: Mapping[str, Any] | str | None = None,
+        suppression_limit: int | float | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(on_breach=on_breach, report_path=report_path, **kwargs)
@@ -333,6 +342,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         self.scan_allow_columns = scan_allow_columns
         self.safe_harbor = safe_harbor
         self.scan_options = scan_options
+        self.suppression_limit = suppression_limit
 
     # -- work ------------------------------------------------------------------------------
     def _options(self, *, spark: bool = False) -> AssessmentOptions:
@@ -434,7 +444,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
                 result = result if scan is None else with_identifier_scan(result, scan)
             if options.previous_release:
                 result = self._compared(source, result, options, spark)
-            found = self._advice(source, result, counted, spark) if self.advice else None
+            found = self._advice(source, result, counted, spark, options) if self.advice else None
             report = result.to_dict()
             report["advice"] = None if found is None else found[0].to_dict()
             report["input"] = self._fingerprint(source, result, spark) if self.fingerprint else None
@@ -519,13 +529,19 @@ class ReidentificationRiskOperator(StagedTableOperator):
             return register.class_table(qis)
 
     def _advice(
-        self, source: Source, result: Assessment, counted: Counted, spark: Any
+        self,
+        source: Source,
+        result: Assessment,
+        counted: Counted,
+        spark: Any,
+        options: AssessmentOptions,
     ) -> AdviceFound | None:
         """The advice when ``result`` breached ``min_k`` (``None`` otherwise): the staged table
         read again through ``source`` -- its class table where the data is, then its QI
         columns alone for Datafly -- with the rendered ``hierarchies`` (specs of
         :mod:`~reident_airflow.operators.hierarchy_specs`), else the bundled ones
-        (:func:`~reident_airflow.sources.advice.advise_on_breach`). Not on Spark (logged)."""
+        (:func:`~reident_airflow.sources.advice.advise_on_breach`), Datafly's outlook at the
+        options' ``suppression_limit``. Not on Spark (logged)."""
         limit = result.thresholds.min_k
         if limit is None or result.k >= limit:
             return None
@@ -543,6 +559,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
             lambda: source.class_table(qis),
             lambda: source.release_rows(qis, qis)[0],
             self._hierarchy_specs(),
+            options.suppression_limit,
         )
 
     def _advise(
@@ -552,8 +569,10 @@ class ReidentificationRiskOperator(StagedTableOperator):
         class_table: Callable[[], ClassTable],
         rows: Callable[[], pd.DataFrame],
         specs: Mapping[str, Any],
+        suppression_limit: int | float | None = None,
     ) -> AdviceFound | None:
-        """The advice, the rows read once: first when a hierarchy spec is built from them."""
+        """The advice, the rows read once: first when a hierarchy spec is built from them;
+        Datafly's outlook at ``suppression_limit`` (``None``: k records)."""
         from reident_airflow.operators.hierarchy_specs import resolve_hierarchies
         from reident_airflow.sources.advice import AdviceInputs, advise_on_breach
 
@@ -573,7 +592,12 @@ class ReidentificationRiskOperator(StagedTableOperator):
 
             source = once() if built else pd.DataFrame(columns=qis)
             hierarchies = resolve_hierarchies(given, source, qis, sep=self.hierarchy_sep)
-        inputs = AdviceInputs(class_table=class_table, rows=once, hierarchies=hierarchies)
+        inputs = AdviceInputs(
+            class_table=class_table,
+            rows=once,
+            hierarchies=hierarchies,
+            suppression_limit=suppression_limit,
+        )
         return advise_on_breach(result, table, inputs)
 
     def _fingerprint(self, source: Source, result: Assessment, spark: Any) -> dict[str, Any] | None:

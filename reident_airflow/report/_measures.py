@@ -14,6 +14,7 @@ from reident_airflow.report.view import (
     POPULATION_MODELS,
     AssessmentView,
     DankarView,
+    ranked_scope,
 )
 
 __all__ = [
@@ -116,7 +117,8 @@ def attributes(view: AssessmentView, top: int) -> str:
     ]
     headers = ["rank", "columns", "distinction", "separation"]
     caption = (
-        f"The {len(shown)} most re-identifying column sets of {len(items)} ranked. "
+        f"The {len(shown)} most re-identifying column sets of {len(items)} ranked "
+        f"({ranked_scope(view)}). "
         "Distinction: share of records told apart by the set alone (classes / records); "
         "separation: share of record pairs that differ on it."
     )

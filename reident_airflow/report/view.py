@@ -101,6 +101,7 @@ __all__ = [
     "SudaView",
     "VerdictView",
     "name_or_none",
+    "ranked_scope",
     "whole_or_none",
 ]
 
@@ -498,3 +499,20 @@ class AssessmentView(Checked):
         part = {"prosecutor": self.prosecutor, "individual_risk": self.individual_risk}.get(head)
         value = getattr(part, rest, None) if part is not None else None
         return value if is_number(value) else None
+
+
+def ranked_scope(view: AssessmentView) -> str:
+    """Which column sets the ranking holds, read from its items: every subset of the QIs,
+    the default (each single column, each set with one QI left out, the full set), or every
+    set up to a size and the full set."""
+    m = len(view.quasi_identifiers)
+    sizes = sorted({len(i.columns) for i in view.attributes or ()})
+    count = len(view.attributes or ())
+    if m and count == 2**m - 1:
+        return f"every set of the {m} quasi-identifiers"
+    if m > 3 and sizes == [1, m - 1, m] and count == 2 * m + 1:
+        return "each single column, each set with one quasi-identifier left out, the full set"
+    below = [s for s in sizes if s < m]
+    if below and below == list(range(1, below[-1] + 1)):
+        return f"every set of up to {below[-1]} columns and the full set"
+    return "a selection of the column sets"

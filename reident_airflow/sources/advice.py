@@ -124,7 +124,11 @@ def _datafly(k: int, qis: Sequence[str], inputs: AdviceInputs) -> tuple[Any, tup
     except AnonymizationInfeasibleError as exc:
         outcome = exc
     # the trade-off's first row, grouped as Datafly groups: with a limit of every record it
-    # stops before its first step, suppressing the records then below k
+    # stops before its first step, suppressing the records then below k. Not the
+    # assessment's records below k, which may differ: the assessment leaves out the records
+    # whose QIs are all '*' (Datafly groups them as a class), and a database groups by its
+    # own rules (a collation that ignores case or trailing spaces) where Datafly groups the
+    # values' text (value_text), so the row would not be what the Datafly run suppresses
     start = datafly(frame, list(qis), hierarchies, k, len(frame)).suppressed_records
     return datafly_outlook(k, outcome, hierarchies=hierarchies, below_at_start=start), ()
 

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from reident_airflow.engine.aggregates import ClassAggregates
     from reident_airflow.engine.differencing import ReleaseChanges
     from reident_airflow.engine.identifiers import ColumnPlan, ColumnProfile
-    from reident_airflow.sources.fingerprint import InputFingerprint
+    from reident_airflow.sources.fingerprint import FileHashing, InputFingerprint
     from reident_airflow.sources.release_changes import ComparedColumns
 
 __all__ = [
@@ -748,7 +748,7 @@ class FileSource(ClassCounting):
 
     Each reading describes the file again (:func:`open_file`: its header or Parquet schema)
     and runs on a cursor of this process's DuckDB for ``memory_limit``; nothing is held
-    between readings, so :meth:`close` has nothing to release.
+    between readings but the hash :meth:`hash_ahead` started, which :meth:`close` stops.
     """
 
     def __init__(
@@ -763,6 +763,7 @@ class FileSource(ClassCounting):
         self.sep = sep
         self.memory_limit = memory_limit
         self.label = str(path) if label is None else label
+        self._hashing: FileHashing | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -771,7 +772,11 @@ class FileSource(ClassCounting):
         self.close()
 
     def close(self) -> None:
-        """Nothing to release: each reading opened and closed its own cursor."""
+        """Stop the hash :meth:`hash_ahead` started and :meth:`fingerprint` did not take;
+        each reading opened and closed its own cursor."""
+        if self._hashing is not None:
+            self._hashing.cancel()
+            self._hashing = None
 
     def _opened(self) -> FileTable:
         return open_file(self._file(), sep=self.sep)
@@ -964,9 +969,23 @@ class FileSource(ClassCounting):
         names no one file or directory, and for a frame."""
         if self.path is None or _is_glob(str(self.path)):
             return None
+        if self._hashing is not None:
+            hashing, self._hashing = self._hashing, None
+            return hashing.fingerprint(rows)
         from reident_airflow.sources.fingerprint import fingerprint_file
 
         return fingerprint_file(self.path, rows=rows)
+
+    def hash_ahead(self) -> None:
+        """Start hashing the file (or the directory) for :meth:`fingerprint` now, on a
+        thread, so that it is read beside the readings that follow rather than after them
+        (:class:`~reident_airflow.sources.fingerprint.FileHashing`); the fingerprint is the
+        same. Nothing for a glob or a frame, or when a hash is already under way."""
+        if self.path is None or _is_glob(str(self.path)) or self._hashing is not None:
+            return
+        from reident_airflow.sources.fingerprint import FileHashing
+
+        self._hashing = FileHashing(self.path)
 
     # ----------------------------------------------------------------- release comparison
     def release_changes(
@@ -977,17 +996,21 @@ class FileSource(ClassCounting):
         both (:func:`_changes_sql`; the shape:
         :mod:`~reident_airflow.sources.release_changes`). Compared on ``columns``, by default
         every column both hold. Only one row per distinct ``(a(c), d(c))`` pair comes back.
-        A previous release of another backend is refused."""
+        A previous release of another backend is refused. ``previous`` may be a release
+        ledger (:func:`write_file_ledger`) instead: the same counts, from the digests."""
         from reident_airflow.sources.release_changes import (
             changes_from_counts,
             check_kinds,
             compared_columns,
             other_backend,
         )
+        from reident_airflow.sources.release_ledger import is_ledger
 
         if not isinstance(previous, FileSource):
             raise other_backend(self.label, previous, "files and frames, read by DuckDB")
         new, old = self._opened(), previous._opened()
+        if old.kind == "parquet" and is_ledger(old.names):
+            return _ledger_changes(new, old, qis, columns, self.memory_limit)
         labels = (new.label, old.label)
         compared = compared_columns(new.names, old.names, qis, columns, labels=labels)
         for side, pos in ((new, compared.candidate), (old, compared.previous)):
@@ -1194,3 +1217,148 @@ def _run_pair(
             for source, (rel, _), p in zip(sources, relations, params, strict=True):
                 _run(source, con, f"SELECT count(*) FROM {rel}", p, rows=True)
             raise translated from None
+
+
+# ---------------------------------------------------------------------- release ledger
+def _types_of(source: FileTable, con: Any, rel: str, params: Mapping[str, Any]) -> list[str]:
+    """Each column's type as Arrow names it (``string`` for every CSV column)."""
+    if source.kind == "csv":
+        return ["string"] * len(source.names)
+    table = _run(source, con, f"SELECT * FROM {rel} LIMIT 0", params)
+    return [str(t) for t in table.schema.types]
+
+
+def _encoded(col: str, kind: str) -> str:
+    """One value's encoding for the ledger's digests
+    (:mod:`~reident_airflow.sources.release_ledger`): equal exactly when DuckDB groups the
+    values as one. Floats as ``x + 0`` (``-0.0`` is ``0.0``), every NaN one text; bytes in
+    hexadecimal; timestamps as nanoseconds since the epoch, whatever the time zone."""
+    if kind == "float":
+        text = f"CAST({col} + 0.0 AS VARCHAR)"
+        value = f"CASE WHEN isnan({col}) THEN 'nan' ELSE {text} END"
+    elif kind == "binary":
+        value = f"hex({col})"
+    elif kind == "timestamp":
+        value = f"CAST(epoch_ns({col}) AS VARCHAR)"
+    else:
+        value = f"CAST({col} AS VARCHAR)"
+    return f"CASE WHEN {col} IS NULL THEN 'N' ELSE 'V' || length({value}) || ':' || {value} END"
+
+
+def _digests_sql(
+    rel: str, pos: Sequence[int], qis: Sequence[int], kinds: Sequence[str], *, text_qis: bool
+) -> str:
+    """Per row of ``rel``: ``row_digest`` over the columns at ``pos`` (in that order),
+    ``class_digest`` over those at ``qis`` (positions in ``rel`` too), ``star``."""
+
+    def digest(columns: Sequence[int]) -> str:
+        return "sha256(" + " || ".join(_encoded(f"c{i}", kinds[i]) for i in columns) + ")"
+
+    star = _star_of(qis) if text_qis else "false"
+    return (
+        f"SELECT {digest(pos)} AS row_digest, {digest(qis)} AS class_digest, "
+        f"{star} AS star FROM {rel}"
+    )
+
+
+def _star_of(qis: Sequence[int]) -> str:
+    return "coalesce(" + " AND ".join(f"c{i} = '{_SUPPRESSION_MARKER}'" for i in qis) + ", false)"
+
+
+def write_file_ledger(
+    path: str | Path, ledger: str | Path, qis: Sequence[str], *, sep: str = ","
+) -> int:
+    """Write the release ledger of the released file ``path`` to ``ledger``, a Parquet file
+    (:mod:`~reident_airflow.sources.release_ledger`): DuckDB digests every row of the file as
+    written and writes the ledger next to it, in a temporary file renamed over ``ledger``.
+    The caller holds the target's lock. Returns the rows digested."""
+    import os
+
+    from reident_airflow._atomic import temp_name
+    from reident_airflow.sources.release_ledger import COLUMNS, LedgerAbout
+
+    target = Path(ledger)
+    with FileSource(path, sep=sep) as released:
+        table = released._opened()
+        _refuse_nested(table, range(len(table.names)))
+        qi_pos = table.positions(qis)
+        with _duckdb(released.memory_limit) as con, _readable(table) as readable:
+            rel, params = _relation(readable, con)
+            kinds = _kinds_of(table, con, rel, params)
+            types = _types_of(table, con, rel, params)
+            about = LedgerAbout(table.names, tuple(types), tuple(table.names[i] for i in qi_pos))
+            text_qis = all(kinds[i] == "string" for i in qi_pos)
+            rows = _digests_sql(rel, range(len(table.names)), qi_pos, kinds, text_qis=text_qis)
+            kind, row, cls, star, about_col = COLUMNS
+            sql = (
+                f"SELECT CAST(0 AS TINYINT) AS {kind}, CAST(NULL AS VARCHAR) AS {row}, "
+                f"CAST(NULL AS VARCHAR) AS {cls}, CAST(NULL AS TINYINT) AS {star}, "
+                f"CAST($about AS VARCHAR) AS {about_col} UNION ALL "
+                f"SELECT CAST(1 AS TINYINT), row_digest, class_digest, CAST(star AS TINYINT), "
+                f"CAST(NULL AS VARCHAR) FROM ({rows})"
+            )
+            tmp = temp_name(target)
+            try:
+                _run(
+                    table,
+                    con,
+                    f"COPY ({sql}) TO {_literal(str(tmp))} (FORMAT parquet)",
+                    {**params, "about": about.to_json()},
+                    rows=True,
+                )
+                with open(tmp, "rb") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+            count = _run(table, con, f"SELECT count(*) FROM {rel}", params, rows=True)
+    return int(count[0][0])
+
+
+def _ledger_changes(
+    new: FileTable,
+    ledger: FileTable,
+    qis: Sequence[str],
+    columns: Sequence[str] | None,
+    memory_limit: str | None,
+) -> ReleaseChanges:
+    """The release comparison of the candidate ``new`` against a release ledger
+    (:mod:`~reident_airflow.sources.release_ledger`): the candidate digested as the ledger
+    was, then counted as :func:`_changes_sql` counts two releases."""
+    from reident_airflow.sources.release_changes import changes_from_counts, compared_columns
+    from reident_airflow.sources.release_ledger import LedgerAbout, check_about
+
+    with _duckdb(memory_limit) as con, _readable(new) as new_readable:
+        rel, params = _relation(new_readable, con)
+        header = con.sql(
+            "SELECT about FROM read_parquet($ledger) WHERE kind = 0",
+            params={"ledger": ledger.target},
+        ).fetchall()
+        if len(header) != 1:
+            raise InvalidInputError(f"{ledger.label}: a release ledger has one header row")
+        about = LedgerAbout.from_json(header[0][0], ledger.label)
+        compared = compared_columns(
+            new.names, about.columns, qis, columns, labels=(new.label, ledger.label)
+        )
+        _refuse_nested(new, compared.candidate)
+        kinds = _kinds_of(new, con, rel, params)
+        check_about(about, compared, _types_of(new, con, rel, params), ledger.label)
+        # the candidate's columns in the ledger's order: the order its digests were made in
+        order = [compared.candidate[compared.previous.index(j)] for j in range(len(about.columns))]
+        qi_pos = [compared.candidate[q] for q in compared.qis]
+        text_qis = all(kinds[i] == "string" for i in qi_pos)
+        digests = _digests_sql(rel, order, qi_pos, kinds, text_qis=text_qis)
+        sql = (
+            "SELECT a, d, star, count(*) AS classes, sum(n) AS n, sum(p) AS p FROM ("
+            "SELECT class_digest, star, sum(CASE WHEN n > p THEN n - p ELSE 0 END) AS a, "
+            "sum(CASE WHEN p > n THEN p - n ELSE 0 END) AS d, sum(n) AS n, sum(p) AS p FROM ("
+            "SELECT row_digest, class_digest, star, count(*) FILTER (WHERE s) AS n, "
+            "count(*) FILTER (WHERE NOT s) AS p FROM ("
+            f"SELECT row_digest, class_digest, star, true AS s FROM ({digests}) "
+            "UNION ALL SELECT row_digest, class_digest, star = 1, false FROM "
+            "read_parquet($ledger) WHERE kind = 1"
+            ") GROUP BY row_digest, class_digest, star"
+            ") GROUP BY class_digest, star) GROUP BY 1, 2, 3"
+        )
+        rows = _run(new, con, sql, {**params, "ledger": ledger.target}, rows=True)
+    return changes_from_counts(compared.qi_names, rows)

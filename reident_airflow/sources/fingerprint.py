@@ -40,6 +40,7 @@ The location never holds a password or URL query options (which may hold credent
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +51,7 @@ from reident_airflow.sources.file_source import PARQUET_SUFFIXES
 
 __all__ = [
     "CHUNK_BYTES",
+    "FileHashing",
     "InputFingerprint",
     "fingerprint_file",
     "now_utc",
@@ -101,17 +103,17 @@ def now_utc() -> str:
 
 
 # ------------------------------------------------------------------------------------ files
-def _sha256_of(path: Path) -> tuple[str, int]:
+def _sha256_of(path: Path, stop: threading.Event | None = None) -> tuple[str, int]:
     digest = hashlib.sha256()
     size = 0
     with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK_BYTES):
+        while (stop is None or not stop.is_set()) and (chunk := fh.read(CHUNK_BYTES)):
             digest.update(chunk)
             size += len(chunk)
     return digest.hexdigest(), size
 
 
-def _directory_digest(root: Path) -> tuple[str, int]:
+def _directory_digest(root: Path, stop: threading.Event | None = None) -> tuple[str, int]:
     """One digest over every file below ``root``: ``<relative path>\\0<sha256>\\n`` per file,
     in path order, hashed; the size is the sum of the files' sizes."""
     digest = hashlib.sha256()
@@ -120,10 +122,20 @@ def _directory_digest(root: Path) -> tuple[str, int]:
     if not files:
         raise InvalidInputError(f"{str(root)!r} holds no file to fingerprint")
     for path in files:
-        sha, size = _sha256_of(path)
+        sha, size = _sha256_of(path, stop)
         digest.update(f"{path.relative_to(root).as_posix()}\0{sha}\n".encode())
         total += size
     return digest.hexdigest(), total
+
+
+def _digest(p: Path, stop: threading.Event | None = None) -> tuple[str, int]:
+    """The SHA-256 and size of a file or a directory; an input error when it cannot be read."""
+    try:
+        return _directory_digest(p, stop) if p.is_dir() else _sha256_of(p, stop)
+    except FileNotFoundError:
+        raise InvalidInputError(f"{str(p)!r} does not exist") from None
+    except OSError as exc:
+        raise InvalidInputError(f"{str(p)!r} cannot be read ({exc.strerror})") from None
 
 
 def _parquet_rows(path: Path) -> int | None:
@@ -136,6 +148,23 @@ def _parquet_rows(path: Path) -> int | None:
         return None
 
 
+def _checked_rows(rows: int | None) -> int | None:
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+        raise InvalidInputError(f"rows must be a whole number >= 0, got {rows!r}")
+    return rows
+
+
+def _file_fingerprint(
+    p: Path, digest: tuple[str, int], rows: int | None, taken_at: str
+) -> InputFingerprint:
+    if rows is None and p.is_file() and p.suffix.lower() in PARQUET_SUFFIXES:
+        rows = _parquet_rows(p)
+    sha, size = digest
+    return InputFingerprint(
+        kind="file", location=str(p), taken_at=taken_at, rows=rows, size_bytes=size, sha256=sha
+    )
+
+
 def fingerprint_file(path: str | Path, *, rows: int | None = None) -> InputFingerprint:
     """The fingerprint of a local file (or a directory of Parquet files): its SHA-256 and
     size, and its row count -- ``rows`` when given, else a Parquet footer's count.
@@ -143,19 +172,45 @@ def fingerprint_file(path: str | Path, *, rows: int | None = None) -> InputFinge
     Raises :class:`InvalidInputError` for a path that does not exist or cannot be read.
     """
     p = Path(path)
-    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
-        raise InvalidInputError(f"rows must be a whole number >= 0, got {rows!r}")
-    try:
-        if p.is_dir():
-            sha, size = _directory_digest(p)
-        else:
-            sha, size = _sha256_of(p)
-    except FileNotFoundError:
-        raise InvalidInputError(f"{str(p)!r} does not exist") from None
-    except OSError as exc:
-        raise InvalidInputError(f"{str(p)!r} cannot be read ({exc.strerror})") from None
-    if rows is None and p.is_file() and p.suffix.lower() in PARQUET_SUFFIXES:
-        rows = _parquet_rows(p)
-    return InputFingerprint(
-        kind="file", location=str(p), taken_at=now_utc(), rows=rows, size_bytes=size, sha256=sha
-    )
+    rows = _checked_rows(rows)
+    digest = _digest(p)
+    return _file_fingerprint(p, digest, rows, now_utc())
+
+
+class FileHashing:
+    """The hash of :func:`fingerprint_file`, taken on a thread started at once: the file is
+    read while the scans of the same file run, rather than after them (``hashlib`` releases
+    the GIL on each chunk). :meth:`fingerprint` waits for the hash and gives what
+    :func:`fingerprint_file` gives, ``taken_at`` being when the hash was done; :meth:`cancel`
+    stops the thread at its next chunk (the source is closed without a fingerprint)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._stop = threading.Event()
+        self._digest: tuple[str, int] | None = None
+        self._taken_at = ""
+        self._error: Exception | None = None
+        self._thread = threading.Thread(target=self._hash, name="reident-hash", daemon=True)
+        self._thread.start()
+
+    def _hash(self) -> None:
+        try:
+            self._digest = _digest(self.path, self._stop)
+            self._taken_at = now_utc()
+        except Exception as exc:  # raised where the fingerprint is asked for
+            self._error = exc
+
+    def fingerprint(self, rows: int | None = None) -> InputFingerprint:
+        """The file's fingerprint with ``rows`` (as :func:`fingerprint_file`); hashed again
+        here if the thread was cancelled."""
+        rows = _checked_rows(rows)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        if self._digest is None or self._stop.is_set():
+            return fingerprint_file(self.path, rows=rows)
+        return _file_fingerprint(self.path, self._digest, rows, self._taken_at)
+
+    def cancel(self) -> None:
+        """Stop hashing at the next chunk (a cancelled hash is never used)."""
+        self._stop.set()

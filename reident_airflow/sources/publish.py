@@ -455,36 +455,48 @@ def swap_in(
     schema: str | None = None,
     checkpoint: Checkpoint | None = None,
     lock: PublishLock | None = None,
+    also: Sequence[tuple[sa.Table, str]] = (),
 ) -> None:
     """Replace ``target`` (if it exists) by ``staging`` in one step readers cannot see halfway:
     one transaction on PostgreSQL and SQLite, one multi-table ``RENAME TABLE`` on MariaDB and
-    MySQL (module docstring). ``lock``, the target's, is checked to be still held first."""
+    MySQL (module docstring). ``lock``, the target's, is checked to be still held first.
+    ``also``: more ``(staging, target)`` pairs replaced in the same step (a release ledger
+    beside the release)."""
     if lock is not None:
         lock.verify()
-    new = qualified(engine, staging.name, schema)
-    old = qualified(engine, target, schema)
+    pairs = [(staging, target), *also]
     renaming = engine.dialect.name in _MYSQL
     with engine.begin() as conn:
         if renaming:
-            exists = sa.inspect(conn).has_table(target, schema=schema)
+            exists = [sa.inspect(conn).has_table(t, schema=schema) for _, t in pairs]
         else:
             if engine.dialect.name == "sqlite":
                 # pysqlite opens a transaction only before DML: without this no-op DELETE the
                 # DROP and the RENAME below would each commit on their own.
                 conn.execute(sa.delete(staging).where(sa.false()))
-            sa.Table(target, sa.MetaData(schema=schema)).drop(conn, checkfirst=True)
+            for _, name in pairs:
+                sa.Table(name, sa.MetaData(schema=schema)).drop(conn, checkfirst=True)
         if checkpoint is not None:
             checkpoint("swap", 0)
         if not renaming:
-            quoted = engine.dialect.identifier_preparer.quote(target)
-            conn.exec_driver_sql(f"ALTER TABLE {new} RENAME TO {quoted}")
-        elif exists:
-            backup = sa.Table(staging_name(conn, target), sa.MetaData(schema=schema))
-            aside = qualified(conn, backup.name, schema)
-            conn.exec_driver_sql(f"RENAME TABLE {old} TO {aside}, {new} TO {old}")
+            for table, name in pairs:
+                new = qualified(engine, table.name, schema)
+                quoted = engine.dialect.identifier_preparer.quote(name)
+                conn.exec_driver_sql(f"ALTER TABLE {new} RENAME TO {quoted}")
+            return
+        renames: list[str] = []
+        backups: list[sa.Table] = []
+        for (table, name), present in zip(pairs, exists, strict=True):
+            new = qualified(engine, table.name, schema)
+            old = qualified(engine, name, schema)
+            if present:
+                backup = sa.Table(staging_name(conn, name), sa.MetaData(schema=schema))
+                backups.append(backup)
+                renames.append(f"{old} TO {qualified(conn, backup.name, schema)}")
+            renames.append(f"{new} TO {old}")
+        conn.exec_driver_sql("RENAME TABLE " + ", ".join(renames))
+        for backup in backups:
             backup.drop(conn)
-        else:
-            conn.exec_driver_sql(f"RENAME TABLE {new} TO {old}")
 
 
 def copy_table_atomic(

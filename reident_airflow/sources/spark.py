@@ -468,13 +468,18 @@ class SparkSource:
         return fingerprint_file(self.path, rows=rows)
 
     def advise(
-        self, result: Assessment, hierarchies: Mapping[str, Hierarchy]
+        self,
+        result: Assessment,
+        hierarchies: Mapping[str, Hierarchy],
+        *,
+        suppression_limit: int | float | None = None,
     ) -> tuple[BreachAdvice, tuple[str, ...]]:
         """The advice on a breach of ``min_k``, from Spark's aggregates only, never rows on
         the driver: the classes and records below k from the assessment's class-size
         histogram, the QI driving the risk from its ranking (none without one), and Datafly's
-        outlook at k from Datafly run on histograms Spark counts (nothing is written); and
-        the QIs lacking a hierarchy (then no outlook)."""
+        outlook at k, at ``suppression_limit`` (``None``: k records), from Datafly run on
+        histograms Spark counts (nothing is written); and the QIs lacking a hierarchy (then
+        no outlook)."""
         from reident_airflow.engine.advice import breach_advice
 
         limit = cast(int, result.thresholds.min_k)
@@ -486,12 +491,15 @@ class SparkSource:
             excluded_records=result.excluded_records,
         )
         with spark_errors(self.label):
-            outlook, missing = self._outlook(result, hierarchies)
+            outlook, missing = self._outlook(result, hierarchies, suppression_limit)
         ranking = result.attributes or None
         return breach_advice(table, limit, ranking=ranking, datafly=outlook), missing
 
     def _outlook(
-        self, result: Assessment, hierarchies: Mapping[str, Hierarchy]
+        self,
+        result: Assessment,
+        hierarchies: Mapping[str, Hierarchy],
+        suppression_limit: int | float | None,
     ) -> tuple[Any, tuple[str, ...]]:
         """Datafly's outlook at k, run on histograms Spark counts, and the QIs lacking a
         hierarchy (then no outlook)."""
@@ -505,13 +513,17 @@ class SparkSource:
         if missing:
             return None, missing
         try:
-            outcome: Any = datafly_spark(self.frame, result.quasi_identifiers, found, k)
+            outcome: Any = datafly_spark(
+                self.frame, result.quasi_identifiers, found, k, suppression_limit
+            )
         except AnonymizationInfeasibleError as exc:
             outcome = exc
         except HierarchyError:
             return None, tuple(q for q in result.quasi_identifiers if q not in hierarchies)
         # the trade-off's first row: the records in classes below k before any step, from the
-        # histogram Spark counted for the assessment (what Datafly would suppress at level 0)
+        # histogram Spark counted for the assessment. What Datafly would suppress at level 0
+        # but for the records whose QIs are all '*', which the assessment leaves out and
+        # Datafly groups as a class (sources/advice.py, where a second run counts them)
         below = sum(size * count for size, count in result.class_size_histogram if size < k)
         # SparkDataflyResult carries the fields of DataflyResult the outlook reads
         return datafly_outlook(k, outcome, hierarchies=found, below_at_start=below), ()

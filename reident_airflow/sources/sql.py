@@ -116,6 +116,7 @@ __all__ = [
     "make_engine",
     "query_source",
     "reflect_table",
+    "release_changes_sql",
     "safe_location",
 ]
 
@@ -479,13 +480,10 @@ class SqlSource(ClassCounting):
         collation or MariaDB's case-insensitive text never merge values. Compared on
         ``columns``, by default every column both hold. The previous release is read
         through this source's connection (its account). A previous release of another
-        backend, or of another database, is refused."""
-        from reident_airflow.sources.release_changes import (
-            changes_from_counts,
-            check_kinds,
-            compared_columns,
-            other_backend,
-        )
+        backend, or of another database, is refused. ``previous`` may be a release ledger
+        table (``<target>__ledger``, :mod:`~reident_airflow.sources.sql_ledger`) instead:
+        the same counts, from the digests."""
+        from reident_airflow.sources.release_changes import other_backend
 
         if not isinstance(previous, SqlSource):
             raise other_backend(self.label, previous, "a database")
@@ -496,29 +494,56 @@ class SqlSource(ClassCounting):
             old_source = open_source(
                 conn, old_where.get("table"), old_where.get("sql"), old_where.get("schema")
             )
-            new = sa.select(*source.c).subquery("reident_candidate")
-            old = sa.select(*old_source.c).subquery("reident_previous")
-            labels = (what, previous.label)
-            compared = compared_columns(
-                [c.name for c in new.columns],
-                [c.name for c in old.columns],
-                qis,
-                columns,
-                labels=labels,
+            return release_changes_sql(
+                conn, source, old_source, qis, columns, labels=(what, previous.label)
             )
-            old_names = [old.columns[j].name for j in compared.previous]
-            new_grouping = plan_grouping(conn, new, compared.names)
-            old_grouping = plan_grouping(conn, old, old_names)
-            if conn.dialect.name != "sqlite":  # SQLite types values, not columns
-                check_kinds(
-                    compared,
-                    dict(zip(compared.candidate, new_grouping.kinds, strict=True)),
-                    dict(zip(compared.previous, old_grouping.kinds, strict=True)),
-                    labels=labels,
-                )
-            statement = changes_statement(new_grouping, new, old_grouping, old, compared.qis)
-            rows = conn.execute(statement).all()
-        return changes_from_counts(compared.qi_names, rows)
+
+
+def release_changes_sql(
+    conn: Connection,
+    candidate: SqlTable,
+    previous: SqlTable,
+    qis: Sequence[str],
+    columns: Sequence[str] | None = None,
+    *,
+    labels: tuple[str, str] = ("the candidate", "the previous release"),
+) -> ReleaseChanges:
+    """The arrivals and departures of ``candidate`` against ``previous``, two tables or
+    subqueries of the database of ``conn``, counted there in one statement
+    (:meth:`SqlSource.release_changes`; ``labels`` name them in messages). ``previous``
+    may be a release ledger table (:mod:`~reident_airflow.sources.sql_ledger`)."""
+    from reident_airflow.sources.release_changes import (
+        changes_from_counts,
+        check_kinds,
+        compared_columns,
+    )
+    from reident_airflow.sources.release_ledger import is_ledger
+    from reident_airflow.sources.sql_ledger import ledger_changes
+
+    if is_ledger([c.name for c in previous.columns]):
+        return ledger_changes(conn, candidate, previous, qis, columns, labels)
+    new = sa.select(*candidate.c).subquery("reident_candidate")
+    old = sa.select(*previous.c).subquery("reident_previous")
+    compared = compared_columns(
+        [c.name for c in new.columns],
+        [c.name for c in old.columns],
+        qis,
+        columns,
+        labels=labels,
+    )
+    old_names = [old.columns[j].name for j in compared.previous]
+    new_grouping = plan_grouping(conn, new, compared.names)
+    old_grouping = plan_grouping(conn, old, old_names)
+    if conn.dialect.name != "sqlite":  # SQLite types values, not columns
+        check_kinds(
+            compared,
+            dict(zip(compared.candidate, new_grouping.kinds, strict=True)),
+            dict(zip(compared.previous, old_grouping.kinds, strict=True)),
+            labels=labels,
+        )
+    statement = changes_statement(new_grouping, new, old_grouping, old, compared.qis)
+    rows = conn.execute(statement).all()
+    return changes_from_counts(compared.qi_names, rows)
 
 
 def _same_database(new: Engine, old: Engine) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "grouped_by",
     "grouping_kinds",
     "histogram_statement",
+    "is_marker",
     "plan_grouping",
     "result_types",
 ]
@@ -269,7 +270,7 @@ def grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> An
     return column
 
 
-def _is_marker(dialect: str, column: sa.ColumnElement[Any], kind: str) -> Any:
+def is_marker(dialect: str, column: sa.ColumnElement[Any], kind: str) -> Any:
     """Whether a grouped value is the text ``*``; None where it never can be.
 
     SQLite types values, not columns: any column may hold the text ``*`` (a BLOB never equals
@@ -303,7 +304,7 @@ class Grouping:
         None when no class can be (a QI that cannot hold text)."""
         cells = []
         for name, kind in zip(self.names, self.kinds, strict=True):
-            cell = _is_marker(self.dialect, classes.c[name], kind)
+            cell = is_marker(self.dialect, classes.c[name], kind)
             if cell is None:
                 return None
             cells.append(cell)
@@ -441,7 +442,7 @@ def changes_statement(
         .group_by(*qi_keys)
         .subquery("reident_changes")
     )
-    cells = [_is_marker(new.dialect, per_class.c[keys[q]], new.kinds[q]) for q in qis]
+    cells = [is_marker(new.dialect, per_class.c[keys[q]], new.kinds[q]) for q in qis]
     flag: Any = (
         zero if any(c is None for c in cells) else sa.case((sa.and_(*cells), one), else_=zero)
     )

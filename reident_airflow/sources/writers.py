@@ -57,7 +57,9 @@ from reident_airflow.sources.publish import (
     check_target_name,
     create_staging,
     drop_quietly,
+    drop_stale_staging,
     publishing,
+    staging_name,
     staging_table,
     swap_in,
 )
@@ -154,6 +156,7 @@ def write_file_atomic(
     chunk_rows: int = FILE_CHUNK_ROWS,
     checkpoint: Checkpoint | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ledger: Sequence[str] | None = None,
 ) -> int:
     """Write ``frame`` (without its index) to ``path`` atomically; returns the rows written.
 
@@ -164,6 +167,11 @@ def write_file_atomic(
     write holds ``<path>.reident-lock`` (beside it, for the write): another run writing ``path``
     waits for it, at most ``lock_timeout`` seconds
     (:class:`~reident_airflow.engine.errors.TargetBusyError` then).
+
+    ``ledger``, the QIs of a release ledger to keep (docs/metrics.md §12): once the file is
+    in place, and under the same lock, its rows are digested by DuckDB into
+    ``<path>.ledger.parquet`` (:func:`~reident_airflow.sources.files.write_file_ledger`),
+    written to a temporary file and renamed over the last one.
     """
     target = Path(path)
     kind = file_format(target)
@@ -177,8 +185,38 @@ def write_file_atomic(
     if chunk_rows < 1:
         raise InvalidInputError("chunk_rows must be at least 1")
     lock_timeout = check_lock_timeout(lock_timeout)
+    if ledger is not None:
+        _check_ledger_qis(ledger, [str(c) for c in frame.columns])
     table = _arrow_table(frame)
-    with target_lock(target, lock_timeout), atomic_file(target) as fh:
+    with target_lock(target, lock_timeout):
+        if ledger is None:
+            return _write_file(target, kind, table, sep, chunk_rows, checkpoint)
+        return _write_file_with_ledger(
+            target, kind, table, sep, chunk_rows, checkpoint, list(ledger)
+        )
+
+
+def _check_ledger_qis(qis: Sequence[str], names: Sequence[str]) -> None:
+    """The ledger's QIs are columns of the release (checked before anything is written)."""
+    if isinstance(qis, str) or not list(qis):
+        raise InvalidInputError("the release ledger needs the quasi-identifiers: name one")
+    missing = [q for q in qis if q not in names]
+    if missing:
+        raise InvalidInputError(
+            "the release ledger's quasi-identifiers are not columns of the release: "
+            + ", ".join(repr(q) for q in missing)
+        )
+
+
+def _write_file(
+    target: Path,
+    kind: str,
+    table: pa.Table,
+    sep: str,
+    chunk_rows: int,
+    checkpoint: Checkpoint | None,
+) -> int:
+    with atomic_file(target) as fh:
         if kind == "csv":
             written = _write_csv(fh, _plain(table), sep, chunk_rows, checkpoint)
         else:
@@ -191,6 +229,43 @@ def write_file_atomic(
         fh.flush()
         if checkpoint is not None:
             checkpoint("swap", 0)
+    return written
+
+
+def _write_file_with_ledger(
+    target: Path,
+    kind: str,
+    table: pa.Table,
+    sep: str,
+    chunk_rows: int,
+    checkpoint: Checkpoint | None,
+    qis: list[str],
+) -> int:
+    """:func:`_write_file` and the release ledger of what it wrote, under the target's lock
+    (held by the caller). The last ledger is moved aside first: if the write fails, it is put
+    back (it still describes the file in place); once the file is replaced, it is removed, so
+    that a ledger never describes another release than the file beside it (a run killed
+    between the two renames leaves no ledger, not a wrong one)."""
+    import os
+
+    from reident_airflow._atomic import temp_name
+    from reident_airflow.sources.files import write_file_ledger
+    from reident_airflow.sources.release_ledger import ledger_path
+
+    ledger = Path(ledger_path(str(target)))
+    aside = temp_name(ledger)
+    kept = ledger.is_file()
+    if kept:
+        os.replace(ledger, aside)
+    try:
+        written = _write_file(target, kind, table, sep, chunk_rows, checkpoint)
+    except BaseException:
+        if kept:
+            os.replace(aside, ledger)
+        raise
+    if kept:
+        aside.unlink(missing_ok=True)
+    write_file_ledger(target, ledger, qis, sep=sep)
     return written
 
 
@@ -263,6 +338,7 @@ def write_table_atomic(
     chunk_rows: int = SQL_CHUNK_ROWS,
     checkpoint: Checkpoint | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ledger: Sequence[str] | None = None,
 ) -> int:
     """Publish ``frame`` (without its index) as table ``target``; returns the rows written.
 
@@ -272,6 +348,12 @@ def write_table_atomic(
     on each database and how the target's lock keeps other runs out: one publishing ``target``
     already is waited for at most ``lock_timeout`` seconds
     (:class:`~reident_airflow.engine.errors.TargetBusyError` then).
+
+    ``ledger``, the QIs of a release ledger to keep (docs/metrics.md §12): the database
+    digests the staged rows into a staging table of the ledger ``<target>__ledger``, and the
+    swap replaces both tables in the same step (one transaction; one ``RENAME TABLE`` on
+    MariaDB and MySQL), under the target's lock: the ledger beside a table always describes
+    it.
     """
     check_target_name(engine, target)
     if chunk_rows < 1:
@@ -280,6 +362,13 @@ def write_table_atomic(
     names = [str(c) for c in frame.columns]
     if len(set(names)) != len(names):
         raise InvalidInputError("the table has duplicate column names; they must be unique")
+    ledger_name = None
+    if ledger is not None:
+        from reident_airflow.sources.release_ledger import ledger_table
+
+        _check_ledger_qis(ledger, names)
+        ledger_name = ledger_table(target)
+        check_target_name(engine, ledger_name)
     types = dict(column_types or {})
     columns = [
         sa.Column(name, types.get(name) or _sql_type(frame.iloc[:, i]))
@@ -293,6 +382,7 @@ def write_table_atomic(
         publishing(engine, target, schema, timeout=lock_timeout, guard=guard) as (lock, name),
     ):
         staging = staging_table(target, columns, schema, name=name)
+        also: list[tuple[sa.Table, str]] = []
         try:
             with guard.critical():
                 guarded(
@@ -303,9 +393,14 @@ def write_table_atomic(
                     n,
                 )
             written = _insert_chunks(engine, staging, frame, target, chunk_rows, checkpoint, guard)
+            if ledger is not None and ledger_name is not None:
+                with guard.critical():
+                    also.append(
+                        _stage_ledger(engine, staging, ledger_name, list(ledger), schema, lock)
+                    )
             with guard.critical():
                 guarded(
-                    lambda: swap_in(engine, staging, target, schema, checkpoint, lock),
+                    lambda: swap_in(engine, staging, target, schema, checkpoint, lock, also),
                     "swapping the tables",
                     target,
                     written,
@@ -314,8 +409,37 @@ def write_table_atomic(
                 )
         except BaseException:
             drop_quietly(engine, staging)
+            for table, _ in also:
+                drop_quietly(engine, table)
             raise
     return written
+
+
+def _stage_ledger(
+    engine: Engine,
+    staging: sa.Table,
+    ledger: str,
+    qis: list[str],
+    schema: str | None,
+    lock: Any,
+) -> tuple[sa.Table, str]:
+    """The release ledger of the staged rows, in a staging table of its own (dropped with
+    the release's if anything fails): the pair :func:`swap_in` replaces with the release."""
+    from reident_airflow.sources.connect import reflect_table
+    from reident_airflow.sources.sql_ledger import ledger_columns, write_ledger_rows
+
+    if lock.held:
+        drop_stale_staging(engine, ledger, schema)
+    table = staging_table(ledger, ledger_columns(), schema, name=staging_name(engine, ledger))
+    try:
+        create_staging(engine, table)
+        with engine.begin() as conn:
+            released = reflect_table(conn, staging.name, schema)
+            write_ledger_rows(conn, released, table, qis)
+    except BaseException:
+        drop_quietly(engine, table)
+        raise
+    return table, ledger
 
 
 def _insert_chunks(
@@ -347,3 +471,62 @@ def _insert_chunks(
         if checkpoint is not None:
             checkpoint("chunk", written)
     return written
+
+
+# ---------------------------------------------------------------------------- release ledger
+def ledger_of_file(
+    path: str | Path,
+    qis: Sequence[str],
+    *,
+    sep: str = ",",
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> Path:
+    """Keep the release ledger of the published file ``path`` (a release published before
+    its ledger was kept, or by another writer): ``<path>.ledger.parquet``, written under
+    the file's lock (docs/metrics.md §12). Returns the ledger's path."""
+    from reident_airflow.sources.files import write_file_ledger
+    from reident_airflow.sources.release_ledger import ledger_path
+
+    target = Path(path)
+    if not target.is_file():
+        raise InvalidInputError(f"{target}: no such file")
+    ledger = Path(ledger_path(str(target)))
+    with target_lock(target, check_lock_timeout(lock_timeout)):
+        write_file_ledger(target, ledger, list(qis), sep=sep)
+    return ledger
+
+
+def ledger_of_table(
+    engine: Engine,
+    target: str,
+    qis: Sequence[str],
+    *,
+    schema: str | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> str:
+    """Keep the release ledger of the published table ``target`` (a release published
+    before its ledger was kept, or by another writer, :func:`copy_table_atomic` included):
+    the table ``<target>__ledger``, digested by the database and swapped in under the
+    target's lock (docs/metrics.md §12). Returns the ledger's name."""
+    from reident_airflow.sources.connect import reflect_table
+    from reident_airflow.sources.release_ledger import ledger_table
+
+    ledger = ledger_table(target)
+    check_target_name(engine, ledger)
+    with engine.connect() as conn:
+        _check_ledger_qis(qis, [c.name for c in reflect_table(conn, target, schema).columns])
+    with (
+        interrupt_guard() as guard,
+        publishing(
+            engine, target, schema, timeout=check_lock_timeout(lock_timeout), guard=guard
+        ) as (lock, _),
+    ):
+        released = sa.Table(target, sa.MetaData(schema=schema))
+        with guard.critical():
+            table, _ = _stage_ledger(engine, released, ledger, list(qis), schema, lock)
+            try:
+                swap_in(engine, table, ledger, schema, lock=lock)
+            except BaseException:
+                drop_quietly(engine, table)
+                raise
+    return ledger

@@ -230,3 +230,30 @@ def test_help_loads_no_spark() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_spark_outlook_is_at_the_suppression_limit_given(tmp_path: Path) -> None:
+    """Issue 29, item 7 on Spark: the small table of tests/cli/test_assess_advice.py, where by
+    hand Datafly at k = 2 takes age to its decades at the default limit (2 records) and stops
+    before its first step, suppressing 4 records, at ``--suppression-limit 4``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.cli.test_assess_advice import SMALL_HIERARCHIES
+
+    source = tmp_path / "small.parquet"
+    ages = ["21", "21", "22", "23", "34", "34", "35", "36"]
+    zips = ["13011", "13011", "13012", "13012", "13013", "13013", "13014", "13014"]
+    pq.write_table(pa.table({"age": ages, "zip": zips}), source)
+    given: list[str] = []
+    for q, text in SMALL_HIERARCHIES.items():
+        (tmp_path / f"{q}.csv").write_text(text, encoding="utf-8")
+        given += ["--hierarchy", f"{q}={tmp_path / f'{q}.csv'}"]
+    code, doc, err = _reident(
+        "--engine", "spark", str(source), "--qi", "age,zip", "--min-k", "2", *given,
+        "--suppression-limit", "4", "--spark-master", "local[2]", *SPARK_CONF,
+    )  # fmt: skip
+    assert code == 1, err[-3000:]
+    outlook = doc["advice"]["datafly"]
+    assert (outlook["levels"], outlook["suppressed_records"]) == ({"age": 0, "zip": 0}, 4)
+    assert outlook["suppression_limit"] == 4

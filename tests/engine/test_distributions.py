@@ -51,7 +51,7 @@ def _histogram(values: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("max_size", [None, 2])
+@pytest.mark.parametrize("max_size", [None, 2, 4])
 def test_ranking_equals_attribute_risks(seed: int, max_size: int | None) -> None:
     import pyarrow as pa
 
@@ -68,7 +68,9 @@ def test_ranking_equals_attribute_risks(seed: int, max_size: int | None) -> None
     full = ClassSizes(tuple(names), *_histogram(table.sizes.tolist()))
     got = ranking_of(tuple(names), full, SubsetHistograms(hists))
     assert got == want
-    assert len(got) == (15 if max_size is None else 4 + 6 + 1)
+    # by default the 4 single columns, the 4 subsets with one QI left out and the full set;
+    # up to 2 columns: 4 + 6 + the full set; up to 4: the full lattice, 2^4 - 1
+    assert len(got) == {None: 4 + 4 + 1, 2: 4 + 6 + 1, 4: 15}[max_size]
     assert set(ranked_subsets(4, 2)) == set(combinations(range(4), 1)) | set(
         combinations(range(4), 2)
     )
@@ -221,7 +223,8 @@ def test_distributions_of_a_class_table_give_arx_numbers(ref: Path) -> None:
         oracle_data(data["dataset"]), sep=data["sep"], dtype=str, keep_default_na=False
     )
     table = class_table_from_frame(frame, data["quasi_identifiers"])
-    counted = distributions_of(table, rank_attributes=True)
+    lattice = len(data["quasi_identifiers"])  # every subset: the full lattice, asked for
+    counted = distributions_of(table, rank_attributes=True, max_subset_size=lattice)
     histogram = counted.histogram
     assert [[int(s), int(c)] for s, c in zip(histogram.sizes, histogram.counts, strict=True)] == (
         data["class_size_histogram"]

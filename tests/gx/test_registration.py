@@ -35,6 +35,7 @@ def test_register_is_idempotent_and_names_what_it_registered() -> None:
                 "expect_table_direct_match_protection_to_be_above",
                 "expect_table_to_be_l_diverse",
                 "expect_table_to_hold_no_direct_identifiers",
+                "expect_table_differencing_risk_to_be_below",
             ),
             "metrics": (
                 "reident.class_table",
@@ -43,6 +44,7 @@ def test_register_is_idempotent_and_names_what_it_registered() -> None:
                 "reident.sensitive_value_counts",
                 "reident.class_distributions",
                 "reident.identifier_scan",
+                "reident.release_changes",
             ),
             "actions": ("reident_alert",),
         }
@@ -56,7 +58,7 @@ def test_exported_members_exist() -> None:
 
 
 def test_only_the_concrete_expectations_are_registered() -> None:
-    """The shared bases are abstract: GE's registry holds the five expectations, no base."""
+    """The shared bases are abstract: GE's registry holds the six expectations, no base."""
     from great_expectations.expectations import registry
 
     from reident_airflow.gx.expectations import base
@@ -75,6 +77,7 @@ def test_every_gx_module_exports_what_it_lists() -> None:
     from reident_airflow.gx import guard, parameters
     from reident_airflow.gx.expectations import (
         base,
+        differencing,
         direct_match,
         identifiers,
         k_anonymity,
@@ -82,7 +85,17 @@ def test_every_gx_module_exports_what_it_lists() -> None:
         risk,
     )
 
-    modules = (guard, parameters, base, direct_match, identifiers, k_anonymity, l_diversity, risk)
+    modules = (
+        guard,
+        parameters,
+        base,
+        differencing,
+        direct_match,
+        identifiers,
+        k_anonymity,
+        l_diversity,
+        risk,
+    )
     for module in modules:
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"

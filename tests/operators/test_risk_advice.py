@@ -138,3 +138,85 @@ def test_bad_parameters_fail_before_reading(name: str, value: Any, message: str)
     setattr(op, name, value)
     with pytest.raises(ReidentConfigurationError, match=message):
         op.execute({"ti": PushedTI()})  # type: ignore[arg-type]
+
+
+# ------------------------------------------------- issue 29, item 7: the operator's own limit
+#: Eight records on (age, zip), k = 2. By hand: at level 0 the classes (22, 13012),
+#: (23, 13012), (35, 13014) and (36, 13014) hold one record each, 4 records below k. Datafly
+#: generalizes first the QI with the most distinct values: age (6) before zip (4), to its
+#: decades, where every class holds two records. So at the default limit (k = 2 records) it
+#: takes age one level up and suppresses nothing; at 50 % (4 of 8 records) it stops before its
+#: first step and suppresses those 4 records.
+SMALL = "age,zip\n21,13011\n21,13011\n22,13012\n23,13012\n34,13013\n34,13013\n35,13014\n36,13014\n"
+SMALL_HIERARCHIES = {
+    "age": "21;20-29;*\n22;20-29;*\n23;20-29;*\n34;30-39;*\n35;30-39;*\n36;30-39;*\n",
+    "zip": "13011;1301*;*\n13012;1301*;*\n13013;1301*;*\n13014;1301*;*\n",
+}
+
+
+def _small_table(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    source = tmp_path / "small.csv"
+    source.write_text(SMALL, encoding="utf-8")
+    paths = {}
+    for q, text in SMALL_HIERARCHIES.items():
+        (tmp_path / f"{q}.csv").write_text(text, encoding="utf-8")
+        paths[q] = str(tmp_path / f"{q}.csv")
+    return source, paths
+
+
+@pytest.mark.parametrize(
+    ("limit", "levels", "suppressed"),
+    [
+        (None, {"age": 1, "zip": 0}, 0),
+        ("50%", {"age": 0, "zip": 0}, 4),
+        (4, {"age": 0, "zip": 0}, 4),
+    ],
+)
+def test_the_outlook_is_what_the_datafly_operator_then_does(
+    tmp_path: Path, limit: Any, levels: dict[str, int], suppressed: int
+) -> None:
+    from reident_airflow.operators import DataflyOperator
+
+    source, hierarchies = _small_table(tmp_path)
+    risk = ReidentificationRiskOperator(
+        task_id="assess",
+        path=str(source),
+        quasi_identifiers="age,zip",
+        min_k="2",
+        hierarchies=hierarchies,
+        suppression_limit=limit,
+    )
+    ti = PushedTI()
+    with pytest.raises(ReidentificationBreach):
+        risk.execute({"ti": ti})  # type: ignore[arg-type]
+    outlook = ti.pushed["return_value"]["advice"]["datafly"]
+
+    run = DataflyOperator(
+        task_id="anonymize",
+        path=str(source),
+        quasi_identifiers="age,zip",
+        k=2,
+        hierarchies=hierarchies,
+        suppression_limit=limit,
+        target_path=str(tmp_path / "released.csv"),
+    ).execute({})
+    assert (run["levels"], run["suppressed_records"]) == (levels, suppressed)  # by hand
+    assert outlook["feasible"] is True
+    assert (outlook["levels"], outlook["suppressed_records"]) == (levels, suppressed)
+    assert outlook["suppression_limit"] == run["suppression_limit"] == (2 if limit is None else 4)
+    assert (outlook["tradeoff"][0]["levels"], outlook["tradeoff"][0]["suppressed"]) == (
+        {"age": 0, "zip": 0},
+        4,
+    )
+
+
+def test_a_bad_suppression_limit_fails_before_reading(tmp_path: Path) -> None:
+    op = ReidentificationRiskOperator(
+        task_id="assess",
+        path=str(tmp_path / "absent.csv"),
+        quasi_identifiers="age,zip",
+        min_k="2",
+        suppression_limit="1.5",
+    )
+    with pytest.raises(ReidentConfigurationError, match=r"suppression_limit as a fraction"):
+        op.execute({"ti": PushedTI()})  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,8 @@ import sqlalchemy as sa
 
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.sources import fingerprint as fp
-from reident_airflow.sources.fingerprint import fingerprint_file
+from reident_airflow.sources.files import FileSource
+from reident_airflow.sources.fingerprint import FileHashing, fingerprint_file
 from reident_airflow.sources.sql import fingerprint_sql, safe_location
 from tests.conftest import require_server
 
@@ -113,6 +115,72 @@ def test_file_errors(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_bytes(b"a\n")
     with pytest.raises(InvalidInputError, match="rows must be"):
         fingerprint_file(tmp_path / "a.csv", rows=-1)
+
+
+# ------------------------------------------------------------------ hashed beside the reading
+def test_a_file_hashed_ahead_gives_the_same_fingerprint_from_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = b"sex,age\nf,30\nm,41\nf,30\n"  # 3 records: classes (f, 30) x 2, (m, 41) x 1
+    path = tmp_path / "three.csv"
+    path.write_bytes(data)
+    threads: list[str] = []
+    real = fp._sha256_of
+
+    def recording(*args: object) -> tuple[str, int]:
+        threads.append(threading.current_thread().name)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fp, "_sha256_of", recording)
+    with FileSource(path) as source:
+        source.hash_ahead()
+        source.hash_ahead()  # a second call starts no second hash
+        sizes = source.histogram(["sex", "age"])
+        found = source.fingerprint(rows=3)
+    assert threads == ["reident-hash"]  # hashed once, on the thread, not after the reading
+    assert sizes.records == 3 and sizes.classes == 2
+    assert found.sha256 == hashlib.sha256(data).hexdigest() and found.size_bytes == len(data)
+    assert found.rows == 3 and found.location == str(path) and found.kind == "file"
+    plain = fingerprint_file(path, rows=3).to_dict()
+    assert {**found.to_dict(), "taken_at": None} == {**plain, "taken_at": None}
+
+
+def test_a_directory_and_a_glob_hashed_ahead(tmp_path: Path) -> None:
+    table = pa.table({"sex": ["f", "m", "f"]})
+    root = tmp_path / "release"
+    root.mkdir()
+    pq.write_table(table, root / "part-1.parquet")
+    pq.write_table(table.slice(0, 1), root / "part-2.parquet")
+    with FileSource(root) as source:
+        source.hash_ahead()
+        found = source.fingerprint()
+    assert found is not None and found.sha256 == fingerprint_file(root).sha256
+    with FileSource(str(root / "*.parquet")) as glob:
+        glob.hash_ahead()  # a glob names no one file: nothing to hash
+        assert glob.fingerprint() is None
+
+
+def test_a_hash_ahead_cancelled_or_failed(tmp_path: Path) -> None:
+    data = b"a,b\n" + b"1,2\n" * 50_000  # 200,004 bytes
+    path = tmp_path / "a.csv"
+    path.write_bytes(data)
+    expected = hashlib.sha256(data).hexdigest()
+    # cancelled at once or after a few chunks: never a partial hash, the file hashed again
+    hashing = FileHashing(path)
+    hashing.cancel()
+    assert hashing.fingerprint(rows=50_000).sha256 == expected
+    source = FileSource(path)
+    source.hash_ahead()
+    source.close()
+    found = source.fingerprint(rows=50_000)
+    assert found is not None and (found.sha256, found.size_bytes) == (expected, 200_004)
+    with pytest.raises(InvalidInputError, match="rows must be"):
+        FileHashing(path).fingerprint(rows=-1)
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        FileHashing(tmp_path / "missing.csv").fingerprint()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidInputError, match="holds no file"):
+        FileHashing(tmp_path / "empty").fingerprint()
 
 
 # -------------------------------------------------------------------------------- databases

@@ -1,6 +1,6 @@
 """Great Expectations expectations for re-identification risk, one module each.
 
-Five batch expectations, each a thin adapter: a metric counts where the data is
+Six batch expectations, each a thin adapter: a metric counts where the data is
 (:mod:`reident_airflow.gx.metrics`) and the engine does all the arithmetic. As GE's own
 expectations do, a result's ``observed_value`` is the one number the verdict checks, and
 ``details`` holds ``measure`` (its name), ``limit``, a one-line ``summary`` and, under
@@ -31,6 +31,13 @@ expectations do, a result's ``observed_value`` is the one number the verdict che
     quasi-identifier by the identifier scan (``docs/identifier-scan.md``); ``observed_value``
     is the number of failing columns, ``details.failing`` and ``details.flagged`` name them
     and ``details.assessment`` is the ``reident.identifier_scan/v1`` JSON.
+``ExpectTableDifferencingRiskToBeBelow`` (:mod:`.differencing`)
+    The arrivals and departures of the table against ``previous_release``, the release it
+    replaces, meet the limits given (``min_arrival_k``, ``max_arrival_risk``,
+    ``min_departure_k``, ``max_departure_risk``: the operators' argument names);
+    ``observed_value`` is the number of limits breached, ``details.breaches`` lists them and
+    ``details.assessment`` is the ``reident.differencing/v1`` JSON (``reident assess
+    --previous``'s ``since_last_release``).
 
 The three assessing expectations rank the QI subsets (the ``attributes`` section) as
 ``reident assess`` does, from the ``reident.class_distributions`` metric (the subsets'
@@ -51,6 +58,7 @@ message. Messages and results carry aggregates only, never a record's values.
 from __future__ import annotations
 
 from reident_airflow.gx.expectations.base import ReidentExpectation
+from reident_airflow.gx.expectations.differencing import ExpectTableDifferencingRiskToBeBelow
 from reident_airflow.gx.expectations.direct_match import ExpectTableDirectMatchProtectionToBeAbove
 from reident_airflow.gx.expectations.identifiers import ExpectTableToHoldNoDirectIdentifiers
 from reident_airflow.gx.expectations.k_anonymity import ExpectTableToBeKAnonymous
@@ -63,6 +71,7 @@ __all__ = [
     "EXPECTATION_TYPES",
     "L_DIVERSITY_MEASURES",
     "MEASURES",
+    "ExpectTableDifferencingRiskToBeBelow",
     "ExpectTableDirectMatchProtectionToBeAbove",
     "ExpectTableReidentificationRiskToBeBelow",
     "ExpectTableToBeKAnonymous",
@@ -79,6 +88,7 @@ EXPECTATIONS: tuple[type[ReidentExpectation], ...] = (
     ExpectTableDirectMatchProtectionToBeAbove,
     ExpectTableToBeLDiverse,
     ExpectTableToHoldNoDirectIdentifiers,
+    ExpectTableDifferencingRiskToBeBelow,
 )
 #: Their expectation types, as saved suites name them.
 EXPECTATION_TYPES: tuple[str, ...] = tuple(cls.expectation_type for cls in EXPECTATIONS)

@@ -430,7 +430,10 @@ class QuasiIdentifierExpectation(ReidentExpectation):
         description="The columns an attacker may know (quasi-identifiers), as in the header."
     )
     max_subset_size: int | None = pydantic.Field(
-        default=None, description="Largest QI subset ranked in the 'attributes' section."
+        default=None,
+        description="Largest QI subset ranked in the 'attributes' section (at least the number "
+        "of QIs: every subset); by default each single column, each subset with one QI left "
+        "out, and the full set.",
     )
     rank_attributes: bool = pydantic.Field(
         default=True,
