@@ -39,8 +39,8 @@ Parameters (``airflow dags test release_gate -c '{"generalize_age": false}'``):
   the verdict, the advice and the report's link; a "Reject", or no answer within
   ``APPROVAL_TIMEOUT`` (the default answer is "Reject"), skips ``sign_off`` and ``publish``.
   An approval is written into the report's sign-off block (``sign_off``: who approved, when)
-  before ``publish`` runs. Without it, ``approve`` and ``sign_off`` pass at once (the demo runs
-  unattended).
+  before ``publish`` runs; a rejection, or the timeout's, too (by ``approve``). Without it,
+  ``approve`` and ``sign_off`` pass at once (the demo runs unattended).
 
 A breach fails ``assess`` without retries (``retries=2`` applies to infrastructure errors only)
 and ``publish`` does not run (on a breach of ``min_k``, the log, the error and the alert say
@@ -161,6 +161,34 @@ def approval_body(report: dict[str, Any] | None, report_url: str | None) -> str:
     return "\n".join(lines)
 
 
+def write_sign_off(ti: Any, params: dict[str, Any], answer: Any, decision: str) -> str | None:
+    """Rewrite the report of ``assess`` with the answer of ``approve`` in its sign-off block
+    (who answered, when, ``decision``; no answer within the timeout leaves the reviewer
+    "nobody"); ``None`` when no report was written."""
+    from reident_airflow.report import SignOff, render_report, write_report
+
+    location = ti.xcom_pull(task_ids="assess", key="report_location")
+    if not location:
+        return None
+    user = answer.get("responded_by_user") or {}
+    when = answer.get("responded_at")
+    if isinstance(when, datetime.datetime):  # the event of approve; its XCom holds a string
+        day: datetime.date | None = when.date()
+    else:
+        day = pendulum.parse(str(when)).date() if when else None
+    signed = SignOff(
+        reviewer=user.get("name") or user.get("id") or "nobody (no answer within the timeout)",
+        role="approver of the Airflow task approve",
+        decision=decision,
+        date=day,
+    )
+    extra = {"source": params.get("staged_table"), "dag_id": ti.dag_id, "run_id": ti.run_id}
+    html = render_report(
+        ti.xcom_pull(task_ids="assess"), kind="assessment", extra=extra, sign_off=signed
+    )
+    return write_report(location, html)
+
+
 class ReleaseApproval(ApprovalOperator):
     """``ApprovalOperator`` that asks only when the run's ``require_approval`` is true: without
     it the task passes at once (returns ``None``) and the release goes on unattended."""
@@ -170,6 +198,14 @@ class ReleaseApproval(ApprovalOperator):
             self.log.info("require_approval is false: publishing without an approval")
             return None
         return super().execute(context)
+
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        """A "Reject" (or the timeout's default) skips ``sign_off`` and ``publish``: the
+        rejection is written into the report's sign-off block here."""
+        # before the parent's skip, which ends the task
+        if "error" not in event and event["chosen_options"] != [self.APPROVE]:
+            write_sign_off(context["ti"], context["params"], event, "reject")
+        return super().execute_complete(context, event)
 
 
 def _failure_callbacks() -> list[Any]:
@@ -318,27 +354,10 @@ with DAG(
     def sign_off(params: dict[str, Any] | None = None, ti: Any = None) -> str | None:
         """Write who approved (and when) into the report's sign-off block; nothing to do when
         no approval was asked for or no report was written."""
-        from reident_airflow.report import SignOff, render_report, write_report
-
-        p = params or {}
         answer = ti.xcom_pull(task_ids="approve")
-        location = ti.xcom_pull(task_ids="assess", key="report_location")
-        if answer is None or not location:
+        if answer is None:
             return None
-        user = answer.get("responded_by_user") or {}
-        when = answer.get("responded_at")
-        day = pendulum.parse(str(when)).date() if when else None
-        signed = SignOff(
-            reviewer=user.get("name") or user.get("id"),
-            role="approver of the Airflow task approve",
-            decision="approve",
-            date=day,
-        )
-        extra = {"source": p.get("staged_table"), "dag_id": ti.dag_id, "run_id": ti.run_id}
-        html = render_report(
-            ti.xcom_pull(task_ids="assess"), kind="assessment", extra=extra, sign_off=signed
-        )
-        return write_report(location, html)
+        return write_sign_off(ti, params or {}, answer, "approve")
 
     @task
     def publish(params: dict[str, Any] | None = None) -> int:

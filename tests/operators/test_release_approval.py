@@ -178,7 +178,7 @@ def test_approval_shows_the_verdict_and_link_and_signs_the_report(
         _cleanup(sqlite_staging, conf)
 
 
-def test_a_rejection_publishes_nothing_and_signs_nothing(
+def test_a_rejection_publishes_nothing_and_is_in_the_report(
     sqlite_staging: str, tmp_path: Path
 ) -> None:
     report = tmp_path / "release.html"
@@ -189,7 +189,12 @@ def test_a_rejection_publishes_nothing_and_signs_nothing(
         assert got["approve"][0] == "success", got
         assert got["sign_off"][0] == "skipped" and got["publish"][0] == "skipped", got
         assert conf["published_table"] not in _table_names(sqlite_staging)
-        assert "a.jones" not in report.read_text(encoding="utf-8")
+        # the rejection is in the report's sign-off block, by whom
+        html = report.read_text(encoding="utf-8")
+        block = html[html.index('id="sign-off"') : html.index('id="about"')]
+        assert '<span class="line">a.jones</span>' in block
+        assert "☒</span> reject <span" in block
+        assert "☒</span> approve <span" not in block
     finally:
         _cleanup(sqlite_staging, conf)
 
