@@ -3,7 +3,9 @@
 ``dag.test()`` parks the ``approve`` task in ``awaiting_input`` until a response is recorded
 from outside, as the Required Actions page or the HITL REST API of an api-server sharing the
 metadata database would. The responder here is a thread calling that REST endpoint's own
-function (Airflow's code, with its user) once the request is waiting.
+function (Airflow's code, with its user) once the request is waiting; for the timeout, it
+moves the request's deadline to the past and runs the scheduler's own sweep of expired
+requests. Whatever goes wrong in the thread fails the waiting task, so a run never hangs.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def sqlite_staging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return f"sqlite:///{db}"
 
 
-def _respond(staged_table: str, option: str, user: str, found: dict[str, Any]) -> None:
+def _respond(staged_table: str, option: str | None, user: str, found: dict[str, Any]) -> None:
     """Answer the ``approve`` request of the run staging ``staged_table``, as ``user``; on any
     failure, fail the waiting task so that ``dag.test()`` ends instead of waiting forever."""
     try:
@@ -68,7 +70,7 @@ def _waiting(session: Any, staged_table: str) -> list[Any]:
     return [row for row in rows if (row.conf or {}).get("staged_table") == staged_table]
 
 
-def _answer(staged_table: str, option: str, user: str, found: dict[str, Any]) -> None:
+def _answer(staged_table: str, option: str | None, user: str, found: dict[str, Any]) -> None:
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
     from airflow.api_fastapi.core_api.datamodels.hitl import UpdateHITLDetailPayload
     from airflow.api_fastapi.core_api.routes.public.hitl import update_hitl_detail
@@ -86,6 +88,10 @@ def _answer(staged_table: str, option: str, user: str, found: dict[str, Any]) ->
                 ).one()
                 found["subject"] = detail.subject
                 found["body"] = detail.body
+                if option is None:
+                    _time_out(session, mine[0].id)
+                    found["answered"] = True
+                    return
                 update_hitl_detail(
                     dag_id="release_gate",
                     dag_run_id=mine[0].run_id,
@@ -97,6 +103,24 @@ def _answer(staged_table: str, option: str, user: str, found: dict[str, Any]) ->
                 found["answered"] = True
                 return
         time.sleep(0.5)
+
+
+def _time_out(session: Any, ti_id: Any) -> None:
+    """Let the request's 24 hours pass (its deadline moved to the past) and run the scheduler's
+    sweep of expired requests, which answers with the request's defaults."""
+    import datetime
+
+    from airflow.jobs.job import Job
+    from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
+    from airflow.models.taskinstance import TaskInstance
+    from sqlalchemy import update
+
+    past = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=1)
+    session.execute(
+        update(TaskInstance).where(TaskInstance.id == ti_id).values(trigger_timeout=past)
+    )
+    session.commit()
+    SchedulerJobRunner(job=Job(), executors=[]).check_awaiting_input_timeouts(session=session)
 
 
 def _fail_waiting(staged_table: str) -> None:
@@ -129,7 +153,9 @@ def _qi_values(url: str, table: str) -> set[str]:
         engine.dispose()
 
 
-def _run_answered(conf: dict[str, Any], option: str, user: str) -> tuple[Any, dict[str, Any]]:
+def _run_answered(
+    conf: dict[str, Any], option: str | None, user: str
+) -> tuple[Any, dict[str, Any]]:
     import airflow.api_fastapi.core_api.routes.public.hitl  # noqa: F401  (warns on import)
 
     dag = load_dag("release_gate")
@@ -195,6 +221,25 @@ def test_a_rejection_publishes_nothing_and_is_in_the_report(
         assert '<span class="line">a.jones</span>' in block
         assert "☒</span> reject <span" in block
         assert "☒</span> approve <span" not in block
+    finally:
+        _cleanup(sqlite_staging, conf)
+
+
+def test_no_answer_within_the_timeout_rejects_and_is_in_the_report(
+    sqlite_staging: str, tmp_path: Path
+) -> None:
+    report = tmp_path / "release.html"
+    conf = _conf(require_approval=True, report_path=str(report))
+    try:
+        run, _ = _run_answered(conf, None, "")
+        got = states(run)
+        assert got["approve"][0] == "success", got
+        assert got["sign_off"][0] == "skipped" and got["publish"][0] == "skipped", got
+        assert conf["published_table"] not in _table_names(sqlite_staging)
+        html = report.read_text(encoding="utf-8")
+        block = html[html.index('id="sign-off"') : html.index('id="about"')]
+        assert '<span class="line">nobody (no answer within the timeout)</span>' in block
+        assert "☒</span> reject <span" in block
     finally:
         _cleanup(sqlite_staging, conf)
 
