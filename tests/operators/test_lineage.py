@@ -80,14 +80,13 @@ def lineage_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         timeout=300,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    [line] = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     by_task: dict[str, dict[str, Any]] = {}
     for text in events.read_text().splitlines():
         event = json.loads(text)
         task = event["job"]["name"].removeprefix("reident_lineage.")
         by_task.setdefault(task, {})[event["eventType"]] = event
     return {
-        "result": json.loads(line.removeprefix("RESULT ")),
+        "result": json.loads((out / "result.json").read_text()),
         "events": by_task,
         "out": out,
         "log": done.stdout + done.stderr,

@@ -1,6 +1,7 @@
 """The DAG of ``test_lineage.py``, run by ``dag.test()`` in a subprocess whose Airflow home
-has the OpenLineage file transport configured (see that test). Prints ``RESULT <json>``:
-the task states and each task's report link as the run stored it."""
+has the OpenLineage file transport configured (see that test). Writes ``result.json`` into
+``REIDENT_LINEAGE_OUT``: the task states and each task's report link as the run stored it
+(a file, not stdout: the OpenLineage client's thread may log into a line printed there)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import datetime
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import DAG
@@ -100,7 +102,7 @@ def main() -> None:
         }
         for ti in run.get_task_instances()
     }
-    print("RESULT " + json.dumps(result), flush=True)
+    Path(OUT, "result.json").write_text(json.dumps(result))
 
 
 if __name__ == "__main__":
