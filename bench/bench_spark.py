@@ -16,13 +16,15 @@ What it does:
 
    - ``bare``: Spark's own ``df.groupBy(qis).count().count()``;
    - ``verdict``: ``assess_spark_frame`` without the QI ranking (the class-size histogram);
-   - ``ranking``: ``assess_spark_frame`` with the default ranking (every QI subset: one
-     ``GROUPING SETS`` job over the class table), unless ``--no-ranking``;
+   - ``ranking``: ``assess_spark_frame`` with the default ranking (each single QI, each
+     subset with one QI left out, the full set), unless ``--no-ranking``;
+   - ``lattice``: the same with every QI subset (``max_subset_size`` = the QI count), with
+     ``--lattice``;
 
    keeping each contender's best wall time, and, for the assessments, how that time divides
-   between the Spark jobs (planning, executors, the collect of the aggregates) and the
-   driver's Python (the engine's arithmetic on what was collected), and how many rows were
-   collected;
+   between the Spark jobs (planning, executors, the collect of the aggregates or of the
+   ranking's class table) and the driver's Python (the engine's arithmetic on what was
+   collected), and how many rows were collected;
 4. prints a markdown table per shape with the ratio to ``bare`` (target: verdict <= 1.2x)
    and the load average before and after, and writes the raw figures to
    ``bench/data/spark_results_<UTC time>.json``.
@@ -52,16 +54,19 @@ TARGET = 1.2
 
 
 class JobClock:
-    """Wraps ``spark_grouping.collect_rows`` to time the Spark jobs and count their rows."""
+    """Wraps ``spark_grouping.collect_rows`` and the ranking's ``class_table_arrow`` to time
+    the Spark jobs and count the rows they collect."""
 
     def __init__(self) -> None:
+        import reident_airflow.sources.spark as spark_source
         import reident_airflow.sources.spark_grouping as grouping
 
-        self.grouping = grouping
         self.original = grouping.collect_rows
+        self.original_table = spark_source.class_table_arrow
         self.seconds = 0.0
         self.rows = 0
         grouping.collect_rows = self._timed
+        spark_source.class_table_arrow = self._timed_table
 
     def _timed(self, frame: Any) -> list[tuple[Any, ...]]:
         start = time.perf_counter()
@@ -69,6 +74,13 @@ class JobClock:
         self.seconds += time.perf_counter() - start
         self.rows += len(rows)
         return rows
+
+    def _timed_table(self, source: Any, pos: Any, limit: int) -> Any:
+        start = time.perf_counter()
+        table = self.original_table(source, pos, limit)
+        self.seconds += time.perf_counter() - start
+        self.rows += 0 if table is None else table.num_rows
+        return table
 
     def reset(self) -> None:
         self.seconds, self.rows = 0.0, 0
@@ -90,7 +102,9 @@ def _session(driver_memory: str, partitions: int) -> Any:
     return session
 
 
-def _contenders(df: Any, qis: tuple[str, ...], ranking: bool) -> dict[str, Callable[[], Any]]:
+def _contenders(
+    df: Any, qis: tuple[str, ...], ranking: bool, lattice: bool
+) -> dict[str, Callable[[], Any]]:
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources.spark import assess_spark_frame
 
@@ -104,16 +118,22 @@ def _contenders(df: Any, qis: tuple[str, ...], ranking: bool) -> dict[str, Calla
         out["ranking"] = lambda: assess_spark_frame(
             df, AssessmentOptions(quasi_identifiers=qis, region="usa")
         )
+    if lattice:
+        out["lattice"] = lambda: assess_spark_frame(
+            df, AssessmentOptions(quasi_identifiers=qis, region="usa", max_subset_size=len(qis))
+        )
     return out
 
 
-def run_shape(spark: Any, name: str, repeat: int, ranking: bool, clock: JobClock) -> dict[str, Any]:
+def run_shape(spark: Any, name: str, args: argparse.Namespace, clock: JobClock) -> dict[str, Any]:
     shape = SHAPES[name]
+    repeat = args.repeat
     if not shape.path.exists():
         print(f"generating {shape.path.name} ...", flush=True)
         shape.generate()
-    df = spark.read.parquet(str(shape.path)).select(*shape.qis)
-    contenders = _contenders(df, shape.qis, ranking)
+    qis = shape.qis[: args.qi_count] if args.qi_count else shape.qis
+    df = spark.read.parquet(str(shape.path)).select(*qis)
+    contenders = _contenders(df, qis, not args.no_ranking, args.lattice)
     contenders["bare"]()  # warm: the file's pages and the session's code paths
     runs: dict[str, list[dict[str, float]]] = {c: [] for c in contenders}
     order = list(contenders)
@@ -128,14 +148,22 @@ def run_shape(spark: Any, name: str, repeat: int, ranking: bool, clock: JobClock
                 classes = result.classes
             print(f"  {name} {c:8s} {wall:7.2f} s", flush=True)
     best = {c: min(r, key=lambda x: x["wall"]) for c, r in runs.items()}
-    return {"shape": name, "rows": shape.rows, "classes": classes, "runs": runs, "best": best}
+    return {
+        "shape": name,
+        "qis": list(qis),
+        "rows": shape.rows,
+        "classes": classes,
+        "runs": runs,
+        "best": best,
+    }
 
 
 def _table(result: dict[str, Any]) -> str:
     best = result["best"]
     bare = best["bare"]["wall"]
     lines = [
-        f"### shape {result['shape']}: {result['rows']:,} rows, {result['classes']:,} classes",
+        f"### shape {result['shape']}: {result['rows']:,} rows, {len(result['qis'])} QIs, "
+        f"{result['classes']:,} classes",
         "",
         "| contender | best wall (s) | x bare | Spark jobs (s) | driver Python (s) "
         "| rows collected |",
@@ -157,15 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--no-ranking", action="store_true")
+    parser.add_argument("--lattice", action="store_true", help="also rank every QI subset")
+    parser.add_argument("--qi-count", type=int, help="only the shape's first N QIs")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     started = time.perf_counter()
     spark = _session(args.driver_memory, args.partitions)
     session_start = time.perf_counter() - started
     clock = JobClock()
-    results = [
-        run_shape(spark, s, args.repeat, not args.no_ranking, clock) for s in args.shapes.split(",")
-    ]
+    results = [run_shape(spark, s, args, clock) for s in args.shapes.split(",")]
     load_after = os.getloadavg()
     print(f"\nsession start {session_start:.1f} s; load average before {load_before}, ")
     print(f"after {load_after} ({os.cpu_count()} CPUs)\n")

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "advice": "BreachAdvice DataflyOutlook RiskDriver breach_advice datafly_outlook",
     "aggregates": (
-        "ClassAggregates ClassWeights PairCounts ValueCounts aggregate_grouped build_aggregates "
-        "check_extra_columns check_weight_counts"
+        "ClassAggregates ClassWeights PairCounts ValueCounts aggregate_arrow aggregate_grouped "
+        "build_aggregates check_extra_columns check_weight_counts"
     ),
     "assessment": (
         "Assessment JournalistRisk assess options_for with_identifier_scan with_release_difference"
@@ -81,6 +81,7 @@ if TYPE_CHECKING:  # what a type checker sees; at run time __getattr__ loads eac
     from reident_airflow.engine.aggregates import ClassWeights as ClassWeights
     from reident_airflow.engine.aggregates import PairCounts as PairCounts
     from reident_airflow.engine.aggregates import ValueCounts as ValueCounts
+    from reident_airflow.engine.aggregates import aggregate_arrow as aggregate_arrow
     from reident_airflow.engine.aggregates import aggregate_grouped as aggregate_grouped
     from reident_airflow.engine.aggregates import build_aggregates as build_aggregates
     from reident_airflow.engine.aggregates import check_extra_columns as check_extra_columns

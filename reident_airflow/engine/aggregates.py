@@ -53,6 +53,7 @@ __all__ = [
     "ClassWeights",
     "PairCounts",
     "ValueCounts",
+    "aggregate_arrow",
     "aggregate_grouped",
     "build_aggregates",
     "check_extra_columns",
@@ -378,6 +379,63 @@ def build_aggregates(
             )
             for name, found in pairs.items()
         },
+    )
+
+
+def _float_canonical(column: Any) -> Any:
+    """-0.0 as 0.0 and every NaN as one NaN: the engines that group (DuckDB, Spark) treat
+    them so, and the codes must agree."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_floating(column.type):
+        return column
+    column = pc.add(column, pa.scalar(0.0, type=column.type))
+    return pc.if_else(pc.is_nan(column), pa.scalar(float("nan"), type=column.type), column)
+
+
+def aggregate_arrow(
+    table: Any,
+    keys: Sequence[str],
+    names: tuple[str, ...],
+    *,
+    weight: str | None = None,
+    extra: Sequence[str] = (),
+) -> ClassAggregates:
+    """Aggregates from a class table grouped elsewhere and handed over as an Arrow table.
+
+    One row per class: its QI values in the columns ``keys`` (named ``names`` in the
+    result), its record count in ``size``, with ``weight`` the sum of the weights in
+    ``wsum``, and per sensitive column ``extra[j]`` the list of its value counts in
+    ``v{j}``. Each key column is coded exactly (:func:`~reident_airflow.engine.encoding.
+    encode_arrow_column`, floats canonical first), so that two classes share a code tuple
+    only where the engine that grouped them saw one value.
+    """
+    import pyarrow as pa
+
+    from reident_airflow.engine.encoding import encode_arrow_column, encoded_columns
+
+    parts = [encode_arrow_column(_float_canonical(table.column(k))) for k in keys]
+    encoded = encoded_columns(names, parts)
+    class_codes = (
+        np.column_stack([c for c, _, _ in parts]).astype(np.int64, copy=False)
+        if parts
+        else np.zeros((table.num_rows, 0), dtype=np.int64)
+    )
+    sizes = np.asarray(table.column("size").to_numpy(zero_copy_only=False), dtype=np.int64)
+    sums = None
+    if weight is not None:
+        sums = np.asarray(table.column("wsum").to_numpy(zero_copy_only=False), dtype=np.float64)
+    pairs: dict[str, PairCounts] = {}
+    for j, name in enumerate(extra):
+        lists = table.column(f"v{j}").combine_chunks()
+        if isinstance(lists, pa.ChunkedArray):  # pragma: no cover - an empty result
+            lists = pa.concat_arrays(lists.chunks)
+        offsets = np.asarray(lists.offsets.to_numpy(), dtype=np.int64)
+        counts = np.asarray(lists.values.to_numpy(zero_copy_only=False), dtype=np.int64)
+        pairs[name] = PairCounts(counts, starts=offsets[:-1])
+    return build_aggregates(
+        encoded, class_codes, sizes, sums=sums, weight_column=weight, pairs=pairs
     )
 
 

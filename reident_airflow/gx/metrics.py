@@ -82,8 +82,9 @@ such method is made by :func:`_on_pandas`, :func:`_on_sql` or :func:`_on_spark` 
 function that only counts, so the plumbing (the batch, the column types, the error report) is
 written once. A Spark batch (``context.data_sources.add_spark(...)``, a classic session or a
 Spark Connect one) is counted by the Spark backend (:mod:`reident_airflow.sources.spark`):
-grouped in Spark's executors, only aggregates reach the driver, never a row per class nor a
-value; PySpark is imported only when a Spark batch is counted.
+grouped in Spark's executors, only aggregates reach the driver (the QI ranking's class table
+aside, up to a bound: docs/spark.md), and no value ever reaches a result; PySpark is imported
+only when a Spark batch is counted.
 
 A problem the data reveals (an unknown column, an empty table, a DataFrame column holding values
 of different kinds) is returned as a :class:`MetricError` carrying the engine's message (names

@@ -417,49 +417,6 @@ def _check_weights(table: Any, column: str) -> None:
     )
 
 
-def _float_canonical(column: Any) -> Any:
-    """-0.0 as 0.0 and every NaN as one NaN: DuckDB grouped them so, codes must agree."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pa.types.is_floating(column.type):
-        return column
-    column = pc.add(column, pa.scalar(0.0, type=column.type))
-    return pc.if_else(pc.is_nan(column), pa.scalar(float("nan"), type=column.type), column)
-
-
-def _to_aggregates(
-    table: Any, keys: list[str], names: tuple[str, ...], weight: str | None, extra: list[str]
-) -> ClassAggregates:
-    import pyarrow as pa
-
-    from reident_airflow.engine.aggregates import PairCounts, build_aggregates
-    from reident_airflow.engine.encoding import encode_arrow_column, encoded_columns
-
-    parts = [encode_arrow_column(_float_canonical(table.column(k))) for k in keys]
-    encoded = encoded_columns(names, parts)
-    class_codes = (
-        np.column_stack([c for c, _, _ in parts]).astype(np.int64, copy=False)
-        if parts
-        else np.zeros((table.num_rows, 0), dtype=np.int64)
-    )
-    sizes = np.asarray(table.column("size").to_numpy(zero_copy_only=False), dtype=np.int64)
-    sums = None
-    if weight is not None:
-        sums = np.asarray(table.column("wsum").to_numpy(zero_copy_only=False), dtype=np.float64)
-    pairs: dict[str, PairCounts] = {}
-    for j, name in enumerate(extra):
-        lists = table.column(f"v{j}").combine_chunks()
-        if isinstance(lists, pa.ChunkedArray):  # pragma: no cover - an empty result
-            lists = pa.concat_arrays(lists.chunks)
-        offsets = np.asarray(lists.offsets.to_numpy(), dtype=np.int64)
-        counts = np.asarray(lists.values.to_numpy(zero_copy_only=False), dtype=np.int64)
-        pairs[name] = PairCounts(counts, starts=offsets[:-1])
-    return build_aggregates(
-        encoded, class_codes, sizes, sums=sums, weight_column=weight, pairs=pairs
-    )
-
-
 # --------------------------------------------------------------------------- column profiles
 def _literal(text: str) -> str:
     """A constant of ours (a pattern, a ZIP3) as a SQL string literal; never a value."""
@@ -852,7 +809,9 @@ class FileSource(ClassCounting):
             raise EmptyDatasetError(f"{source.label}: the table has no records: nothing to assess")
         if wpos is not None:
             _check_weights(table, source.names[wpos])
-        return _to_aggregates(table, keys, names, weight, list(extra))
+        from reident_airflow.engine.aggregates import aggregate_arrow
+
+        return aggregate_arrow(table, keys, names, weight=weight, extra=list(extra))
 
     # --------------------------------------------------------------------- identifier scan
     def column_kinds(self) -> dict[str, str]:

@@ -6,11 +6,20 @@ Airflow's ``@task.pyspark`` -- and returns the
 :class:`~reident_airflow.engine.assessment.Assessment` whose JSON equals the one the command
 line computes from the same records in a file. The records are grouped in Spark's executors
 (:mod:`~reident_airflow.sources.spark_grouping`); only aggregates reach the driver: one row
-per distinct class size (per ranked QI subset), per distinct ``(class size, weight sum)`` pair
-and per distinct profile of sensitive value counts, handed to the engine as its
+per distinct class size, per distinct ``(class size, weight sum)`` pair and per distinct
+profile of sensitive value counts, handed to the engine as its
 :class:`~reident_airflow.engine.distributions.Distributions` (``collected_rows`` says how
 many). The measures are the engine's arithmetic on them
 (:func:`~reident_airflow.engine.assessment.assess`).
+
+The QI ranking is the exception, under a bound: a class table of at most
+:data:`DRIVER_CLASSES` classes (the session's ``reident.ranking.driverClasses``) comes to the
+driver as Arrow, one row per class, and the engine derives every ranked subset from it, as
+it does from DuckDB's class table, instead of one Spark ``GROUPING SETS`` job that repeats
+each class once per subset (measured in bench/README.md). The table is held in memory for
+the ranking and dropped; nothing of it is logged or returned. A larger class table stays in
+Spark, which then counts each subset's histogram (the job that found it too large is
+repeated).
 
 Each measure asked for runs one Spark job over the DataFrame (the verdict and the ranking
 one, the weights one, each sensitive column one): cache the DataFrame when it is costly to
@@ -44,6 +53,7 @@ from reident_airflow.sources.spark_grouping import (
     SparkTable,
     change_rows,
     class_size_rows,
+    class_table_arrow,
     column_kinds,
     column_profiles,
     is_spark_frame,
@@ -103,14 +113,46 @@ def _sizes(
     )
 
 
+#: The most classes whose class table the driver takes to rank the QIs itself; the Spark
+#: configuration ``reident.ranking.driverClasses`` sets another limit (0: always in Spark).
+DRIVER_CLASSES = 10_000_000
+DRIVER_CLASSES_CONF = "reident.ranking.driverClasses"
+
+
+def _driver_classes(source: SparkTable) -> int:
+    """The class limit of the ranking on the driver: the session's setting, else the
+    default."""
+    value = _session_of(source.frame).conf.get(DRIVER_CLASSES_CONF, None)
+    if value is None:
+        return DRIVER_CLASSES
+    try:
+        limit = int(str(value).strip())
+    except ValueError:
+        limit = -1
+    if limit < 0:
+        raise InvalidInputError(
+            f"the Spark setting {DRIVER_CLASSES_CONF} must be a whole number of classes (0 or more)"
+        )
+    return limit
+
+
 def _ranked(
     source: SparkTable, names: tuple[str, ...], pos: list[int], max_subset_size: int | None
 ) -> tuple[ClassSizes, SubsetHistograms, int]:
-    """The histogram and the ranked subsets' histograms, in one Spark job."""
+    """The histogram and the ranked subsets' histograms, in one Spark job.
+
+    Up to :data:`DRIVER_CLASSES` classes, the class table comes to the driver (as Arrow) and
+    the engine derives every subset from it, as it does from DuckDB's or a database's; a
+    larger one, or QIs of a type Arrow does not carry exactly, stays in Spark, where one
+    ``GROUPING SETS`` job over it counts every subset."""
     subsets = ranked_subsets(len(pos), max_subset_size)
     if not subsets:  # one QI: the ranking is the table's own
         rows = class_size_rows(source, pos)
         return _sizes(source, names, rows), SubsetHistograms({}), len(rows)
+    limit = _driver_classes(source)
+    classes = class_table_arrow(source, pos, limit) if limit else None
+    if classes is not None:
+        return _ranked_on_driver(source, names, pos, classes, max_subset_size)
     collected = class_size_rows(source, pos, subsets)
     full = [(f, False, c) for sid, f, c, _ in collected if sid == 0 and f > 0]
     excluded = sum(x for sid, _, _, x in collected if sid == 0)
@@ -127,6 +169,30 @@ def _ranked(
         for sid, h in per.items()
     }
     return table, SubsetHistograms(hists), len(collected)
+
+
+def _ranked_on_driver(
+    source: SparkTable,
+    names: tuple[str, ...],
+    pos: list[int],
+    classes: Any,
+    max_subset_size: int | None,
+) -> tuple[ClassSizes, SubsetHistograms, int]:
+    """The histogram and the ranked subsets' histograms of a class table Spark grouped and
+    the driver holds (:func:`~reident_airflow.sources.spark_grouping.class_table_arrow`)."""
+    from reident_airflow.engine.aggregates import aggregate_arrow
+    from reident_airflow.engine.distributions import distributions_of
+
+    try:
+        table = aggregate_arrow(classes, [f"c{i}" for i in pos], names).table
+    except EmptyDatasetError:
+        # no classes, or only the fully suppressed one: said as the Spark histogram says it
+        records = int(np.asarray(classes.column("size").to_numpy(zero_copy_only=False)).sum())
+        _sizes(source, names, [(records, True, 1)] if records else [])
+        raise
+    found = distributions_of(table, rank_attributes=True, max_subset_size=max_subset_size)
+    assert found.subsets is not None
+    return found.histogram, found.subsets, classes.num_rows
 
 
 def _weights(
@@ -305,8 +371,8 @@ class SparkSource:
     :func:`~reident_airflow.sources.spark_session.spark_session` block the source was opened
     in, ended by :meth:`close` (a Spark Connect session is then stopped); without it the
     session is the caller's and :meth:`close` leaves it open. Only aggregates reach the
-    driver, so the options needing one row per class (SUDA2, a register) are refused, as is
-    :meth:`class_table`.
+    driver (the QI ranking's bounded class table aside, see the module), so the options
+    needing one row per class (SUDA2, a register) are refused, as is :meth:`class_table`.
     """
 
     def __init__(

@@ -8,13 +8,16 @@ Spark's executors and collect only aggregates on the driver:
 - :func:`class_size_rows`: the class-size histogram, with the records of the fully suppressed
   class apart (every QI the text ``*``), and, for the QI ranking, the histogram of the classes
   formed on each asked subset of the QIs (one ``GROUPING SETS`` over the class table);
+- :func:`class_table_arrow`: for the QI ranking, the class table itself (one row per class),
+  as Arrow, when it has at most a given number of classes;
 - :func:`weight_rows`: per distinct ``(class size, weight sum)`` pair, how many classes have
   it, and the counts that check the weight column;
 - :func:`profile_rows`: per sensitive column, per distinct ``(class size, sorted value
   counts)`` profile, how many classes have it.
 
-Class keys never leave the executors: what is collected has one row per distinct class size
-(per subset), per distinct weight pair or per distinct value-count profile.
+What is collected has one row per distinct class size (per subset), per distinct weight pair
+or per distinct value-count profile; only the QI ranking's class table has one row per class,
+and only up to the limit its caller sets (:mod:`~reident_airflow.sources.spark`).
 
 Values are grouped as Spark groups them, which is the reading contract (docs/reading.md):
 NULL is one value of its own, ``""`` is text, text is compared by its characters (Spark's
@@ -24,6 +27,7 @@ default UTF8_BINARY collation; a column with another collation is refused), ``-0
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +46,7 @@ __all__ = [
     "SparkTable",
     "change_rows",
     "class_size_rows",
+    "class_table_arrow",
     "collect_rows",
     "column_kinds",
     "column_of",
@@ -55,6 +60,8 @@ __all__ = [
     "weight_rows",
     "window",
 ]
+
+_LOG = logging.getLogger(__name__)
 
 #: The name of the per-class count column of the queries' results.
 SIZE = "reident_size"
@@ -284,6 +291,51 @@ def class_size_rows(
     for number, subset in enumerate(subsets, start=1):
         ids[sum(1 << (m - 1 - j) for j in range(m) if j not in subset)] = number
     return [(ids[int(g)], int(f), int(c), int(x)) for g, f, c, x in collect_rows(result)]
+
+
+def _arrow_exact(data_type: Any) -> bool:
+    """Whether Arrow carries a column of this Spark type to the driver value for value, so
+    that the engine's codes (:func:`~reident_airflow.engine.aggregates.aggregate_arrow`) tell
+    apart exactly the values Spark told apart: text under the binary collation, numbers,
+    booleans, dates, timestamps and bytes; not arrays, maps, structs, intervals or variants."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.StringType):
+        return _collation(data_type) is None
+    exact = (T.NumericType, T.BooleanType, T.DateType, T.TimestampType, T.BinaryType)
+    return isinstance(data_type, exact) or type(data_type).__name__ == "TimestampNTZType"
+
+
+def class_table_arrow(source: SparkTable, pos: Sequence[int], limit: int) -> Any | None:
+    """The class table as an Arrow table on the driver: one row per class, its QI values in
+    ``c{i}`` and its record count in ``size`` -- or ``None`` when it has more than ``limit``
+    classes (at most ``limit + 1`` rows are collected to find out), when a QI's type is not
+    one Arrow carries exactly (:func:`_arrow_exact`), or when the collect fails (the driver's
+    ``spark.driver.maxResultSize`` or memory; logged with the error's kind, never Spark's
+    message): the caller then counts in Spark, whose errors are raised. One Spark job."""
+    F = functions(source.frame)
+
+    fields = source.frame.schema.fields
+    if not all(_arrow_exact(fields[i].dataType) for i in pos):
+        return None
+    keys = [F.col(f"c{i}") for i in pos]
+    classes = source.frame.groupBy(*keys).agg(F.count(F.lit(1)).alias("size"))
+    try:
+        table = classes.limit(limit + 1).toArrow()
+    except Exception as exc:
+        condition = getattr(exc, "getCondition", lambda: None)()
+        _LOG.warning(
+            "%s: the QI ranking's class table (up to %d classes) could not be collected to the "
+            "driver (%s%s); ranking in Spark instead. A smaller "
+            "reident.ranking.driverClasses, or a larger spark.driver.maxResultSize and driver "
+            "memory, avoids the second job.",
+            source.label,
+            limit,
+            type(exc).__name__,
+            f" {condition}" if condition else "",
+        )
+        return None
+    return None if table.num_rows > limit else table
 
 
 def weight_rows(
