@@ -413,15 +413,23 @@ def aggregate_arrow(
     """
     import pyarrow as pa
 
+    from reident_airflow.engine._parallel import submitter
     from reident_airflow.engine.encoding import encode_arrow_column, encoded_columns
 
-    parts = [encode_arrow_column(_float_canonical(table.column(k))) for k in keys]
+    # each column's codes written into its own column of one array (column-major: every
+    # column contiguous), the columns coded side by side on the worker threads: no stacked
+    # copy of the codes is made
+    class_codes = np.empty((table.num_rows, len(keys)), dtype=np.int64, order="F")
+
+    def code(j: int) -> tuple[int, Any]:
+        codes, card, dictionary = encode_arrow_column(_float_canonical(table.column(keys[j])))
+        class_codes[:, j] = codes
+        return card, dictionary
+
+    submit = submitter(table.num_rows * len(keys))
+    coded = [submit(code, j) for j in range(len(keys))]
+    parts = [(class_codes[:, j], *done.result()) for j, done in enumerate(coded)]
     encoded = encoded_columns(names, parts)
-    class_codes = (
-        np.column_stack([c for c, _, _ in parts]).astype(np.int64, copy=False)
-        if parts
-        else np.zeros((table.num_rows, 0), dtype=np.int64)
-    )
     sizes = np.asarray(table.column("size").to_numpy(zero_copy_only=False), dtype=np.int64)
     sums = None
     if weight is not None:

@@ -33,6 +33,7 @@ from reident_airflow.engine.errors import InvalidInputError
 
 __all__ = [
     "AttributeRisk",
+    "SubsetScratch",
     "attribute_risks",
     "gate_subsets",
     "subset_groupings",
@@ -282,43 +283,68 @@ def _subset_key(table: ClassTable, cols: tuple[int, ...], cards: list[int]) -> t
     return key, span
 
 
-def subset_sizes(table: ClassTable, cols: tuple[int, ...]) -> IntArray:
+class SubsetScratch:
+    """Working arrays for :func:`subset_sizes`, one per class, reused from one subset to the
+    next: a large array freshly allocated is fresh memory pages, whose first touch costs
+    more than the arithmetic on them (bench/README.md), so a ranking of many subsets
+    allocates them once."""
+
+    def __init__(self, table: ClassTable) -> None:
+        n = table.classes
+        self.key = np.empty(n, dtype=np.int64)
+        self.other = np.empty(n, dtype=np.int64)
+        self.new = np.empty(n, dtype=np.bool_)
+        #: the class sizes as floats (exact: a class size is far below 2^53), for bincount
+        self.weights = table.sizes.astype(np.float64)
+
+
+def subset_sizes(
+    table: ClassTable, cols: tuple[int, ...], scratch: SubsetScratch | None = None
+) -> IntArray:
     """The sizes of the classes formed on ``cols`` alone (in no set order): the table's
     classes merged on ``cols``, weighted by their sizes, one grouping of the class table.
 
-    A mixed-radix key over ``cols`` is the full table's key less one digit when one QI is
+    A single column's sizes are its codes counted with the class sizes as weights. A
+    mixed-radix key over ``cols`` is the full table's key less one digit when one QI is
     left out, else built from the codes (:func:`_subset_key`); when its span is small (at most
     one column of the table) the sizes are summed into a dense array, else the keys, each
-    with its class's size in the low bits, are sorted in place and summed by runs."""
+    with its class's size in the low bits, are sorted in place and summed by runs.
+    ``scratch`` (:class:`SubsetScratch` of this table) lends the working arrays."""
     cards = [max(int(c), 1) for c in table.cardinalities]
+    work = scratch if scratch is not None else SubsetScratch(table)
+    if len(cols) == 1:
+        (c,) = cols
+        merged = np.bincount(table.codes[:, c], weights=work.weights, minlength=cards[c])
+        return merged[merged > 0].astype(np.int64)
     weights = table.sizes.astype(np.int64, copy=False)
     left_out = [c for c in range(len(cards)) if c not in cols]
     full = table.radix_keys() if len(left_out) == 1 else None
     if full is not None:  # one QI left out: its digit dropped from the full table's key
         low = prod(cards[left_out[0] + 1 :])
-        key = full // (low * cards[left_out[0]])
+        key = work.key
+        np.floor_divide(full, low * cards[left_out[0]], out=key)
         key *= low
-        key += full % low
+        np.remainder(full, low, out=work.other)
+        key += work.other
         span = prod(cards[c] for c in cols)
     else:
         key, span = _subset_key(table, cols, cards)
     if span <= max(_DENSE_LIMIT, table.classes):  # no larger than one column of the table
-        merged = np.bincount(key, weights=weights, minlength=span).astype(np.int64)
-        return merged[merged > 0]
+        merged = np.bincount(key, weights=work.weights, minlength=span)
+        return merged[merged > 0].astype(np.int64)
     shift = int(weights.max(initial=0)).bit_length()
     if span.bit_length() + shift > 63:
         ids, uniques = pd.factorize(key)
-        return np.bincount(ids, weights=weights, minlength=len(uniques)).astype(np.int64)
+        return np.bincount(ids, weights=work.weights, minlength=len(uniques)).astype(np.int64)
     # one in-place sort of (key, size) packed into int64, then run sums: a sort costs a
     # fraction of a hash grouping, and no argsort is needed
     key <<= shift
     key |= weights
     key.sort()
-    new = np.empty(key.shape[0], dtype=np.bool_)
+    new, high = work.new, work.other
     new[:1] = True
-    high = key >> shift
+    np.right_shift(key, shift, out=high)
     np.not_equal(high[1:], high[:-1], out=new[1:])
-    del high
     key &= (1 << shift) - 1
     return np.add.reduceat(key, np.flatnonzero(new)).astype(np.int64, copy=False)
 
@@ -330,8 +356,9 @@ def _gate_risks(table: ClassTable) -> tuple[AttributeRisk, ...]:
     n = table.records
     all_pairs = n * (n - 1) // 2
     found: list[tuple[tuple[int, ...], float, float]] = []
+    scratch = SubsetScratch(table)
     for cols in gate_subsets(m):
-        sizes = table.sizes if len(cols) == m else subset_sizes(table, cols)
+        sizes = table.sizes if len(cols) == m else subset_sizes(table, cols, scratch)
         sizes = sizes.astype(np.int64, copy=False)
         same_pairs = int((sizes * (sizes - 1) // 2).sum())
         separation = 1.0 - same_pairs / all_pairs if all_pairs else 0.0

@@ -238,13 +238,14 @@ def _histogram_of(sizes: IntArray) -> tuple[IntArray, IntArray]:
 def _subset_histograms(table: ClassTable, max_subset_size: int | None) -> SubsetHistograms:
     """Each ranked subset's classes: the table's classes merged on the subset, weighted by
     their sizes (by default each subset one grouping of the class table, one at a time)."""
-    from reident_airflow.engine.attributes import subset_groupings, subset_sizes
+    from reident_airflow.engine.attributes import SubsetScratch, subset_groupings, subset_sizes
 
     wanted = ranked_subsets(len(table.quasi_identifiers), max_subset_size)
     hists: dict[tuple[int, ...], tuple[IntArray, IntArray]] = {}
     if max_subset_size is None:
+        scratch = SubsetScratch(table)
         for cols in wanted:
-            hists[cols] = _histogram_of(subset_sizes(table, cols))
+            hists[cols] = _histogram_of(subset_sizes(table, cols, scratch))
         return SubsetHistograms(hists)
     deepest = max((len(cols) for cols in wanted), default=0)
     sizes = table.sizes.astype(np.float64)  # exact: a class size is far below 2^53
