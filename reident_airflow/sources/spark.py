@@ -139,7 +139,8 @@ def _driver_classes(source: SparkTable) -> int:
 def _ranked(
     source: SparkTable, names: tuple[str, ...], pos: list[int], max_subset_size: int | None
 ) -> tuple[ClassSizes, SubsetHistograms, int]:
-    """The histogram and the ranked subsets' histograms, in one Spark job.
+    """The histogram and the ranked subsets' histograms, in one Spark job (two when the
+    class table proves too large for the driver).
 
     Up to :data:`DRIVER_CLASSES` classes, the class table comes to the driver (as Arrow) and
     the engine derives every subset from it, as it does from DuckDB's or a database's; a

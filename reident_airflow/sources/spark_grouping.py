@@ -318,8 +318,7 @@ def class_table_arrow(source: SparkTable, pos: Sequence[int], limit: int) -> Any
     fields = source.frame.schema.fields
     if not all(_arrow_exact(fields[i].dataType) for i in pos):
         return None
-    keys = [F.col(f"c{i}") for i in pos]
-    classes = source.frame.groupBy(*keys).agg(F.count(F.lit(1)).alias("size"))
+    classes = _classes(source, pos).select(*(f"c{i}" for i in pos), F.col(SIZE).alias("size"))
     try:
         table = classes.limit(limit + 1).toArrow()
     except Exception as exc:
