@@ -349,8 +349,11 @@ def grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> An
         if kind == _NUMERIC and (conn.dialect.server_version_info or (0,)) >= (13,):
             return sa.func.trim_scale(column)
     if dialect == "sqlite":
-        # any column may hold text (types belong to values); COLLATE leaves other values alone
-        return sa.type_coerce(column, sa.String()).collate("BINARY")
+        # any column may hold text (types belong to values); COLLATE leaves other values
+        # alone. likely(x) is x without the column's affinity: through a UNION ALL subquery
+        # (the release comparison) SQLite would otherwise convert the values of one arm to
+        # the other's column affinity (a REAL column's makes 2**53 + 1 the real 2**53)
+        return sa.type_coerce(sa.func.likely(column), sa.String()).collate("BINARY")
     if dialect == _HIVE and kind == _COLLATED:
         return column.collate("UTF8_BINARY")
     return column
