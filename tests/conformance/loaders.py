@@ -238,7 +238,7 @@ def mariadb_table(engine: sa.Engine, rows: Sequence[int] | None = None) -> Itera
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS `{name}`")
 
 
-def spark_frame(session: Any) -> Any:
+def spark_frame(session: Any, rows: Sequence[int] | None = None) -> Any:
     """The corpus as a Spark DataFrame (from Arrow), the collated columns cast in Spark."""
     plain = [p for p in PLACEMENTS["spark"] if "collate" not in p.native]
     natives = {
@@ -251,7 +251,7 @@ def spark_frame(session: Any) -> Any:
         "timestamp": "timestamp[us,UTC]",
         "binary": "binary",
     }
-    table = pa.table({p.name: _arrow_array(_cells(p), natives[p.native]) for p in plain})
+    table = pa.table({p.name: _arrow_array(_cells(p, rows), natives[p.native]) for p in plain})
     df = session.createDataFrame(table)
     columns = []
     for p in PLACEMENTS["spark"]:
