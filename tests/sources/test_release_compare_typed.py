@@ -303,3 +303,29 @@ def test_the_assessment_schema_describes_since_last_release(tmp_path: Path) -> N
     ):
         bad = {**doc, "since_last_release": {**doc["since_last_release"], **wrong}}
         assert schema_errors(bad), wrong
+
+
+def test_a_failing_ledger_write_quotes_no_statement(tmp_path: Path) -> None:
+    """A database error while the ledger's digests are computed is an error naming the
+    ledger, carrying neither the statement nor a value (here SQLite's: a column the digest
+    function cannot take, made to fail by a value the function refuses)."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'w.db'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE rel (a TEXT, b TEXT)")
+        conn.exec_driver_sql("INSERT INTO rel VALUES ('secret-value', 'x')")
+    from reident_airflow.sources import sql_ledger
+
+    def failing(*values: Any) -> str:
+        raise ValueError("secret-value")
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(sql_ledger, "sqlite_digest", failing)
+    try:
+        with pytest.raises(Exception) as caught:
+            ledger_of_table(engine, "rel", ["a"])
+    finally:
+        patch.undo()
+        engine.dispose()
+    text = str(caught.value)
+    assert "secret-value" not in text and "SELECT" not in text.upper(), text
+    assert "rel__ledger" in text, text
