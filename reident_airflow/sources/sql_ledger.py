@@ -10,7 +10,9 @@ as one:
   ``trim_scale`` for numerics; text under ``"C"``), with ``TimeZone``, ``DateStyle`` and
   ``IntervalStyle`` set for the transaction, so that a value prints one way whatever the
   session; ``bytea`` in hexadecimal; ``sha256``.
-- MariaDB / MySQL: text by its bytes (in hexadecimal); floats as ``x + 0`` (a 4-byte
+- MariaDB / MySQL: text, binary strings and ``BIT`` by their bytes (in hexadecimal: never
+  converted to text, which a strict server refuses for bytes that are not UTF-8 and a lax
+  one turns into ``?``); floats as ``x + 0`` (a 4-byte
   ``FLOAT`` as the ``DOUBLE`` it converts to); everything else by its text form with
   trailing fractional zeros removed (``DECIMAL(10,2)`` ``1.50`` groups with ``1.5``), with
   ``time_zone`` set to UTC for the statement; ``SHA2(..., 256)``.
