@@ -131,7 +131,8 @@ class LedgerAbout:
         if about.version != LEDGER_VERSION:
             raise InvalidInputError(
                 f"{label}: release ledger version {about.version}, this reident reads "
-                f"version {LEDGER_VERSION}"
+                f"version {LEDGER_VERSION} (which keeps a digest of its header): write the "
+                "ledger again from the release"
             )
         return about
 

@@ -329,3 +329,19 @@ def test_a_failing_ledger_write_quotes_no_statement(tmp_path: Path) -> None:
     text = str(caught.value)
     assert "secret-value" not in text and "SELECT" not in text.upper(), text
     assert "rel__ledger" in text, text
+
+
+def test_a_version_1_ledger_is_refused_naming_its_version(released: tuple[Path, Path]) -> None:
+    """A ledger written before the header's digest (version 1: its header row holds no
+    digest) is refused clearly, not trusted."""
+    candidate, ledger = released
+    table = pq.read_table(ledger)
+    rows = table.to_pylist()
+    about = json.loads(rows[0]["about"])
+    about["version"] = 1
+    rows[0]["about"] = json.dumps(about, sort_keys=True)
+    rows[0]["row_digest"] = None
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), ledger)
+    with pytest.raises(InvalidInputError, match="version 1") as caught:
+        FileSource(candidate).release_changes(FileSource(ledger), ["a"])
+    assert "write the ledger again" in str(caught.value)
