@@ -1233,10 +1233,12 @@ def write_file_ledger(
     The caller holds the target's lock. Returns the rows digested."""
     import os
 
-    from reident_airflow._atomic import temp_name
-    from reident_airflow.sources.release_ledger import COLUMNS, LedgerAbout
+    from reident_airflow._atomic import remove_stale_temporaries, temp_name
+    from reident_airflow.sources.release_ledger import COLUMNS, LedgerAbout, header_digest
 
     target = Path(ledger)
+    # the temporary file of a write killed outright (kill -9: no handler runs) goes now
+    remove_stale_temporaries(target)
     with FileSource(path, sep=sep) as released:
         table = released._opened()
         _refuse_nested(table, range(len(table.names)))
@@ -1245,12 +1247,14 @@ def write_file_ledger(
             rel, params = _relation(readable, con)
             kinds = _kinds_of(table, con, rel, params)
             types = _types_of(table, con, rel, params)
-            about = LedgerAbout(table.names, tuple(types), tuple(table.names[i] for i in qi_pos))
+            about = LedgerAbout(
+                table.names, tuple(types), tuple(table.names[i] for i in qi_pos)
+            ).to_json()
             text_qis = all(kinds[i] == "string" for i in qi_pos)
             rows = _digests_sql(rel, range(len(table.names)), qi_pos, kinds, text_qis=text_qis)
             kind, row, cls, star, about_col = COLUMNS
             sql = (
-                f"SELECT CAST(0 AS TINYINT) AS {kind}, CAST(NULL AS VARCHAR) AS {row}, "
+                f"SELECT CAST(0 AS TINYINT) AS {kind}, CAST($header AS VARCHAR) AS {row}, "
                 f"CAST(NULL AS VARCHAR) AS {cls}, CAST(NULL AS TINYINT) AS {star}, "
                 f"CAST($about AS VARCHAR) AS {about_col} UNION ALL "
                 f"SELECT CAST(1 AS TINYINT), row_digest, class_digest, CAST(star AS TINYINT), "
@@ -1262,7 +1266,7 @@ def write_file_ledger(
                     table,
                     con,
                     f"COPY ({sql}) TO {_literal(str(tmp))} (FORMAT parquet)",
-                    {**params, "about": about.to_json()},
+                    {**params, "about": about, "header": header_digest(about)},
                     rows=True,
                 )
                 with open(tmp, "rb") as fh:
@@ -1272,6 +1276,42 @@ def write_file_ledger(
                 tmp.unlink(missing_ok=True)
             count = _run(table, con, f"SELECT count(*) FROM {rel}", params, rows=True)
     return int(count[0][0])
+
+
+def _ledger_header(con: Any, ledger: FileTable) -> tuple[Any, Any]:
+    """The ledger's header ``(about, digest)``, once every row of the ledger has been read
+    and checked (a digest of 64 hexadecimal digits, ``star`` 0 or 1): a ledger that cannot
+    be read whole (a damaged page) or holds rows no ledger has is refused here, naming the
+    ledger, before the candidate is read."""
+    import duckdb
+
+    try:
+        found = con.sql(
+            "SELECT count(*) FILTER (WHERE kind = 0), any_value(about) FILTER (WHERE kind = 0), "
+            "any_value(row_digest) FILTER (WHERE kind = 0), count(*) FILTER (WHERE kind = 1 "
+            "AND (NOT regexp_full_match(row_digest, '[0-9a-f]{64}') "
+            "OR NOT regexp_full_match(class_digest, '[0-9a-f]{64}') OR star NOT IN (0, 1) "
+            "OR star IS NULL OR row_digest IS NULL OR class_digest IS NULL)), "
+            "count(*) FILTER (WHERE kind IS NULL OR kind NOT IN (0, 1)) "
+            "FROM read_parquet($ledger)",
+            params={"ledger": ledger.target},
+        ).fetchall()
+    except duckdb.Error as exc:
+        raise InvalidInputError(
+            f"{ledger.label}: the release ledger cannot be read ({type(exc).__name__}): the "
+            "file is damaged; write it again from the release, or compare with the release "
+            "itself"
+        ) from None
+    headers, about, digest, bad_rows, bad_kinds = found[0]
+    if headers != 1:
+        raise InvalidInputError(f"{ledger.label}: a release ledger has one header row")
+    if bad_rows or bad_kinds:
+        raise InvalidInputError(
+            f"{ledger.label}: {int(bad_rows) + int(bad_kinds)} row(s) of the release ledger "
+            "are not rows a ledger holds (a digest of 64 hexadecimal digits, a flag 0 or 1): "
+            "the ledger was changed or damaged after it was written"
+        )
+    return about, digest
 
 
 def _ledger_changes(
@@ -1289,13 +1329,8 @@ def _ledger_changes(
 
     with _duckdb(memory_limit) as con, _readable(new) as new_readable:
         rel, params = _relation(new_readable, con)
-        header = con.sql(
-            "SELECT about FROM read_parquet($ledger) WHERE kind = 0",
-            params={"ledger": ledger.target},
-        ).fetchall()
-        if len(header) != 1:
-            raise InvalidInputError(f"{ledger.label}: a release ledger has one header row")
-        about = LedgerAbout.from_json(header[0][0], ledger.label)
+        header = _ledger_header(con, ledger)
+        about = LedgerAbout.from_header(header[0], header[1], ledger.label)
         compared = compared_columns(
             new.names, about.columns, qis, columns, labels=(new.label, ledger.label)
         )

@@ -50,6 +50,8 @@ _LOG = logging.getLogger(__name__)
 
 #: Kinds of one family: MySQL/MariaDB ``FLOAT`` is grouped as the ``DOUBLE`` it converts to.
 _KIND_FAMILIES = {"float32": "float"}
+#: The kinds (of every backend) whose values are numbers.
+_NUMBERS = frozenset({"integer", "float", "decimal", "number"})
 
 
 @dataclass(frozen=True)
@@ -151,15 +153,33 @@ def check_kinds(
     ``previous``: the kind of each release's column by its position). A value of one kind
     never equals one of another (``"1"`` is not ``1``), and a backend putting two kinds in
     one column would cast one to the other: such a column is refused, naming it and both
-    kinds."""
+    kinds. Numbers of two types (an integer and a float, a decimal and a float) are refused
+    too, with that reason: equal by value they would be equal, but no backend here compares
+    them exactly (a float64 cannot hold every int64: converting merges ``2**53`` and
+    ``2**53 + 1``). An empty kind (a SQLite column holding only ``NULL``) is alike any."""
     for name, i, j in zip(compared.names, compared.candidate, compared.previous, strict=True):
         a, b = candidate[i], previous[j]
-        if _KIND_FAMILIES.get(a, a) != _KIND_FAMILIES.get(b, b):
+        if not a or not b or _KIND_FAMILIES.get(a, a) == _KIND_FAMILIES.get(b, b):
+            continue
+        family_a, family_b = _KIND_FAMILIES.get(a, a), _KIND_FAMILIES.get(b, b)
+        if family_a in _NUMBERS and family_b in _NUMBERS:
             raise InvalidInputError(
-                f"column {name!r} holds {a} values in {labels[0]} and {b} values in "
-                f"{labels[1]}: values of different kinds never compare equal; release both "
-                "with one type (or leave the column out with columns=)"
+                f"column {name!r} holds {a} numbers in {labels[0]} and {b} numbers in "
+                f"{labels[1]}: numbers of two types are not compared, as no exact comparison "
+                "of them is made (converting one type to the other can merge different "
+                "values); release both with one type (or leave the column out with columns=)"
             )
+        raise InvalidInputError(
+            f"column {name!r} holds {_said(a)} values in {labels[0]} and {_said(b)} values "
+            f"in {labels[1]}: values of different kinds never compare equal (the text '1' "
+            "is not the number 1); release both with one type (or leave the column out with "
+            "columns=)"
+        )
+
+
+def _said(kind: str) -> str:
+    """A kind as a message says it (a SQLite column's storage classes joined by ``or``)."""
+    return " or ".join(kind.split("+"))
 
 
 def other_backend(label: str, previous: object, kind: str) -> InvalidInputError:

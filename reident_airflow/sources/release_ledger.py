@@ -5,7 +5,10 @@ A ledger is a table (next to a published table, ``<target>__ledger``) or a Parqu
 to a published file, ``<target>.ledger.parquet``) with the columns of :data:`COLUMNS`:
 
 - one header row (``kind`` 0) whose ``about`` holds, as JSON, what the ledger was made for
-  (:class:`LedgerAbout`: the released columns in order, their types, the QIs);
+  (:class:`LedgerAbout`: the released columns in order, their types, the QIs), and whose
+  ``row_digest`` holds the SHA-256 of that JSON text (:func:`header_digest`): a header
+  edited after it was written no longer matches it and the ledger is refused, instead of
+  being compared on columns or QIs it was not made for;
 - one row (``kind`` 1) per released row: ``row_digest``, the SHA-256 of the row's columns,
   ``class_digest``, the SHA-256 of its QIs, and ``star``, 1 when every QI is the text ``*``
   (the suppressed class).
@@ -42,6 +45,7 @@ __all__ = [
     "LEDGER_VERSION",
     "LedgerAbout",
     "check_about",
+    "header_digest",
     "is_ledger",
     "ledger_path",
     "ledger_table",
@@ -50,7 +54,9 @@ __all__ = [
 
 #: The ledger's columns, in order.
 COLUMNS = ("kind", "row_digest", "class_digest", "star", "about")
-LEDGER_VERSION = 1
+#: Version 2 added the header's digest; a version 1 ledger (written by no released version)
+#: is refused, naming the version.
+LEDGER_VERSION = 2
 #: The suffix of a table's ledger, and of a file's.
 TABLE_SUFFIX = "__ledger"
 FILE_SUFFIX = ".ledger.parquet"
@@ -94,6 +100,20 @@ class LedgerAbout:
         )
 
     @classmethod
+    def from_header(cls, text: object, digest: object, label: str) -> LedgerAbout:
+        """The header row's ``about`` (``text``), checked against its ``digest`` (the
+        header row's ``row_digest``): a header that does not match it was edited (or
+        damaged) after the ledger was written, and is refused."""
+        about = cls.from_json(text, label)
+        if not isinstance(text, str) or digest != header_digest(text):
+            raise InvalidInputError(
+                f"{label}: the release ledger's header does not match the digest written with "
+                "it: it was changed after the ledger was written; the ledger cannot be trusted "
+                "(write it again from the release, or compare with the release itself)"
+            )
+        return about
+
+    @classmethod
     def from_json(cls, text: object, label: str) -> LedgerAbout:
         try:
             data = json.loads(str(text))
@@ -111,9 +131,15 @@ class LedgerAbout:
         if about.version != LEDGER_VERSION:
             raise InvalidInputError(
                 f"{label}: release ledger version {about.version}, this reident reads "
-                f"version {LEDGER_VERSION}"
+                f"version {LEDGER_VERSION} (which keeps a digest of its header): write the "
+                "ledger again from the release"
             )
         return about
+
+
+def header_digest(text: str) -> str:
+    """The SHA-256 (hex) of a ledger header's JSON text, as its ``row_digest`` keeps it."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def check_about(
@@ -145,7 +171,8 @@ def check_about(
             "regrouped; compare on its QIs, in its order"
         )
     for name, i, j in zip(compared.names, compared.candidate, compared.previous, strict=True):
-        if candidate_types[i] != about.types[j]:
+        # an empty type: a SQLite column holding only NULL (its values have no class)
+        if candidate_types[i] != about.types[j] and candidate_types[i] and about.types[j]:
             raise InvalidInputError(
                 f"{label}: column {name!r} is of type {candidate_types[i]} in the candidate "
                 f"and was {about.types[j]} in the release the ledger was made for: release "

@@ -88,6 +88,7 @@ from reident_airflow.sources.sql_grouping import (
     SqlTable,
     changes_statement,
     class_rows,
+    compared_kinds,
     constant,
     histogram_statement,
     plan_grouping,
@@ -534,13 +535,12 @@ def release_changes_sql(
     old_names = [old.columns[j].name for j in compared.previous]
     new_grouping = plan_grouping(conn, new, compared.names)
     old_grouping = plan_grouping(conn, old, old_names)
-    if conn.dialect.name != "sqlite":  # SQLite types values, not columns
-        check_kinds(
-            compared,
-            dict(zip(compared.candidate, new_grouping.kinds, strict=True)),
-            dict(zip(compared.previous, old_grouping.kinds, strict=True)),
-            labels=labels,
-        )
+    check_kinds(
+        compared,
+        dict(zip(compared.candidate, compared_kinds(conn, new, compared.names), strict=True)),
+        dict(zip(compared.previous, compared_kinds(conn, old, old_names), strict=True)),
+        labels=labels,
+    )
     statement = changes_statement(new_grouping, new, old_grouping, old, compared.qis)
     rows = conn.execute(statement).all()
     return changes_from_counts(compared.qi_names, rows)

@@ -47,6 +47,7 @@ __all__ = [
     "SqlTable",
     "changes_statement",
     "class_rows",
+    "compared_kinds",
     "constant",
     "grouped_by",
     "grouping_kinds",
@@ -223,6 +224,91 @@ def grouping_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> 
     return {n: _type_kind(source.c[n].type) for n in names}
 
 
+# The kinds two releases are compared by (:func:`compared_kinds`): a compared column must
+# be of one kind in both releases (``float32`` is compared as the ``float`` it widens to).
+_PG_COMPARED = {
+    16: "boolean",
+    17: _BINARY,
+    18: "char",
+    20: "integer",
+    21: "integer",
+    23: "integer",
+    26: "oid",
+    700: _FLOAT32,
+    701: _FLOAT,
+    1700: "decimal",
+    1082: "date",
+    1083: "time",
+    1114: "timestamp",
+    1184: "timestamptz",
+    2950: "uuid",
+}
+# MySQL/MariaDB protocol type codes (pymysql.constants.FIELD_TYPE) of the columns whose
+# CHARSET() is ``binary`` (text is "text" whatever its code).
+_MYSQL_COMPARED = {
+    **dict.fromkeys((1, 2, 3, 8, 9), "integer"),
+    **dict.fromkeys((0, 246), "decimal"),
+    4: _FLOAT32,
+    5: _FLOAT,
+    **dict.fromkeys((7, 12), "datetime"),
+    **dict.fromkeys((10, 14), "date"),
+    11: "time",
+    13: "year",
+    16: "bit",
+    **dict.fromkeys((15, 249, 250, 251, 252, 253, 254), _BINARY),
+    255: "geometry",
+}
+#: SQLite's storage classes as the release comparison tells them apart: an integer and a
+#: real of one value are one value there (SQLite compares them exactly, by value).
+_SQLITE_CLASSES = (("blob", "blob"), ("integer", "number"), ("real", "number"), ("text", "text"))
+
+
+def _sqlite_value_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> list[str]:
+    """SQLite types values, not columns: each column's kind is the storage classes its
+    values hold (``"number+text"``; ``""`` for a column of ``NULL`` only), read in one scan."""
+    families = sorted({family for _, family in _SQLITE_CLASSES})
+    probes = []
+    for name in names:
+        kind = sa.func.typeof(source.c[name])
+        for family in families:
+            classes = [c for c, f in _SQLITE_CLASSES if f == family]
+            probes.append(sa.func.max(sa.case((kind.in_(classes), constant(1)), else_=constant(0))))
+    row = conn.execute(sa.select(*probes).select_from(source)).one()
+    out = []
+    for i in range(len(names)):
+        held = row[i * len(families) : (i + 1) * len(families)]
+        out.append("+".join(f for f, h in zip(families, held, strict=True) if h))
+    return out
+
+
+def compared_kinds(conn: Connection, source: SqlTable, names: Sequence[str]) -> list[str]:
+    """Each column's kind for comparing two releases: two columns are compared only when
+    their kinds are alike (:func:`~reident_airflow.sources.release_changes.check_kinds`),
+    as ``UNION`` would otherwise convert one to the other (an integer to a double merges
+    ``2**53`` and ``2**53 + 1``; a date to text). PostgreSQL by the result's type OIDs (every
+    type grouped by its text form is "text"), MySQL/MariaDB by ``CHARSET()`` and the
+    result's type codes, SQLite by the storage classes of the values
+    (:func:`_sqlite_value_kinds`), other dialects by :func:`grouping_kinds`."""
+    if not names:
+        return []
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        grouping_kinds(conn, source, names)  # json refused
+        codes = [int(c) for c in result_types(conn, source, names)]
+        return [_PG_COMPARED.get(c, _TEXT) for c in codes]
+    if dialect in _MYSQL:
+        text = [k == _TEXT for k in _mysql_kinds(conn, source, names)]
+        codes = [int(c) for c in result_types(conn, source, names)]
+        return [
+            _TEXT if t else _MYSQL_COMPARED.get(c, f"type {c}")
+            for t, c in zip(text, codes, strict=True)
+        ]
+    if dialect == "sqlite":
+        return _sqlite_value_kinds(conn, source, names)
+    kinds = grouping_kinds(conn, source, names)
+    return [kinds[n] for n in names]
+
+
 def _exact(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> sa.ColumnElement[Any]:
     """The expression a column is grouped by, so that equal means equal under docs/reading.md.
 
@@ -263,8 +349,11 @@ def grouped_by(conn: Connection, column: sa.ColumnElement[Any], kind: str) -> An
         if kind == _NUMERIC and (conn.dialect.server_version_info or (0,)) >= (13,):
             return sa.func.trim_scale(column)
     if dialect == "sqlite":
-        # any column may hold text (types belong to values); COLLATE leaves other values alone
-        return sa.type_coerce(column, sa.String()).collate("BINARY")
+        # any column may hold text (types belong to values); COLLATE leaves other values
+        # alone. likely(x) is x without the column's affinity: through a UNION ALL subquery
+        # (the release comparison) SQLite would otherwise convert the values of one arm to
+        # the other's column affinity (a REAL column's makes 2**53 + 1 the real 2**53)
+        return sa.type_coerce(sa.func.likely(column), sa.String()).collate("BINARY")
     if dialect == _HIVE and kind == _COLLATED:
         return column.collate("UTF8_BINARY")
     return column
@@ -443,15 +532,16 @@ def changes_statement(
         .subquery("reident_changes")
     )
     cells = [is_marker(new.dialect, per_class.c[keys[q]], new.kinds[q]) for q in qis]
-    flag: Any = (
-        zero if any(c is None for c in cells) else sa.case((sa.and_(*cells), one), else_=zero)
-    )
     a, d = per_class.c[ARRIVALS_LABEL], per_class.c[DEPARTURES_LABEL]
-    return sa.select(
-        a,
-        d,
-        flag.label(SUPPRESSED_LABEL),
+    counts = (
         sa.func.count().label(CLASSES_LABEL),
         sa.func.sum(per_class.c[NEW_LABEL]).label(NEW_LABEL),
         sa.func.sum(per_class.c[OLD_LABEL]).label(OLD_LABEL),
-    ).group_by(a, d, flag)
+    )
+    if any(c is None for c in cells):
+        # no class can be suppressed (a QI that cannot hold text): the flag is the constant
+        # 0, selected but never grouped by -- PostgreSQL and MariaDB read ``GROUP BY 0`` as
+        # a column position
+        return sa.select(a, d, zero.label(SUPPRESSED_LABEL), *counts).group_by(a, d)
+    flag = sa.case((sa.and_(*cells), one), else_=zero)
+    return sa.select(a, d, flag.label(SUPPRESSED_LABEL), *counts).group_by(a, d, flag)

@@ -10,7 +10,9 @@ as one:
   ``trim_scale`` for numerics; text under ``"C"``), with ``TimeZone``, ``DateStyle`` and
   ``IntervalStyle`` set for the transaction, so that a value prints one way whatever the
   session; ``bytea`` in hexadecimal; ``sha256``.
-- MariaDB / MySQL: text by its bytes (in hexadecimal); floats as ``x + 0`` (a 4-byte
+- MariaDB / MySQL: text, binary strings and ``BIT`` by their bytes (in hexadecimal: never
+  converted to text, which a strict server refuses for bytes that are not UTF-8 and a lax
+  one turns into ``?``); floats as ``x + 0`` (a 4-byte
   ``FLOAT`` as the ``DOUBLE`` it converts to); everything else by its text form with
   trailing fractional zeros removed (``DECIMAL(10,2)`` ``1.50`` groups with ``1.5``), with
   ``time_zone`` set to UTC for the statement; ``SHA2(..., 256)``.
@@ -33,11 +35,13 @@ from reident_airflow.sources.release_ledger import (
     COLUMNS,
     LedgerAbout,
     check_about,
+    header_digest,
     sqlite_digest,
 )
 from reident_airflow.sources.sql_grouping import (
     Grouping,
     SqlTable,
+    compared_kinds,
     constant,
     is_marker,
     plan_grouping,
@@ -94,13 +98,20 @@ def _digesting(conn: Connection) -> Iterator[None]:
         )
 
 
-def _text(dialect: str, expr: Any, kind: str) -> Any:
-    """The canonical text of one (non-null) grouped value."""
+#: MySQL/MariaDB kinds (:func:`~reident_airflow.sources.sql_grouping.compared_kinds`) whose
+#: values are bytes: digested in hexadecimal, never converted to text (a strict server
+#: refuses bytes that are not UTF-8, a lax one replaces them with ``?``).
+_MYSQL_BYTES = frozenset({"text", "binary", "bit", "geometry"})
+
+
+def _text(dialect: str, expr: Any, kind: str, compared: str) -> Any:
+    """The canonical text of one (non-null) grouped value (``kind`` its grouping kind,
+    ``compared`` its kind of :func:`~reident_airflow.sources.sql_grouping.compared_kinds`)."""
     if dialect == "postgresql":
         if kind == "binary":
             return sa.func.encode(expr, constant("hex"))
         return sa.cast(expr, sa.Text())
-    if kind in ("text", "binary"):
+    if kind in ("text", "binary") or compared in _MYSQL_BYTES:
         return sa.func.hex(expr)
     if kind in ("float", "float32"):
         return sa.cast(expr + constant(0.0), sa.CHAR())
@@ -112,19 +123,24 @@ def _text(dialect: str, expr: Any, kind: str) -> Any:
     return sa.case((plain, trimmed), else_=text)
 
 
-def _encoded(dialect: str, expr: Any, kind: str) -> Any:
+def _encoded(dialect: str, expr: Any, kind: str, compared: str) -> Any:
     """``N`` for a missing value, else ``V<length>:<text>``."""
-    text = _text(dialect, expr, kind)
+    text = _text(dialect, expr, kind, compared)
     length = sa.cast(sa.func.length(text), sa.CHAR() if dialect in _MYSQL else sa.Text())
     value = sa.func.concat(constant("V"), length, constant(":"), text)
     return sa.case((expr.is_(None), constant("N")), else_=value)
 
 
-def _digest(dialect: str, grouping: Grouping, positions: Sequence[int]) -> Any:
+def _digest(
+    dialect: str, grouping: Grouping, kinds: Sequence[str], positions: Sequence[int]
+) -> Any:
     exprs = [sa.type_coerce(grouping.exprs[i], sa.types.NullType()) for i in positions]
     if dialect == "sqlite":
         return getattr(sa.func, _SQLITE_DIGEST)(*exprs)
-    parts = [_encoded(dialect, e, grouping.kinds[i]) for e, i in zip(exprs, positions, strict=True)]
+    parts = [
+        _encoded(dialect, e, grouping.kinds[i], kinds[i])
+        for e, i in zip(exprs, positions, strict=True)
+    ]
     if dialect == "postgresql":
         joined = sa.func.concat(*parts)
         return sa.func.encode(sa.func.sha256(sa.func.convert_to(joined, "UTF8")), "hex")
@@ -133,10 +149,12 @@ def _digest(dialect: str, grouping: Grouping, positions: Sequence[int]) -> Any:
 
 def _digests(
     conn: Connection, source: SqlTable, names: Sequence[str], qis: Sequence[int]
-) -> tuple[sa.Select[Any], Grouping]:
+) -> tuple[sa.Select[Any], list[str]]:
     """``(row_digest, class_digest, star)`` per row of ``source``: the row over ``names``
-    (in that order), the class over the positions ``qis`` among them."""
+    (in that order), the class over the positions ``qis`` among them; and each column's
+    kind (:func:`~reident_airflow.sources.sql_grouping.compared_kinds`)."""
     grouping = plan_grouping(conn, source, names)
+    kinds = compared_kinds(conn, source, names)
     dialect = conn.dialect.name
     cells = [
         is_marker(
@@ -149,11 +167,11 @@ def _digests(
         zero if any(c is None for c in cells) else sa.case((sa.and_(*cells), one), else_=zero)
     )
     select = sa.select(
-        _digest(dialect, grouping, range(len(names))).label(COLUMNS[1]),
-        _digest(dialect, grouping, qis).label(COLUMNS[2]),
+        _digest(dialect, grouping, kinds, range(len(names))).label(COLUMNS[1]),
+        _digest(dialect, grouping, kinds, qis).label(COLUMNS[2]),
         star.label(COLUMNS[3]),
     ).select_from(source)
-    return select, grouping
+    return select, kinds
 
 
 def write_ledger_rows(
@@ -171,10 +189,12 @@ def write_ledger_rows(
         )
     positions = [names.index(q) for q in qis]
     with _digesting(conn):
-        select, grouping = _digests(conn, released, names, positions)
-        about = LedgerAbout(tuple(names), grouping.kinds, tuple(qis))
+        select, kinds = _digests(conn, released, names, positions)
+        header = LedgerAbout(tuple(names), tuple(kinds), tuple(qis)).to_json()
         kind, row, cls, star, about_col = COLUMNS
-        conn.execute(sa.insert(ledger).values({kind: 0, about_col: about.to_json()}))
+        conn.execute(
+            sa.insert(ledger).values({kind: 0, row: header_digest(header), about_col: header})
+        )
         rows = select.subquery("reident_digests")
         conn.execute(
             sa.insert(ledger).from_select(
@@ -198,10 +218,12 @@ def ledger_changes(
     from reident_airflow.sources.release_changes import changes_from_counts, compared_columns
 
     kind, row, cls, star, about_col = COLUMNS
-    header = conn.execute(sa.select(ledger.c[about_col]).where(ledger.c[kind] == 0)).all()
+    header = conn.execute(
+        sa.select(ledger.c[about_col], ledger.c[row]).where(ledger.c[kind] == 0)
+    ).all()
     if len(header) != 1:
         raise InvalidInputError(f"{labels[1]}: a release ledger has one header row")
-    about = LedgerAbout.from_json(header[0][0], labels[1])
+    about = LedgerAbout.from_header(header[0][0], header[0][1], labels[1])
     new = sa.select(*candidate.c).subquery("reident_candidate")
     compared = compared_columns(
         [c.name for c in new.columns], about.columns, qis, columns, labels=labels
@@ -210,10 +232,8 @@ def ledger_changes(
     names = [new.columns[i].name for i in order]
     qi_pos = [order.index(compared.candidate[q]) for q in compared.qis]
     with _digesting(conn):
-        select, grouping = _digests(conn, new, names, qi_pos)
-        kinds = {i: k for i, k in zip(order, grouping.kinds, strict=True)}
-        if conn.dialect.name == "sqlite":  # SQLite types values, not columns
-            kinds = {i: about.types[j] for j, i in enumerate(order)}
+        select, found = _digests(conn, new, names, qi_pos)
+        kinds = dict(zip(order, found, strict=True))
         check_about(about, compared, [kinds.get(i, "") for i in range(len(new.columns))], labels[1])
         digests = select.subquery("reident_new")
         side = "reident_side"

@@ -426,6 +426,7 @@ def _stage_ledger(
     """The release ledger of the staged rows, in a staging table of its own (dropped with
     the release's if anything fails): the pair :func:`swap_in` replaces with the release."""
     from reident_airflow.sources.connect import reflect_table
+    from reident_airflow.sources.db_errors import database_errors
     from reident_airflow.sources.sql_ledger import ledger_columns, write_ledger_rows
 
     if lock.held:
@@ -433,7 +434,9 @@ def _stage_ledger(
     table = staging_table(ledger, ledger_columns(), schema, name=staging_name(engine, ledger))
     try:
         create_staging(engine, table)
-        with engine.begin() as conn:
+        # the digests are computed by one statement over the release: an error of the
+        # database quotes neither it nor a value (database_errors)
+        with database_errors(f"release ledger {ledger!r}"), engine.begin() as conn:
             released = reflect_table(conn, staging.name, schema)
             write_ledger_rows(conn, released, table, qis)
     except BaseException:

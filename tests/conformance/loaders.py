@@ -24,8 +24,11 @@ import sqlalchemy as sa
 from tests.conformance.corpus import CORPUS, MOOD, PLACEMENTS, ROWS, UTC, Placement, csv_text
 
 
-def _cells(p: Placement) -> list[Any]:
-    return CORPUS[p.column].cells()
+def _cells(p: Placement, rows: Sequence[int] | None = None) -> list[Any]:
+    """The placement's raw values, row by row (``rows``: these rows of the corpus, in this
+    order, a row given twice held twice; by default all)."""
+    cells = CORPUS[p.column].cells()
+    return cells if rows is None else [cells[i] for i in rows]
 
 
 def unique(prefix: str) -> str:
@@ -116,8 +119,10 @@ def _insert(conn: sa.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
     conn.exec_driver_sql(sql, rows)
 
 
-def _rows(placements: Sequence[Placement], convert: Any = None) -> list[tuple[Any, ...]]:
-    columns = [[convert(p, v) if convert else v for v in _cells(p)] for p in placements]
+def _rows(
+    placements: Sequence[Placement], convert: Any = None, rows: Sequence[int] | None = None
+) -> list[tuple[Any, ...]]:
+    columns = [[convert(p, v) if convert else v for v in _cells(p, rows)] for p in placements]
     return list(zip(*columns, strict=True))
 
 
@@ -128,14 +133,16 @@ def _sqlite_value(p: Placement, value: Any) -> Any:
 
 
 @contextmanager
-def sqlite_table(engine: sa.Engine) -> Iterator[str]:
+def sqlite_table(engine: sa.Engine, rows: Sequence[int] | None = None) -> Iterator[str]:
     placements = PLACEMENTS["sqlite"]
     name = unique("corpus")
     columns = ", ".join(f'"{p.name}" {p.native}'.rstrip() for p in placements)
     marks = ", ".join("?" for _ in placements)
     with engine.begin() as conn:
         conn.exec_driver_sql(f'CREATE TABLE "{name}" ({columns})')
-        _insert(conn, f'INSERT INTO "{name}" VALUES ({marks})', _rows(placements, _sqlite_value))
+        _insert(
+            conn, f'INSERT INTO "{name}" VALUES ({marks})', _rows(placements, _sqlite_value, rows)
+        )
     try:
         yield name
     finally:
@@ -156,7 +163,7 @@ def _citext(engine: sa.Engine) -> None:
 
 
 @contextmanager
-def postgresql_table(engine: sa.Engine) -> Iterator[str]:
+def postgresql_table(engine: sa.Engine, rows: Sequence[int] | None = None) -> Iterator[str]:
     """The corpus in a PostgreSQL table, with the objects its types need (citext, two
     nondeterministic ICU collations, two domains, an enum), all dropped afterwards."""
     placements = PLACEMENTS["postgresql"]
@@ -190,7 +197,7 @@ def postgresql_table(engine: sa.Engine) -> Iterator[str]:
             for statement in setup:
                 conn.exec_driver_sql(statement)
             conn.exec_driver_sql(f'CREATE TABLE "{name}" ({columns})')
-            _insert(conn, f'INSERT INTO "{name}" VALUES ({marks})', _rows(placements))
+            _insert(conn, f'INSERT INTO "{name}" VALUES ({marks})', _rows(placements, rows=rows))
         yield name
     finally:
         with engine.begin() as conn:
@@ -214,14 +221,16 @@ def _mariadb_value(p: Placement, value: Any) -> Any:
 
 
 @contextmanager
-def mariadb_table(engine: sa.Engine) -> Iterator[str]:
+def mariadb_table(engine: sa.Engine, rows: Sequence[int] | None = None) -> Iterator[str]:
     placements = PLACEMENTS["mariadb"]
     name = unique("corpus")
     columns = ", ".join(f"`{p.name}` {p.native}" for p in placements)
     marks = ", ".join("%s" for _ in placements)
     with engine.begin() as conn:
         conn.exec_driver_sql(f"CREATE TABLE `{name}` ({columns}) CHARACTER SET utf8mb4")
-        _insert(conn, f"INSERT INTO `{name}` VALUES ({marks})", _rows(placements, _mariadb_value))
+        _insert(
+            conn, f"INSERT INTO `{name}` VALUES ({marks})", _rows(placements, _mariadb_value, rows)
+        )
     try:
         yield name
     finally:
@@ -229,7 +238,7 @@ def mariadb_table(engine: sa.Engine) -> Iterator[str]:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS `{name}`")
 
 
-def spark_frame(session: Any) -> Any:
+def spark_frame(session: Any, rows: Sequence[int] | None = None) -> Any:
     """The corpus as a Spark DataFrame (from Arrow), the collated columns cast in Spark."""
     plain = [p for p in PLACEMENTS["spark"] if "collate" not in p.native]
     natives = {
@@ -242,7 +251,7 @@ def spark_frame(session: Any) -> Any:
         "timestamp": "timestamp[us,UTC]",
         "binary": "binary",
     }
-    table = pa.table({p.name: _arrow_array(_cells(p), natives[p.native]) for p in plain})
+    table = pa.table({p.name: _arrow_array(_cells(p, rows), natives[p.native]) for p in plain})
     df = session.createDataFrame(table)
     columns = []
     for p in PLACEMENTS["spark"]:
