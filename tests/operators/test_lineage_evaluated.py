@@ -153,7 +153,13 @@ def _named(*args: Any, **kwargs: Any) -> tuple[str, str]:
 
 
 def _facets(op: Any) -> dict[str, Any]:
+    """The input's assertions, wherever they are (its input facets, where the spec declares
+    the facet, and its dataset facets, where common.sql 2.4 attaches its checks: the same
+    in both), and the job's facets."""
     done = op.get_openlineage_facets_on_complete(None)
     [dataset] = done.inputs
-    facet = (dataset.facets or {}).get("dataQualityAssertions")
-    return {"assertions": [] if facet is None else facet.assertions, "job": done.job_facets or {}}
+    on_input = (dataset.inputFacets or {}).get("dataQualityAssertions")
+    on_dataset = (dataset.facets or {}).get("dataQualityAssertions")
+    listed = [[] if f is None else f.assertions for f in (on_input, on_dataset)]
+    assert listed[0] == listed[1]
+    return {"assertions": listed[0], "job": done.job_facets or {}}
