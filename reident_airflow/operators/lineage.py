@@ -19,6 +19,13 @@ When the assessment holds an identifier scan, it is asserted too (:func:`report_
 the count of failing (or, under the ``"warn"`` policy, flagged) columns against 0, and one
 assertion per flagged column, on that column.
 
+Only what the run evaluated is asserted: a limit whose measure the report does not hold (an
+arrival limit on a first release, or on a release with no arrivals) asserts nothing. Each
+assertion has a ``description`` in words and sits on the input dataset's facets, as
+Airflow's common.sql (2.4+) attaches its checks, and among its input facets, where the
+OpenLineage spec declares the facet. On a database the job also gets a ``sql`` facet: the
+queries the task ran, literals elided (:meth:`~reident_airflow.sources.sql.SqlSource.statements`).
+
 The assertions (:func:`report_assertions`) and the dataset names (:func:`dataset_of`) are
 plain Python; :func:`operator_lineage` turns them into the OpenLineage provider's objects and
 returns None when the provider (``apache-airflow-providers-openlineage``) is not installed.
