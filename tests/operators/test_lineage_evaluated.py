@@ -163,3 +163,31 @@ def _facets(op: Any) -> dict[str, Any]:
     listed = [[] if f is None else f.assertions for f in (on_input, on_dataset)]
     assert listed[0] == listed[1]
     return {"assertions": listed[0], "job": done.job_facets or {}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "types"),
+    [
+        # pandas writes int64 as BIGINT and text as TEXT; each database then names them:
+        # PostgreSQL's udt_name (common.sql reports the same: test_lineage_common_sql.py),
+        # MySQL / MariaDB's information_schema data_type, SQLite the type as declared
+        ("postgresql", ["int8", "text", "int8"]),
+        ("mariadb", ["bigint", "text", "bigint"]),
+        ("sqlite", ["BIGINT", "TEXT", "BIGINT"]),
+    ],
+)
+def test_column_types_are_the_databases_names(kind: str, types: list[str], tmp_path: Any) -> None:
+    from reident_airflow.sources.sql import SqlSource
+
+    url = f"sqlite:///{tmp_path / 'types.db'}" if kind == "sqlite" else require_server(kind)
+    engine = sa.create_engine(url)
+    table = f"i42_types_{uuid.uuid4().hex[:8]}"
+    pd.read_csv(oracle_data("test.csv"), sep=";").to_sql(table, engine, index=False)
+    try:
+        with SqlSource(engine, table=table) as source:
+            got = source.column_types()
+        assert got == list(zip(["age", "gender", "zipcode"], types, strict=True))
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}")
+        engine.dispose()
