@@ -74,21 +74,20 @@ def request_body(result: Mapping[str, Any], report: str | None, note: str | None
     from reident_airflow.report import infer_kind
 
     kind = infer_kind(result)
+    lines = [note, ""] if note else []
+    lines.append("Report: " + (f"[the report]({report})" if report else "none (no report_path)"))
     if kind == "assessment":
         from reident_airflow.summary import assessment_summary
 
-        summary = assessment_summary(result)
-        advice = None if result.get("advice") is None else "in the summary (What to do)"
+        summary = assessment_summary(result)  # its advice, when there is one: "What to do"
+        if result.get("advice") is None:
+            lines.append("Advice: none (no k breach to act on).")
     elif kind == "direct_match":
         from reident_airflow.summary import direct_match_summary
 
-        summary, advice = direct_match_summary(result), None
+        summary = direct_match_summary(result)
     else:
-        summary, advice = _datafly_summary(result), None
-    lines = [note, ""] if note else []
-    lines.append("Report: " + (f"[the report]({report})" if report else "none (no report_path)"))
-    if advice is None:
-        lines.append("Advice: none (no k breach to act on).")
+        summary = _datafly_summary(result)
     lines += ["", "```", summary.rstrip("\n"), "```"]
     return "\n".join(lines)
 

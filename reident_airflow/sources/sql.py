@@ -296,7 +296,7 @@ class SqlSource(ClassCounting):
         self.sql = sql
         self.where = where
         self._engine: Engine | None = None
-        self._ran: list[str] = []  # every statement run on the engine since the first reading
+        self._ran: dict[str, None] = {}  # the statements run on the engine, once each
         self._listening: Engine | None = None
         self._note = self._ran_statement  # one object, to remove the listener by
 
@@ -350,7 +350,7 @@ class SqlSource(ClassCounting):
         return self._engine
 
     def _ran_statement(self, conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        self._ran.append(statement)
+        self._ran.setdefault(statement, None)
 
     def statements(self) -> tuple[str, ...]:
         """The queries this source ran on its database (reading the table, the counts, the

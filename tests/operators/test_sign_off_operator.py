@@ -250,3 +250,24 @@ def test_sign_report_changes_the_sign_off_block_only() -> None:
     assert _unsigned_part(signed) == _unsigned_part(html)
     with pytest.raises(InvalidInputError, match="not a reident report"):
         sign_report("<html></html>", SignOff(decision="approve"))
+
+
+def test_the_request_shows_the_advice_of_a_k_breach() -> None:
+    """SMALL_BREACH (tests/report/documents.py): min_k 3 breached (k = 1), with advice:
+    3 of its 4 classes (4 of its 9 records) below k, driven by column a."""
+    from reident_airflow.operators.sign_off import request_body
+    from tests.report.documents import SMALL_BREACH
+
+    body = request_body(SMALL_BREACH, "https://reports.example.org/r.html", "Release X.")
+    lines = body.splitlines()
+    assert lines[:3] == [
+        "Release X.",
+        "",
+        "Report: [the report](https://reports.example.org/r.html)",
+    ]
+    assert "Re-identification risk: BREACHED" in body
+    assert "What to do:" in body and "Advice: none" not in body
+    # the advice's figures (SMALL_BREACH): 3 of 4 classes, 4 of 9 records, driven by 'a'
+    assert "3 of 4 classes, holding 4 of 9 records" in body
+    assert "'a' drives" in body
+    assert request_body(SMALL_BREACH, None).startswith("Report: none (no report_path)")
