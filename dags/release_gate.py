@@ -9,7 +9,7 @@ MariaDB, ...): the risk is computed there with a ``GROUP BY``, rows never leave 
 
 Shape::
 
-    stage >> assess >> choose >> approve >> sign_off >> publish   (passed, or not anonymizing)
+    stage >> assess >> choose >> approve >> publish   (passed, or not anonymizing)
                               >> anonymize >> reassess >> released_original
                                  >> direct_match >> publish_anonymized    (breached)
 
@@ -35,12 +35,11 @@ Parameters (``airflow dags test release_gate -c '{"generalize_age": false}'``):
   (``publish_anonymized``). ``on_breach`` does not apply to the first assessment then.
 - ``report_path``: where ``assess`` writes its HTML report (none when empty);
 - ``require_approval`` (default false): hold ``publish`` until someone approves it in Airflow
-  (human-in-the-loop, ``approve``: Airflow 3.1+ and its standard provider). The request shows
-  the verdict, the advice and the report's link; a "Reject", or no answer within
-  ``APPROVAL_TIMEOUT`` (the default answer is "Reject"), skips ``sign_off`` and ``publish``.
-  An approval is written into the report's sign-off block (``sign_off``: who approved, when)
-  before ``publish`` runs; a rejection, or the timeout's, too (by ``approve``). Without it,
-  ``approve`` and ``sign_off`` pass at once (the demo runs unattended).
+  (``approve``, the provider's ``ReleaseSignOffOperator``: human-in-the-loop, Airflow 3.1+
+  and its standard provider). The request shows the verdict, the advice and the report's
+  link; a "Reject", or no answer within ``APPROVAL_TIMEOUT`` (the default answer is
+  "Reject"), skips ``publish``. The answer (who, what, when) is written into the report's
+  sign-off block first. Without it, ``approve`` passes at once (the demo runs unattended).
 
 A breach fails ``assess`` without retries (``retries=2`` applies to infrastructure errors only)
 and ``publish`` does not run (on a breach of ``min_k``, the log, the error and the alert say
@@ -69,9 +68,9 @@ from reident_airflow.connections import sqlalchemy_engine
 from reident_airflow.operators.datafly import DataflyOperator
 from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
 from reident_airflow.operators.risk import ReidentificationRiskOperator
+from reident_airflow.operators.sign_off import ReleaseSignOffOperator
 
 if AIRFLOW_V3:
-    from airflow.providers.standard.operators.hitl import ApprovalOperator
     from airflow.sdk import DAG, chain, task
 else:  # pragma: no cover
     from airflow import DAG
@@ -140,74 +139,6 @@ def release_hierarchies(params: dict[str, Any]) -> str:
     return json.dumps(chosen)
 
 
-def approval_body(report: dict[str, Any] | None, report_url: str | None) -> str:
-    """The text of the approval request: the assessment's summary (its verdict, gate and
-    advice, aggregates only) and the report's link."""
-    from reident_airflow.summary import assessment_summary
-
-    if report is None:
-        return "No assessment was found: do not approve."
-    link = f"[the report]({report_url})" if report_url else "no report (report_path is unset)"
-    advice = report.get("advice")
-    lines = [
-        "Report: " + link,
-        "",
-        "```",
-        assessment_summary(report),
-        "```",
-    ]
-    if advice is None:
-        lines.insert(1, "Advice: none (no k breach to act on).")
-    return "\n".join(lines)
-
-
-def write_sign_off(ti: Any, params: dict[str, Any], answer: Any, decision: str) -> str | None:
-    """Rewrite the report of ``assess`` with the answer of ``approve`` in its sign-off block
-    (who answered, when, ``decision``; no answer within the timeout leaves the reviewer
-    "nobody"); ``None`` when no report was written."""
-    from reident_airflow.report import SignOff, render_report, write_report
-
-    location = ti.xcom_pull(task_ids="assess", key="report_location")
-    if not location:
-        return None
-    user = answer.get("responded_by_user") or {}
-    when = answer.get("responded_at")
-    if isinstance(when, datetime.datetime):  # the event of approve; its XCom holds a string
-        day: datetime.date | None = when.date()
-    else:
-        day = pendulum.parse(str(when)).date() if when else None
-    signed = SignOff(
-        reviewer=user.get("name") or user.get("id") or "nobody (no answer within the timeout)",
-        role="approver of the Airflow task approve",
-        decision=decision,
-        date=day,
-    )
-    extra = {"source": params.get("staged_table"), "dag_id": ti.dag_id, "run_id": ti.run_id}
-    html = render_report(
-        ti.xcom_pull(task_ids="assess"), kind="assessment", extra=extra, sign_off=signed
-    )
-    return write_report(location, html)
-
-
-class ReleaseApproval(ApprovalOperator):
-    """``ApprovalOperator`` that asks only when the run's ``require_approval`` is true: without
-    it the task passes at once (returns ``None``) and the release goes on unattended."""
-
-    def execute(self, context: Any) -> Any:
-        if not context["params"].get("require_approval"):
-            self.log.info("require_approval is false: publishing without an approval")
-            return None
-        return super().execute(context)
-
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        """A "Reject" (or the timeout's default) skips ``sign_off`` and ``publish``: the
-        rejection is written into the report's sign-off block here."""
-        # before the parent's skip, which ends the task
-        if "error" not in event and event["chosen_options"] != [self.APPROVE]:
-            write_sign_off(context["ti"], context["params"], event, "reject")
-        return super().execute_complete(context, event)
-
-
 def _failure_callbacks() -> list[Any]:
     callbacks: list[Any] = []
     try:
@@ -237,10 +168,7 @@ with DAG(
     max_active_runs=1,  # one run publishes the target at a time
     tags=["reident", "release"],
     default_args={"retries": 2, "retry_delay": datetime.timedelta(seconds=5)},
-    user_defined_macros={
-        "release_hierarchies": release_hierarchies,
-        "approval_body": approval_body,
-    },
+    user_defined_macros={"release_hierarchies": release_hierarchies},
     params={
         "staged_table": "staged_release",
         "published_table": "published_release",
@@ -338,26 +266,15 @@ with DAG(
         on_failure_callback=_failure_callbacks(),
     )
 
-    approve = ReleaseApproval(
+    # asks with assess's verdict, advice and report link; writes the answer (or the timeout's
+    # "Reject") into that report's sign-off block; a "Reject" skips publish
+    approve = ReleaseSignOffOperator(
         task_id="approve",
+        report_task_id="assess",
         subject="Publish {{ params.staged_table }} to {{ params.published_table }}?",
-        body=(
-            "{{ approval_body(ti.xcom_pull(task_ids='assess'), "
-            "ti.xcom_pull(task_ids='assess', key='report_url') "
-            "or ti.xcom_pull(task_ids='assess', key='report_location')) }}"
-        ),
         response_timeout=APPROVAL_TIMEOUT,
-        defaults="Reject",
+        required="{{ params.require_approval }}",
     )
-
-    @task
-    def sign_off(params: dict[str, Any] | None = None, ti: Any = None) -> str | None:
-        """Write who approved (and when) into the report's sign-off block; nothing to do when
-        no approval was asked for or no report was written."""
-        answer = ti.xcom_pull(task_ids="approve")
-        if answer is None:
-            return None
-        return write_sign_off(ti, params or {}, answer, "approve")
 
     @task
     def publish(params: dict[str, Any] | None = None) -> int:
@@ -427,7 +344,7 @@ with DAG(
 
     branch = choose()
     stage() >> assess >> branch
-    chain(branch, approve, sign_off(), publish())
+    chain(branch, approve, publish())
     path = [anonymize, reassess, released_original(), direct_match, publish_anonymized()]
     chain(*path)
     # Every task of the path also hangs on `choose` itself, so that the branch's skip, or a

@@ -50,6 +50,7 @@ def get_provider_info() -> dict[str, Any]:
                     "reident_airflow.operators.risk",
                     "reident_airflow.operators.direct_match",
                     "reident_airflow.operators.datafly",
+                    "reident_airflow.operators.sign_off",
                 ],
             }
         ],

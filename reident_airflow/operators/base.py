@@ -240,7 +240,12 @@ class ReidentOperator(BaseOperator):
         from reident_airflow.sources.sql import SqlSource
 
         with self.connected(conn_id) as engine:
-            yield SqlSource(engine, table=table, sql=sql, schema=schema, where=where)
+            source = SqlSource(engine, table=table, sql=sql, schema=schema, where=where)
+            try:
+                yield source
+            finally:  # the queries it ran, literals elided: lineage's ``sql`` job facet
+                self.last_statements = source.statements()
+                source.close()
 
     @contextmanager
     def input_errors(self) -> Iterator[None]:

@@ -19,6 +19,13 @@ When the assessment holds an identifier scan, it is asserted too (:func:`report_
 the count of failing (or, under the ``"warn"`` policy, flagged) columns against 0, and one
 assertion per flagged column, on that column.
 
+Only what the run evaluated is asserted: a limit whose measure the report does not hold (an
+arrival limit on a first release, or on a release with no arrivals) asserts nothing. Each
+assertion has a ``description`` in words and sits on the input dataset's facets, as
+Airflow's common.sql (2.4+) attaches its checks, and among its input facets, where the
+OpenLineage spec declares the facet. On a database the job also gets a ``sql`` facet: the
+queries the task ran, literals elided (:meth:`~reident_airflow.sources.sql.SqlSource.statements`).
+
 The assertions (:func:`report_assertions`) and the dataset names (:func:`dataset_of`) are
 plain Python; :func:`operator_lineage` turns them into the OpenLineage provider's objects and
 returns None when the provider (``apache-airflow-providers-openlineage``) is not installed.
@@ -73,6 +80,8 @@ class LineageAssertion:
     """The check's parameters as common.sql names them (``geq_to`` / ``leq_to``: the limit)
     and ``failures``, the count of what fails it (e.g. the records in classes below k) where
     the report holds it; counts and limits only."""
+    description: str | None = None
+    """What the check asks, in words (e.g. "Smallest class size k at least 5")."""
 
 
 def _number(value: Any) -> float | None:
@@ -95,9 +104,15 @@ def _check(
     column: str | None = None,
     severity: str | None = None,
     failures: int | None = None,
+    label: str | None = None,
 ) -> LineageAssertion:
     ok = actual is not None and (actual <= limit if bound == "<=" else actual >= limit)
     name = f"{measure} {bound} {_text(limit)}"
+    words = f"{label or measure} {'at least' if bound == '>=' else 'at most'} {_text(limit)}"
+    if column is not None:
+        words += f", on {column}"
+    if severity == "warn":
+        words += " (warning level: crossing it does not fail the task)"
     whole = int(limit) if float(limit).is_integer() else limit
     params: dict[str, Any] = {"geq_to" if bound == ">=" else "leq_to": whole}
     if failures is not None:
@@ -111,6 +126,7 @@ def _check(
         column=column,
         severity=severity,
         params=params,
+        description=words,
     )
 
 
@@ -166,6 +182,7 @@ def _scan_assertions(scan: Any) -> list[LineageAssertion]:
     failing = [c for c in flagged if c.get("verdict") in _FAILING_VERDICTS]
     metric = "identifier_scan.failing_columns" if gating else "identifier_scan.flagged_columns"
     counted = failing if gating else flagged
+    what = "failing a release" if gating else "flagged"
     out = [
         LineageAssertion(
             name=f"{metric} <= 0",
@@ -175,6 +192,7 @@ def _scan_assertions(scan: Any) -> list[LineageAssertion]:
             success=not counted,
             severity=None if gating else "warn",
             params={"leq_to": 0, "failures": len(counted)},
+            description=f"No column {what} by the identifier scan",
         )
     ]
     for c in flagged:
@@ -189,6 +207,7 @@ def _scan_assertions(scan: Any) -> list[LineageAssertion]:
                 success=False,
                 column=c["column"],
                 severity=None if fails else "warn",
+                description=f"The identifier scan finds nothing in {c['column']}",
             )
         )
     return out
@@ -197,6 +216,9 @@ def _scan_assertions(scan: Any) -> list[LineageAssertion]:
 def _level_assertions(
     report: Mapping[str, Any], key: str, severity: str | None
 ) -> list[LineageAssertion]:
+    """One assertion per limit of ``key`` whose measure the report holds: a limit whose
+    measure was not evaluated asserts nothing (an arrival limit on a first release, or on a
+    release with no arrivals: nothing to compare, no arrival to measure)."""
     out: list[LineageAssertion] = []
     thresholds = report.get(key) or {}
     for name, limit in thresholds.items():
@@ -209,14 +231,37 @@ def _level_assertions(
             measure = f"{threshold.metric}.distinct"
             for column, entry in (report.get("l_diversity") or {}).items():
                 distinct = _number(entry.get("distinct")) if isinstance(entry, Mapping) else None
-                out.append(_check(measure, distinct, bound, bound_limit, column, severity))
+                if distinct is not None:
+                    out.append(
+                        _check(
+                            measure,
+                            distinct,
+                            bound,
+                            bound_limit,
+                            column,
+                            severity,
+                            label=threshold.label,
+                        )
+                    )
             continue
         value: Any = report
         for part in threshold.path:
             value = value.get(part) if isinstance(value, Mapping) else None
+        measured = _number(value)
+        if measured is None:
+            continue
         failures = _records_below(report, bound_limit) if threshold.name == "min_k" else None
         out.append(
-            _check(threshold.metric, _number(value), bound, bound_limit, None, severity, failures)
+            _check(
+                threshold.metric,
+                measured,
+                bound,
+                bound_limit,
+                None,
+                severity,
+                failures,
+                label=threshold.label,
+            )
         )
     return out
 
@@ -233,12 +278,14 @@ def _datafly_assertions(report: Mapping[str, Any]) -> list[LineageAssertion]:
         below = _number(report.get("below_k"))
         reached = achieved is not None and achieved >= k
         failures = 0 if reached else (int(below) if below is not None else None)
-        out.append(_check("k", achieved, ">=", k, failures=failures))
+        out.append(_check("k", achieved, ">=", k, failures=failures, label="Smallest class size k"))
     if limit is not None:
         removed = report.get("suppressed_records")
         if removed is None:  # k not reached: the best attempt's records below k
             removed = report.get("below_k")
-        out.append(_check("suppressed_records", _number(removed), "<=", limit))
+        out.append(
+            _check("suppressed_records", _number(removed), "<=", limit, label="Records suppressed")
+        )
     return out
 
 
@@ -246,12 +293,18 @@ def _direct_match_assertions(report: Mapping[str, Any]) -> list[LineageAssertion
     target = _number(report.get("target"))
     if target is None:
         return []
-    out = [_check("protection", _number(report.get("protection")), ">=", target)]
+    label = "Column Direct Match Protection (percent)"
+    out = [_check("protection", _number(report.get("protection")), ">=", target, label=label)]
     for entry in report.get("columns") or []:
         if isinstance(entry, Mapping) and isinstance(entry.get("column"), str):
             out.append(
                 _check(
-                    "protection", _number(entry.get("protection")), ">=", target, entry["column"]
+                    "protection",
+                    _number(entry.get("protection")),
+                    ">=",
+                    target,
+                    entry["column"],
+                    label=label,
                 )
             )
     return out
@@ -395,16 +448,17 @@ def table_columns(
     database: str | None = None,
     hook_params: dict[str, Any] | None = None,
 ) -> list[tuple[str, str]] | None:
-    """``(name, type)`` of each column of a table of an Airflow connection, by SQLAlchemy's
-    reflection (the type as the database's dialect spells it); None when not reflected."""
-    import sqlalchemy as sa
-
+    """``(name, type)`` of each column of a table of an Airflow connection, the type as the
+    database names it (:meth:`~reident_airflow.sources.sql.SqlSource.column_types`:
+    PostgreSQL's ``int8``, MySQL's ``bigint``, as common.sql reports them); None when the
+    table has no columns to report."""
     from reident_airflow.connections import sqlalchemy_engine
+    from reident_airflow.sources.sql import SqlSource
 
     engine = sqlalchemy_engine(conn_id, database=database, hook_params=hook_params)
     try:
-        columns = sa.inspect(engine).get_columns(table, schema=schema)
-        return [(str(c["name"]), str(c["type"].compile(dialect=engine.dialect))) for c in columns]
+        with SqlSource(engine, table=table, schema=schema) as source:
+            return source.column_types() or None
     finally:
         engine.dispose()
 
@@ -473,6 +527,7 @@ def operator_lineage(operator: Any, task_instance: Any, *, start: bool = False) 
                 column=a.column,
                 severity=a.severity or severity,
                 name=a.name,
+                description=a.description,
                 expected=a.expected,
                 actual=a.actual,
                 params=dict(a.params) if a.params is not None else None,
@@ -497,11 +552,14 @@ def operator_lineage(operator: Any, task_instance: Any, *, start: bool = False) 
             output_facets["outputStatistics"] = stats.OutputStatisticsOutputDatasetFacet(
                 rowCount=written
             )
+    # the assertions are on the dataset's facets, as common.sql (2.4+) attaches its checks,
+    # and among its input facets, where the spec declares the facet
+    checked = {k: v for k, v in input_facets.items() if k == "dataQualityAssertions"}
     inputs = [
         InputDataset(
             namespace=ns,
             name=name,
-            facets=_schema_facets(operator, ref),
+            facets={**_schema_facets(operator, ref), **checked},
             inputFacets=dict(input_facets),
         )
         for ns, name, ref in _named(operator, operator.lineage_inputs())
@@ -512,4 +570,16 @@ def operator_lineage(operator: Any, task_instance: Any, *, start: bool = False) 
         )
         for ns, name, _ in outputs_named
     ]
-    return OperatorLineage(inputs=inputs, outputs=outputs)
+    return OperatorLineage(inputs=inputs, outputs=outputs, job_facets=_sql_facets(operator, start))
+
+
+def _sql_facets(operator: Any, start: bool) -> dict[str, Any]:
+    """The ``sql`` job facet: the queries the task ran on its database, literals elided
+    (:meth:`~reident_airflow.sources.sql.SqlSource.statements`), joined as common.sql joins
+    its statements; none on start, for a file, or when nothing was run."""
+    statements = () if start else getattr(operator, "last_statements", ())
+    if not statements:
+        return {}
+    from openlineage.client.facet_v2 import sql_job
+
+    return {"sql": sql_job.SQLJobFacet(query=";\n".join(statements))}

@@ -25,10 +25,16 @@ report. The report reads each result through its typed view (:mod:`.view`:
 
 from __future__ import annotations
 
-from reident_airflow.report.render import KINDS, infer_kind, render_release_report, render_report
+from reident_airflow.report.render import (
+    KINDS,
+    infer_kind,
+    render_release_report,
+    render_report,
+    sign_report,
+)
 from reident_airflow.report.signoff import DECISIONS, SignOff
 from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView, InputView
-from reident_airflow.report.writer import write_report
+from reident_airflow.report.writer import read_report, write_report
 
 __all__ = [
     "DECISIONS",
@@ -39,7 +45,9 @@ __all__ = [
     "InputView",
     "SignOff",
     "infer_kind",
+    "read_report",
     "render_release_report",
     "render_report",
+    "sign_report",
     "write_report",
 ]

@@ -95,9 +95,10 @@ def _field(label: str, value: str | None, wide: bool = False) -> str:
     )
 
 
-def sign_off_section(sign_off: SignOff | None) -> str:
+def sign_off_section(sign_off: SignOff | None, *, lead: str | None = None) -> str:
     """The sign-off block: reviewer, role, decision, conditions, date and a signature line;
-    blank where ``sign_off`` (or a field of it) is ``None``."""
+    blank where ``sign_off`` (or a field of it) is ``None``. ``lead`` replaces the sentence
+    above the fields (e.g. where and when the decision was recorded)."""
     s = sign_off or SignOff()
     boxes = "".join(
         f'<span class="choice"><span class="tick" aria-hidden="true">'
@@ -115,11 +116,12 @@ def sign_off_section(sign_off: SignOff | None) -> str:
         + _field("Date", None if s.date is None else s.date.isoformat())
         + _field("Signature", None)
     )
-    lead = (
-        "Filled in from the caller's values; the signature is given by hand."
-        if sign_off is not None
-        else "To be filled in by hand by the reviewer who signs the release off."
-    )
+    if lead is None:
+        lead = (
+            "Filled in from the caller's values; the signature is given by hand."
+            if sign_off is not None
+            else "To be filled in by hand by the reviewer who signs the release off."
+        )
     return (
         '<section class="card sign-off" id="sign-off"><h2>Sign-off</h2>\n'
         + note(lead)

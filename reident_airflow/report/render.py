@@ -43,7 +43,7 @@ from reident_airflow.report._release import build_datafly, build_direct_match
 from reident_airflow.report.signoff import SignOff
 from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView
 
-__all__ = ["KINDS", "infer_kind", "render_release_report", "render_report"]
+__all__ = ["KINDS", "infer_kind", "render_release_report", "render_report", "sign_report"]
 
 _TITLES = {
     "assessment": "Re-identification risk",
@@ -300,6 +300,30 @@ def _run_link(url: Any) -> str:
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         return ""
     return f'<p class="sub"><a href="{esc(url)}">Open this run in Airflow</a></p>'
+
+
+#: Where the sign-off block of a page starts; it ends at the first ``</section>`` after it.
+_SIGN_OFF_START = '<section class="card sign-off" id="sign-off">'
+_SECTION_END = "</section>\n"
+
+
+def sign_report(html: str, sign_off: SignOff, *, lead: str | None = None) -> str:
+    """``html``, a page this module rendered, with its sign-off block filled in from
+    ``sign_off`` (``lead``: the sentence above the fields) and nothing else changed: the
+    verdict, the figures and the time the page was generated stay those the reviewer saw.
+
+    Raises :class:`InvalidInputError` when ``html`` does not hold exactly one sign-off block
+    (not a reident report)."""
+    if not isinstance(sign_off, SignOff):
+        raise InvalidInputError(f"sign_off must be a SignOff, got {type(sign_off).__name__}")
+    if not isinstance(html, str) or html.count(_SIGN_OFF_START) != 1:
+        raise InvalidInputError("not a reident report: no single sign-off block to fill in")
+    start = html.index(_SIGN_OFF_START)
+    end = html.find(_SECTION_END, start)
+    if end < 0:
+        raise InvalidInputError("not a reident report: its sign-off block is not closed")
+    block = sign_off_section(sign_off, lead=lead)
+    return html[:start] + block + html[end + len(_SECTION_END) :]
 
 
 def _document(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from reident_airflow.engine.errors import InvalidInputError
 
-__all__ = ["write_report"]
+__all__ = ["read_report", "write_report"]
 
 
 def write_report(path_or_url: str | os.PathLike[str], html: str) -> str:
@@ -61,3 +61,23 @@ def _write_url(url: str, data: bytes) -> str:
     with remote.open("wb") as fh:  # type: ignore[no-untyped-call]
         fh.write(data)
     return url
+
+
+def read_report(path_or_url: str | os.PathLike[str]) -> str:
+    """The HTML of a report :func:`write_report` wrote: a local path or an object-storage URL
+    (through Airflow's ``ObjectStoragePath``). Storage errors are raised as they are."""
+    source = os.fspath(path_or_url)
+    if not isinstance(source, str) or not source.strip():
+        raise InvalidInputError("the report path is empty")
+    if "://" not in source:
+        return Path(source).read_text(encoding="utf-8")
+    try:
+        from reident_airflow._compat import ObjectStoragePath
+    except ImportError:
+        raise InvalidInputError(
+            f"reading a report from a URL ({source.split('://', 1)[0]}://...) needs Apache "
+            "Airflow's object storage: pip install 'reident-airflow[airflow]'"
+        ) from None
+    with ObjectStoragePath(source).open("rb") as fh:  # type: ignore[no-untyped-call]
+        data: bytes = fh.read()
+    return data.decode("utf-8")

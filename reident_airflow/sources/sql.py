@@ -28,6 +28,7 @@ read then.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
@@ -120,6 +121,16 @@ __all__ = [
     "release_changes_sql",
     "safe_location",
 ]
+
+
+#: The statements :meth:`SqlSource.statements` lists: queries (and PostgreSQL's ``COPY`` of
+#: one), not session settings.
+_QUERY = re.compile(r"\s*\(*\s*(SELECT|WITH|COPY)\b", re.IGNORECASE)
+#: Catalog lookups (reflection, has_table): not the gate's queries.
+_CATALOG = re.compile(
+    r"\b(pg_catalog|information_schema|sqlite_master|sqlite_schema|sqlite_temp_master)\b",
+    re.IGNORECASE,
+)
 
 
 def _with_excluded(table: ClassTable, excluded: int) -> ClassTable:
@@ -286,6 +297,9 @@ class SqlSource(ClassCounting):
         self.sql = sql
         self.where = where
         self._engine: Engine | None = None
+        self._ran: dict[str, None] = {}  # the statements run on the engine, once each
+        self._listening: Engine | None = None
+        self._note = self._ran_statement  # one object, to remove the listener by
 
     @property
     def label(self) -> str:
@@ -319,7 +333,11 @@ class SqlSource(ClassCounting):
         self.close()
 
     def close(self) -> None:
-        """Dispose of the engine made here for a URL (its pooled connections)."""
+        """Dispose of the engine made here for a URL (its pooled connections); stop noting
+        the statements run on it (:meth:`statements` still lists those noted)."""
+        if self._listening is not None:
+            sa.event.remove(self._listening, "before_cursor_execute", self._note)
+            self._listening = None
         if self._engine is not None and self._engine is not self.url:
             self._engine.dispose()
         self._engine = None
@@ -327,7 +345,36 @@ class SqlSource(ClassCounting):
     def _bound(self) -> Engine:
         if self._engine is None:
             self._engine = make_engine(self.url)
+        if self._listening is None:
+            sa.event.listen(self._engine, "before_cursor_execute", self._note)
+            self._listening = self._engine
         return self._engine
+
+    def _ran_statement(self, conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        self._ran.setdefault(statement, None)
+
+    def statements(self) -> tuple[str, ...]:
+        """The queries this source ran on its database (reading the table, the counts, the
+        previous release, the fingerprint), once each in the order first run, as lineage may
+        show them: every literal replaced by ``?`` (bound parameters stay placeholders) and
+        comments dropped (:func:`~reident_airflow.sources.sql_text.elide_literals`), so no
+        value of the data or of a rendered template is in them. Session settings (``SET``,
+        ``SHOW``) and the catalog lookups of reflection are left out; so is a statement that
+        cannot be read to its end."""
+        from reident_airflow.sources.sql_text import elide_literals
+
+        dialect = self._listening.dialect.name if self._listening is not None else ""
+        out: list[str] = []
+        for statement in self._ran:
+            if not _QUERY.match(statement) or _CATALOG.search(statement):
+                continue
+            elided = elide_literals(statement, dialect)
+            if elided is None:
+                continue
+            text = " ".join(elided.split())
+            if text not in out:
+                out.append(text)
+        return tuple(out)
 
     def _reading(self) -> AbstractContextManager[tuple[Connection, SqlTable, str]]:
         where = self.located()
@@ -455,6 +502,17 @@ class SqlSource(ClassCounting):
         read through the same engine (closing the register leaves it open)."""
         return SqlSource(self._bound(), table=name, schema=self.schema)
 
+    def column_types(self) -> list[tuple[str, str]]:
+        """``(name, type)`` of each column of ``table``, in order, the type as the database
+        names it: PostgreSQL's ``udt_name`` (``int8``, ``text``) and MySQL / MariaDB's
+        ``data_type`` (``bigint``, ``varchar``) from ``information_schema.columns`` (what
+        Airflow's common.sql reports), any other database's as SQLAlchemy reflects it
+        (SQLite: the declared type). Empty when the table is not found."""
+        if not self.table:
+            raise InvalidInputError("column types are those of a table: give table")
+        with database_errors(self.label):
+            return database_column_types(self._bound(), self.table, self.schema or None)
+
     def has_table(self, name: str) -> bool:
         """Whether this database holds the table ``name`` (in ``schema``): a previous release
         that does not exist yet is a first run, not an error."""
@@ -498,6 +556,44 @@ class SqlSource(ClassCounting):
             return release_changes_sql(
                 conn, source, old_source, qis, columns, labels=(what, previous.label)
             )
+
+
+#: The column of ``information_schema.columns`` that names a column's type as each database
+#: does (the type's own name, not the SQL standard's spelling).
+_TYPE_NAMES = {"postgresql": "udt_name", "mysql": "data_type", "mariadb": "data_type"}
+
+
+def database_column_types(
+    engine: Engine, table: str, schema: str | None = None
+) -> list[tuple[str, str]]:
+    """``(name, type)`` of each column of ``table`` (in ``schema``, else the connection's
+    current one), the type as the database names it (:meth:`SqlSource.column_types`)."""
+    type_column = _TYPE_NAMES.get(engine.dialect.name)
+    if type_column is None:
+        columns = sa.inspect(engine).get_columns(table, schema=schema)
+        return [(str(c["name"]), str(c["type"].compile(dialect=engine.dialect))) for c in columns]
+    current = (
+        sa.func.current_schema() if engine.dialect.name == "postgresql" else sa.func.database()
+    )
+    info = sa.table(
+        "columns",
+        sa.column("table_schema"),
+        sa.column("table_name"),
+        sa.column("column_name"),
+        sa.column("ordinal_position"),
+        sa.column(type_column),
+        schema="information_schema",
+    )
+    query = (
+        sa.select(info.c.column_name, info.c[type_column])
+        .where(
+            info.c.table_name == table,
+            info.c.table_schema == (schema if schema is not None else current),
+        )
+        .order_by(info.c.ordinal_position)
+    )
+    with connect(engine) as conn:
+        return [(str(name), str(kind)) for name, kind in conn.execute(query)]
 
 
 def release_changes_sql(

@@ -166,8 +166,12 @@ def copy_out(
     buffer = io.BytesIO()
     cursor: Any = dbapi_conn.cursor()
     driver_error = conn.dialect.loaded_dbapi.Error
+    copy = f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)"
+    # the raw cursor bypasses SQLAlchemy: announce the statement to its listeners (a
+    # source noting what it ran) as an execution through it would
+    conn.dispatch.before_cursor_execute(conn, cursor, copy, {}, None, False)
     try:
-        cursor.copy_expert(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", buffer)
+        cursor.copy_expert(copy, buffer)
     except driver_error as exc:
         with suppress(driver_error):
             cursor.close()

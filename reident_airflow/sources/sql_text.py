@@ -8,6 +8,8 @@ start another one, and the parentheses.
 
 - :func:`one_statement` (``sql``): one statement; a ``;`` followed by anything but whitespace
   and comments is refused, a final ``;`` is dropped (the query is read as a subquery).
+- :func:`elide_literals`: a statement that ran, with each literal (string, number) replaced
+  by ``?`` and its comments dropped: the text lineage may show (it holds no value).
 - :func:`filter_condition` (``where``): one condition, read as ``WHERE (<where>)``: no ``;``
   at all, no parenthesis closed that it did not open (which would let ``UNION SELECT ...``
   swap in another table's rows), no ``UNION`` / ``INTERSECT`` / ``EXCEPT`` / ``MINUS`` at its
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 
 from reident_airflow.engine.errors import InvalidInputError
 
-__all__ = ["filter_condition", "one_statement"]
+__all__ = ["elide_literals", "filter_condition", "one_statement"]
 
 
 @dataclass(frozen=True)
@@ -281,3 +283,73 @@ def filter_condition(where: str, dialect: str) -> str:
                 "filters the table's rows; put another query in sql instead"
             )
     return f"(\n{where}\n)"
+
+
+_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def elide_literals(sql: str, dialect: str) -> str | None:
+    """``sql`` with every string and number literal replaced by ``?`` and its comments
+    dropped, read as the database reads it by default (the first reading of ``dialect``);
+    names (quoted or not) and bound parameters (``%(name)s``, ``:name``, ``?``) stay. None
+    when the text cannot be read to its end (then nothing of it may be shown)."""
+    r = _READINGS.get(dialect, _ALL)[0]
+    out: list[str] = []
+    i, n = 0, len(sql)
+    try:
+        while i < n:
+            c = sql[i]
+            previous = sql[i - 1] if i else " "
+            if sql.startswith("--", i) and (
+                not r.dash_needs_space or i + 2 == n or sql[i + 2].isspace()
+            ):
+                i = _line_end(sql, i)
+                continue
+            if (c == "#" and r.hash_comments) or sql.startswith("/*", i):
+                if c == "#":
+                    i = _line_end(sql, i)
+                else:
+                    i = _skip_block_comment(sql, i, r.nested_comments)
+                out.append(" ")
+                continue
+            if c == "'" or (c == '"' and r.backslash_double):
+                escaped = r.backslash_single or (
+                    r.e_strings and previous in "eE" and (i < 2 or not _identifier_char(sql[i - 2]))
+                )
+                if c == '"':
+                    escaped = True
+                i = _skip_quoted(sql, i, c, escaped)
+                out.append("?")
+                continue
+            if c in '"`[' and (c == '"' or (c == "`" and r.backticks) or r.brackets):
+                end = sql.find("]", i + 1) + 1 if c == "[" else _skip_quoted(sql, i, c, False)
+                if end <= 0:
+                    raise _Unreadable("a [name] is not closed")
+                out.append(sql[i:end])
+                i = end
+                continue
+            if c == "$" and r.dollar_quotes and not _identifier_char(previous):
+                opened = _DOLLAR_QUOTE.match(sql, i)
+                if opened is not None:
+                    end = sql.find(opened.group(0), opened.end())
+                    if end < 0:
+                        raise _Unreadable("a $$ quoted literal is not closed")
+                    i = end + len(opened.group(0))
+                    out.append("?")
+                    continue
+            if not _identifier_char(previous) and previous not in "$:%":
+                number = _NUMBER.match(sql, i)
+                if number is not None and number.end() > i:
+                    i = number.end()
+                    out.append("?")
+                    continue
+            word = _WORD.match(sql, i) if not _identifier_char(previous) else None
+            if word is not None:
+                out.append(word.group(0))
+                i = word.end()
+                continue
+            out.append(c)
+            i += 1
+    except _Unreadable:
+        return None
+    return "".join(out)

@@ -9,8 +9,8 @@ connection, dialect ``postgres``, default schema ``CURRENT_SCHEMA``. ``_Postgres
 below gives those three as the postgres provider's ``PostgresHook`` does; everything else
 (naming, the information-schema query, the facet) is common.sql's and the provider's code.
 
-Types are spelled differently by design: common.sql reports PostgreSQL's ``udt_name``
-(``int8``), we report SQLAlchemy's reflected type as the dialect compiles it (``BIGINT``).
+Types as the database names them (issue 42): common.sql reports PostgreSQL's ``udt_name``
+(``int8``) from ``information_schema.columns``, and so do we.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_our_datasets_match_common_sqls_for_the_same_table(pg_table: str) -> Non
     assert (our_input.namespace, our_input.name) == (their_input.namespace, their_input.name)
     assert our_input.namespace == "postgres://127.0.0.1:5432"
     assert our_input.name == f"test.public.{pg_table}"
-    # the same columns, in the same order; types as each spells them (the docstring)
+    # the same columns, in the same order, the same types (the docstring)
     ours_fields = [(f.name, f.type) for f in our_input.facets["schema"].fields]
     their_fields = [(f.name, f.type) for f in their_input.facets["schema"].fields]
     assert (
@@ -131,7 +131,7 @@ def test_our_datasets_match_common_sqls_for_the_same_table(pg_table: str) -> Non
     )
     # pandas wrote int64 as BIGINT and object as TEXT: udt_name int8 / text
     assert their_fields == [("age", "int8"), ("gender", "text"), ("zipcode", "int8")]
-    assert ours_fields == [("age", "BIGINT"), ("gender", "TEXT"), ("zipcode", "BIGINT")]
+    assert ours_fields == their_fields
     # a finished run keeps the dataset and its schema, and adds the assertions
     op.last_report = {
         "schema": "reident.assessment/v1",
@@ -145,6 +145,10 @@ def test_our_datasets_match_common_sqls_for_the_same_table(pg_table: str) -> Non
     assert done.facets["schema"] == our_input.facets["schema"]
     [k_check] = done.inputFacets["dataQualityAssertions"].assertions
     assert (k_check.name, k_check.params) == ("k >= 1", {"geq_to": 1, "failures": 0})
+    # on the dataset's facets too, where common.sql 2.4 attaches its checks, with a
+    # description as its checks have
+    assert done.facets["dataQualityAssertions"].assertions == [k_check]
+    assert k_check.description == "Smallest class size k at least 1"
 
 
 def test_k_failures_are_the_records_below_k() -> None:
