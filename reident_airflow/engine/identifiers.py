@@ -39,6 +39,7 @@ __all__ = [
     "CONTENT_PATTERNS",
     "FAILING_VERDICTS",
     "GENERIC_QUALIFIERS",
+    "ID_PREFIXES",
     "ID_SUFFIXES",
     "NAME_RULES",
     "POLICIES",
@@ -86,20 +87,44 @@ CONTENT_PATTERNS: Mapping[str, str] = {
     "url": "(?i)((https?|ftp)://[^ /]+|www\\.[a-z0-9-]+\\.[a-z]{2,})",
     "ipv4": f"(?i)(^|[^0-9.]){_OCTET}(\\.{_OCTET}){{3}}($|[^0-9.])",
     "ipv6": "(?i)(^|[^0-9a-z:])[0-9a-f]{1,4}(:[0-9a-f]{0,4}){2,7}($|[^0-9a-z:])",
-    "phone": "(?i)(^|[^0-9a-z])(\\+|00)?[0-9][0-9 ().-]{5,18}[0-9]($|[^0-9a-z])",
-    "card": "(?i)(^|[^0-9])[0-9]{4}([ -]?[0-9]{4}){2}[ -]?[0-9]{1,7}($|[^0-9])",
+    "phone": "(?i)(^|[^0-9a-z])(\\+|00)?[0-9][0-9 ()./-]{5,18}[0-9]($|[^0-9a-z])",
+    # 4-4-4-1..7 (Visa, Mastercard, ...) or 4-6-4/5 (Amex, Diners) in print
+    "card": (
+        "(?i)(^|[^0-9])([0-9]{4}([ -]?[0-9]{4}){2}[ -]?[0-9]{1,7}"
+        "|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})($|[^0-9])"
+    ),
     "iban": "(?i)(^|[^0-9a-z])[a-z]{2}[0-9]{2}( ?[0-9a-z]{4}){2,7}( ?[0-9a-z]{1,3})?($|[^0-9a-z])",
-    "us_ssn": "(?i)(^|[^0-9])[0-9]{3}-[0-9]{2}-[0-9]{4}($|[^0-9])",
+    "us_ssn": "(?i)(^|[^0-9])[0-9]{3}[ -]?[0-9]{2}[ -]?[0-9]{4}($|[^0-9])",
+    # 9 to 15 digits in groups (NHS number, NIR, BSN, Steuer-ID, SIN), a Corsican NIR, an MBI
+    "national_id": (
+        "(?i)(^|[^0-9a-z])([0-9]([ .-]?[0-9]){8,14}"
+        "|[1-478] ?[0-9]{2} ?[0-9]{2} ?2[ab] ?[0-9]{3} ?[0-9]{3} ?[0-9]{2}"
+        "|[1-9][a-z0-9]{2}[0-9]-?[a-z][a-z0-9][0-9]-?[a-z]{2}[0-9]{2})($|[^0-9a-z])"
+    ),
     "date": (
         "(?i)(^|[^0-9])([0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}"
         "|[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4})($|[^0-9])"
     ),
     "text": "(?i)[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+",
+    # a house number and a street word: "12 Main Street", "12 bis rue ...", "Hauptstr. 5",
+    # "Kerkstraat 12", "Calle Mayor, 5", "Via Roma 10"
+    "address": (
+        "(?i)(^|[^0-9a-z])[0-9]{1,5}[a-z]? +([a-z.-]+ +){1,3}(street|st|road|rd|avenue|ave"
+        "|boulevard|blvd|lane|ln|drive|dr|court|ct|place|pl|terrace|way|close|crescent"
+        "|square|highway|hwy|parkway|pkwy)($|[^a-z])"
+        "|(^|[^0-9a-z])[0-9]{1,5}( ?(bis|ter|[a-z]))?,? +(rue|avenue|av|boulevard|bd|chemin"
+        "|allee|impasse|place|quai|route|cours|calle|avenida|plaza|paseo|via|viale|piazza"
+        "|rua)($|[^a-z])"
+        "|(strasse|stra\u00dfe|str[.]|weg|gasse|platz|allee|damm|ufer|straat|laan|gracht"
+        "|plein|dijk|singel),? +[0-9]{1,4}[a-z]?($|[^0-9a-z])"
+        "|(^|, *)(calle|c/|avenida|av[.]|plaza|paseo|via|viale|piazza|corso|largo|rua"
+        "|travessa|rue|avenue|boulevard)( +[^ 0-9,]+){1,5},? +[0-9]{1,5}($|[^0-9])"
+    ),
 }
 
 #: Kinds whose regular-expression matches are candidates only: the engine checks a bounded
 #: sample of the matched values (check digits, a real calendar date, a possible number).
-VERIFIED_KINDS = frozenset({"ipv6", "phone", "card", "iban", "us_ssn", "date"})
+VERIFIED_KINDS = frozenset({"ipv6", "phone", "card", "iban", "us_ssn", "national_id", "date"})
 
 #: Three-digit ZIP code prefixes whose areas held 20,000 people or fewer in the 2000 US
 #: Census: under HIPAA Safe Harbor (45 CFR 164.514(b)(2)(i)(B)) they must be replaced by
@@ -227,10 +252,17 @@ _DIRECT = {
     "card": "card numbers",
     "iban": "IBANs",
     "us_ssn": "US SSNs",
+    "national_id": "national identification numbers",
     "ipv4": "IPv4 addresses",
     "ipv6": "IPv6 addresses",
 }
-_LABELS = {**_DIRECT, "url": "URLs", "date": "exact dates", "text": "free text"}
+_LABELS = {
+    **_DIRECT,
+    "url": "URLs",
+    "date": "exact dates",
+    "text": "free text",
+    "address": "street addresses",
+}
 #: The direct kinds no other kind of value is mistaken for (an e-mail address, an IBAN that
 #: passes MOD 97): a single one makes a column a possible identifier, whatever its share.
 _UNMISTAKABLE = frozenset({"email", "iban"})
@@ -283,6 +315,17 @@ ID_SUFFIXES = _terms(
 
 _SUFFIXES = tuple(_compact(suffix) for suffix in ID_SUFFIXES)
 
+#: Words that, before a term, name the same thing in the languages that put the number
+#: first: ``numero_securite_sociale``, ``numero de historia clinica``, ``nro_paciente``.
+ID_PREFIXES = _terms("numero, nro, num, nr")
+
+# ... with an optional preposition between (``numero de``, ``numero di``, ``numero da``)
+_PREFIXES = tuple(
+    _compact(prefix) + link
+    for prefix in ID_PREFIXES
+    for link in ("", "de", "del", "di", "da", "do", "du", "des", "d", "della", "dell")
+)
+
 #: Words that, anywhere in a name, say the column describes an identifier without holding
 #: one (``email_count``, ``phone_type``, ``has_address``, ``email_domain``).
 GENERIC_QUALIFIERS = _terms(
@@ -299,7 +342,8 @@ class NameRule:
 
     A name matches when it holds one of ``terms`` as whole words (``first name`` matches
     ``first_name``, ``FirstName`` and ``firstname``), a term followed by one of
-    :data:`ID_SUFFIXES` (``telefonnummer``); with ``suffixed``, only so (``patient`` alone is
+    :data:`ID_SUFFIXES` (``telefonnummer``) or preceded by one of :data:`ID_PREFIXES`
+    (``numero_securite_sociale``); with ``suffixed``, only so (``patient`` alone is
     no identifier, ``patient_id`` is); one of ``tails`` at the end of a longer word
     (``patientname``, ``Kundenname``); or is one of ``whole`` entirely (``ip``). Terms in
     Japanese are matched inside the name. One of ``qualifiers`` or of
@@ -331,6 +375,7 @@ class NameRule:
         qualifiers = _Words.of(_compact(q) for q in (*GENERIC_QUALIFIERS, *self.qualifiers))
         bare = set() if self.suffixed else terms
         suffixed = {t + s for t in terms for s in _SUFFIXES}
+        suffixed |= {p + t for t in terms for p in _PREFIXES}
         whole = frozenset(_compact(w) for w in self.whole)
         tails = frozenset(_compact(t) for t in self.tails)
         read = (qualifiers, _Words.of(bare | suffixed), whole, tails)
@@ -412,7 +457,10 @@ _NOT_PERSON = _terms(
     "empresa, producto, archivo, ciudad, pais, centro, marca, calle, nombre de, "
     "azienda, prodotto, citta, paese, ospedale, reparto, "
     "bedrijf, bedrijfs, bestand, stad, ziekenhuis, afdeling, straat, "
-    "produto, arquivo, ficheiro, cidade"
+    "produto, arquivo, ficheiro, cidade, "
+    "medicamento, medicamentos, medikament, medikamente, medikamenten, medicament, "
+    "medicaments, arzneimittel, wirkstoff, praeparat, farmaco, farmaci, geneesmiddel, "
+    "remedio, principio activo"
 )
 
 _DEVICE_WORDS = _terms("model, os, manufacturer, vendor, version, firmware")
@@ -436,7 +484,7 @@ NAME_RULES: tuple[NameRule, ...] = (
             "passaporto, bsn, burgerservicenummer, sofinummer, sofi, paspoort, "
             "cpf, niss, cartao de cidadao, passaporte, my number, mynumber, kojin bangou, "
             "マイナンバー, 個人番号, 旅券, パスポート, "
-            "基礎年金番号"
+            "基礎年金番号, mbi, hicn, medicare beneficiary identifier"
         ),
     ),
     NameRule(
@@ -454,6 +502,8 @@ NAME_RULES: tuple[NameRule, ...] = (
             "securite sociale, "
             "patienten, kunde, kunden, mitglied, mitglieds, nutzer, benutzer, mitarbeiter, "
             "versicherten, versicherter, krankenversicherten, fall, akte, "
+            "versicherung, versicherungs, krankenversicherungs, aufnahme, "
+            "medicare, medicaid, "
             "paciente, persona, cliente, usuario, socio, afiliado, asegurado, empleado, "
             "expediente, historia clinica, "
             "paziente, utente, assistito, dipendente, cartella, cartella clinica, "
@@ -519,6 +569,7 @@ NAME_RULES: tuple[NameRule, ...] = (
             "address, addr, street, street address, home address, address line, "
             "adresse, rue, anschrift, strasse, hausnummer, direccion, domicilio, calle, "
             "indirizzo, adres, straat, huisnummer, woonadres, endereco, morada, rua, "
+            "domicile, wohnsitz, residencia, "
             "jusho, juusho, 住所"
         ),
         qualifiers=_terms(
@@ -1208,10 +1259,12 @@ def _free_text(profile: ColumnProfile, content: tuple[ContentShare, ...], values
         SCAN_THRESHOLDS["free_text_distinct"] * values
     ):
         return False
-    # a phone number written in four groups reads as four words
-    phone = shares.get("phone")
-    phones = phone.share if phone is not None and phone.share is not None else 0.0
-    return text.share - phones >= SCAN_THRESHOLDS["free_text_share"]
+    # a phone number written in four groups reads as four words, and so does an address
+    phones, addresses = (
+        s.share if (s := shares.get(k)) is not None and s.share is not None else 0.0
+        for k in ("phone", "address")
+    )
+    return text.share - phones - addresses >= SCAN_THRESHOLDS["free_text_share"]
 
 
 def _unique_findings(
@@ -1224,8 +1277,8 @@ def _unique_findings(
         or unique < SCAN_THRESHOLDS["min_unique_values"]
     ):
         return []
-    # free text is unique too: a note says nothing by being unique
-    text = profile.matches.get("text", 0)
+    # free text is unique too: a note says nothing by being unique; an address is no note
+    text = profile.matches.get("text", 0) - profile.matches.get("address", 0)
     if profile.kind == "string" and text >= SCAN_THRESHOLDS["free_text_share"] * values:
         return []
     if estimated:
@@ -1259,6 +1312,8 @@ def _content_findings(
         crossed = share.share >= SCAN_THRESHOLDS["content_share"]
         if share.kind == "url" and (crossed or free_text):
             found.append((POSSIBLE, reason(share)))
+        if share.kind == "address" and crossed:
+            found.append((IDENTIFIER, reason(share)))
         if share.kind == "date" and options.safe_harbor and (crossed or free_text):
             found.append((UNDECLARED if crossed else POSSIBLE, reason(share) + " (safe harbor)"))
     if free_text and options.safe_harbor:

@@ -471,12 +471,14 @@ _PREFILTERS = {
     "phone": "strlen({t}) >= 7",
     "card": "strlen({t}) >= 13",
     "iban": "strlen({t}) >= 12",
-    "us_ssn": "{t} LIKE '%-%-%'",
+    "us_ssn": "strlen({t}) >= 9",
+    "national_id": "strlen({t}) >= 9",
     # two of - / . in a row, in any pairing
     "date": "(strlen({t}) >= 8 AND ("
     + " OR ".join(f"{{t}} LIKE '%{a}%{b}%'" for a in "-/." for b in "-/.")
     + "))",
     "text": "{t} LIKE '% % % %'",
+    "address": "contains({t}, ' ')",
 }
 
 
@@ -602,7 +604,7 @@ def _profile_aggregates(
 
 
 #: Patterns rarely matched by the same value, tried together first (:func:`_with_matches`).
-_GATED = ("ipv4", "ipv6", "card", "iban", "us_ssn")
+_GATED = ("ipv4", "ipv6", "card", "iban", "us_ssn", "national_id")
 
 
 def _with_matches(rows: str, counted: Mapping[str, str]) -> str:

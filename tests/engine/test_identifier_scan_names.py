@@ -35,7 +35,8 @@ def test_names_are_read_as_words() -> None:
         ("PatientID", "record number"),
         ("customer_no", "record number"),
         ("Kundennummer", "record number"),
-        ("numero_dossier", None),  # "dossier" needs a suffix after it, not before
+        # issue 38: the number word may come first, as French and Spanish write it
+        ("numero_dossier", "record number"),
         ("dossier_nr", "record number"),
         ("id_paciente", None),  # the suffix comes after the word in these rules
         ("paciente_id", "record number"),

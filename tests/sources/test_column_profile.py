@@ -46,11 +46,13 @@ PLANTED: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "age": (200, 0, 61, 1, {}),
     # 03601 x2, 03609 x1, 69201 x2, five other codes x39
     "zip": (200, 0, 8, 1, {}),
-    # four formats, each number once; UK and French forms have four or more parts (text)
-    "phone": (200, 0, 200, 200, {"phone": 200, "text": 100}),
+    # four formats, each number once; UK and French forms have four or more parts (text);
+    # the dotted US, UK and French forms are 10 or 11 digits in groups (national_id)
+    "phone": (200, 0, 200, 200, {"phone": 200, "text": 100, "national_id": 150}),
     "ethnicity": (200, 0, 4, 0, {}),  # four labels x50
-    # 10 missing, 4 e-mail notes, 1 card note (also a phone candidate), 8 phrases x23 or x24
-    "note": (200, 10, 13, 5, {"email": 4, "card": 1, "phone": 1, "text": 190}),
+    # 10 missing, 4 e-mail notes, 1 card note (also a phone and a national_id candidate:
+    # "4111 1111 1111" is 12 digits in groups before a space), 8 phrases x23 or x24
+    "note": (200, 10, 13, 5, {"email": 4, "card": 1, "phone": 1, "national_id": 1, "text": 190}),
 }
 PLANTED_OVER_89 = 1  # the one 97
 PLANTED_ZIP3 = 5  # 03601 x2, 03609, 69201 x2
@@ -309,6 +311,38 @@ HOSTILE = [
     " ",
     "١٢٣٤٥٦٧٨٩٠١",
     "１２３-４５-６７８９",
+    # issue 38: SSNs, phones, cards, national ids and addresses as hospitals write them
+    "123 45 6789",
+    "123456789",
+    "SSN123456789",
+    "030/32687484",
+    "3782 822463 10005",
+    "3782-822463-10005",
+    "943 476 5919",
+    "2 55 08 14 168 025 38",
+    "2 53 07 2A 073 004 70",
+    "253072b07300470",
+    "1EG4-TE5-MK73",
+    "1eg4te5mk73",
+    "x1EG4TE5MK73",
+    "1112.22.333",
+    "36 574 261 809",
+    "046-454-286",
+    "0002-3227-30",
+    "4006381333931",
+    "978-3-16-148410-0",
+    "1234567890123456789",
+    "12 Main Street",
+    "12 bis, rue de la Paix",
+    "Hauptstraße 5",
+    "Hauptstr. 5",
+    "Kerkstraat 12a",
+    "Calle Mayor, 5",
+    "C/ Mayor 5",
+    "Via Roma 10",
+    "pain during 2 weeks",
+    "taken via iv line 2",
+    "5 mmol/l",
 ]
 
 
@@ -452,6 +486,7 @@ def test_sql_query_and_where(backend: str, sql_table: Any) -> None:
         "email": 2,
         "card": 1,
         "phone": 1,
+        "national_id": 1,
         "text": 95,
     }
     assert note.samples["card"] == ((CARD_NOTE, 1),) and note.complete["card"]
