@@ -3,7 +3,8 @@
 The gate checks the quasi-identifiers it is told about; this scan looks at every column of
 the candidate, declared or not, for what makes a record findable on its own: a unique key, an
 identifier-like name, values that look like e-mail addresses, phone numbers, card or account
-numbers, addresses on the network, exact dates, and -- under the HIPAA Safe Harbor policy --
+numbers, national identification numbers, street addresses, addresses on the network, exact
+dates, and -- under the HIPAA Safe Harbor policy --
 ages over 89 and restricted three-digit ZIP codes.
 
 The work is split as everywhere else in the project: the engine decides what to count
@@ -224,13 +225,14 @@ SCHEMA: Final = "reident.identifier_scan/v1"
 #: - ``min_unique_values``: ... when at least this many values are unique (a table of a few
 #:   records makes every column unique);
 #: - ``content_share``: a string column whose values are verified e-mail addresses, phone
-#:   numbers, card numbers, IBANs, US SSNs or IP addresses for at least this share of its
-#:   non-null values is an identifier (URLs: a possible identifier); exact dates for that
-#:   share, under Safe Harbor, make an undeclared quasi-identifier;
+#:   numbers, card numbers, IBANs, US SSNs, national identification numbers or IP addresses
+#:   (or street addresses) for at least this share of its non-null values is an identifier
+#:   (URLs: a possible identifier); exact dates for that share, under Safe Harbor, make an
+#:   undeclared quasi-identifier;
 #: - ``possible_share``: below ``content_share``, from this share on, a possible identifier
 #:   (a single e-mail address or IBAN is enough: nothing else reads as one);
 #: - ``free_text_share``: a string column is free text when this share of its values hold four
-#:   words or more (not counting phone numbers) ...
+#:   words or more (not counting phone numbers nor street addresses) ...
 #: - ``free_text_distinct``: ... and its distinct values are at least this share of its values
 #:   (a label of four words, repeated, is a category); then a single verified match makes it
 #:   a possible identifier.
@@ -1122,8 +1124,11 @@ def scan(profiles: Iterable[ColumnProfile], options: ScanOptions) -> IdentifierS
       a column without a value (or a boolean one) is ``clear``;
     - its name matches a rule of :attr:`ScanOptions.name_rules`: that rule's verdict;
     - a string or integer column unique on at least ``unique_share`` of its values (with at
-      least ``min_unique_values`` unique values), unless free text: ``identifier``;
-    - verified e-mail, phone, card, IBAN, SSN or IP values, together at least
+      least ``min_unique_values`` unique values), unless free text (street addresses are
+      not): ``identifier``;
+    - street addresses in at least ``content_share`` of a string column's values:
+      ``identifier``;
+    - verified e-mail, phone, card, IBAN, SSN, national-id or IP values, together at least
       ``content_share`` of a string column's values: ``identifier``; at least
       ``possible_share``, any in free text, or any e-mail address or IBAN at all:
       ``possible identifier``; URLs at

@@ -518,3 +518,52 @@ def test_mariadb_bit_column_is_profiled_without_a_warning() -> None:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE {name}")
         engine.dispose()
+
+
+def _forms_source(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, sql_table: Any
+) -> Any:
+    """``forms.csv`` (issue 38) on ``backend``, every column text."""
+    rows = _rows("forms")
+    if backend == "csv":
+        return FileSource(DATA / "forms.csv")
+    if backend in ("parquet", "frame"):
+        import pyarrow as pa
+
+        table = pa.table({c: pa.array([r[c] for r in rows], type=pa.string()) for c in rows[0]})
+        if backend == "frame":
+            from reident_airflow.sources.frames import FrameSource
+
+            return FrameSource(table)
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, tmp_path / "forms.parquet")
+        return FileSource(tmp_path / "forms.parquet")
+    if backend == "spark":
+        from reident_airflow.sources.spark import SparkSource
+
+        session = request.getfixturevalue("classic_spark")
+        schema = ", ".join(f"`{c}` string" for c in rows[0])
+        return SparkSource(session.createDataFrame([tuple(r.values()) for r in rows], schema))
+    from reident_airflow.sources.sql import SqlSource
+
+    engine, table = sql_table(backend, rows, ())
+    return SqlSource(engine, table=table)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forms_get_the_same_verdicts_everywhere(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, sql_table: Any
+) -> None:
+    """Issue 38's forms and traps: every backend gives the verdicts and verified counts of
+    the CSV read through DuckDB (what each must be: tests/engine/test_identifier_forms.py)."""
+    from reident_airflow.engine.identifiers import ScanOptions, scan_columns
+
+    def read(source: Any) -> dict[str, Any]:
+        with source:
+            found = scan_columns(source, ScanOptions())
+        return {c.column: (c.verdict, c.reasons, c.content) for c in found.columns}
+
+    want = read(FileSource(DATA / "forms.csv"))
+    got = read(_forms_source(backend, tmp_path, request, sql_table))
+    assert got == want
