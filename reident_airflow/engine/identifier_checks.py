@@ -13,13 +13,14 @@ boundary characters) at a time:
   characters in all, whose ISO 7064 MOD 97-10 remainder is 1 (ISO 13616-1);
 - a payment card number of 13 digits is a Visa (a leading 4) and never an EAN-13 barcode
   (a right GS1 check digit): one EAN in ten is Luhn-valid by chance;
-- a US Social Security number ``AAA-GG-SSSS`` (or with spaces, or bare) as the SSA assigns
-  them: area not ``000``, ``666`` nor ``9xx``, group not ``00``, serial not ``0000``;
+- a US Social Security number ``AAA-GG-SSSS`` as the SSA assigns them (with spaces or bare,
+  it is read among the national identifiers): area not ``000``, ``666`` nor ``9xx``, group
+  not ``00``, serial not ``0000``;
 - a national identifier in one of the layouts it is written in, by its official check: the
   UK NHS number (Modulus 11), the French NIR (key ``97 - n mod 97``, Corsica ``2A``/``2B``),
   the Dutch BSN (11-proof), the German Steuer-ID (ISO/IEC 7064 MOD 11,10 and its rule on
-  repeated digits), the Canadian SIN (Luhn, first digit) and the US Medicare MBI (CMS's
-  characters per position; it has no check digit);
+  repeated digits), the Canadian SIN (Luhn, first digit), the US Medicare MBI (CMS's
+  characters per position; it has no check digit) and the US SSN with spaces or bare;
 - a calendar date ``YYYY-MM-DD`` or ``DD-MM-YYYY`` / ``MM-DD-YYYY`` (``-``, ``/`` or ``.``,
   the same separator twice) that exists in the calendar, years 1850 to 2150;
 - an IPv6 address that :mod:`ipaddress` reads;
@@ -346,19 +347,24 @@ _NATIONAL: tuple[tuple[Callable[[str], bool], frozenset[tuple[int, ...]]], ...] 
     (german_tax_id, frozenset({(11,), (2, 3, 3, 3)})),
     (canadian_sin, frozenset({(9,), (3, 3, 3)})),
     (medicare_mbi, frozenset({(11,), (4, 3, 4)})),
+    (us_ssn, frozenset({(9,), (3, 2, 4)})),
 )
 
 
 def national_id(candidate: str) -> bool:
     """A national identifier written in one of its layouts, with a valid check (or, for
     the MBI, format): a UK NHS number, a French NIR, a Dutch BSN, a German Steuer-ID, a
-    Canadian SIN or a US Medicare MBI (:func:`nhs_number` ... :func:`medicare_mbi`)."""
+    Canadian SIN, a US Medicare MBI (:func:`nhs_number` ... :func:`medicare_mbi`) or a US
+    SSN written with spaces or bare (:func:`us_ssn`; with hyphens it is the ``us_ssn``
+    kind's)."""
     separators = {c for c in candidate if not (c.isascii() and c.isalnum())}
     if len(separators) > 1 or not separators <= {" ", "-", "."}:
         return False
     groups = _GROUPS.findall(candidate)
     layout = tuple(len(g) for g in groups)
     text = "".join(groups)
+    if layout == (3, 2, 4) and separators != {" "}:
+        return False  # ddd-dd-dddd is the us_ssn kind; ddd.dd.dddd no identifier's layout
     return any(layout in layouts and check(text) for check, layouts in _NATIONAL)
 
 

@@ -471,7 +471,7 @@ _PREFILTERS = {
     "phone": "strlen({t}) >= 7",
     "card": "strlen({t}) >= 13",
     "iban": "strlen({t}) >= 12",
-    "us_ssn": "strlen({t}) >= 9",
+    "us_ssn": "{t} LIKE '%-%-%'",
     "national_id": "strlen({t}) >= 9",
     # two of - / . in a row, in any pairing
     "date": "(strlen({t}) >= 8 AND ("
@@ -604,7 +604,7 @@ def _profile_aggregates(
 
 
 #: Patterns rarely matched by the same value, tried together first (:func:`_with_matches`).
-_GATED = ("ipv4", "ipv6", "card", "iban", "us_ssn", "national_id")
+_GATED = ("ipv4", "ipv6", "card", "iban", "us_ssn", "national_id", "address")
 
 
 def _with_matches(rows: str, counted: Mapping[str, str]) -> str:

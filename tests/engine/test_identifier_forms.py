@@ -35,8 +35,9 @@ RECORDS = make_forms.RECORDS
 #: form column -> the content kind that must find every record (make_forms.py)
 FOUND_AS = {
     "f01": "us_ssn",
-    "f02": "us_ssn",
-    "f03": "us_ssn",
+    # written with spaces or bare, an SSN is in the national identifiers' layouts
+    "f02": "national_id",
+    "f03": "national_id",
     "f04": "card",
     "f05": "national_id",
     "f06": "phone",

@@ -53,8 +53,10 @@ def _found(kind: str, value: str) -> bool:
 @pytest.mark.parametrize(
     ("kind", "value"),
     [
-        ("us_ssn", "123 45 6789"),
-        ("us_ssn", "SSN 123456789 on file"),
+        # an SSN with spaces or bare is read among the national identifiers
+        ("national_id", "123 45 6789"),
+        ("national_id", "SSN 123456789 on file"),
+        ("us_ssn", "SSN 123-45-6789 on file"),
         # the German layout: area code, a slash, the subscriber number
         ("phone", "030/32687484"),
         # Stripe's documented Amex test number 378282246310005, as an Amex card prints it

@@ -20,16 +20,15 @@ for fiction (US 202-555-01xx, UK 020 7946 0xxx, France 01 99 00 xx xx).
 - ``phone``: four formats by ``i % 4`` -- ``+1 (202) 555-01NN``, ``202.555.01NN``,
   ``+44 20 7946 0NNN``, ``01 99 00 NN MM`` -- with ``NN`` from ``i // 4``: 200 distinct, 200
   singletons; every value matches ``phone``; the UK and French forms (100 records) have four
-  or more space-separated parts, so they match ``text`` too; the dotted US, the UK and the
-  French forms (150 records) are 10 or 11 digits in groups, so they match ``national_id``
-  (issue 38; no check passes their layouts); no other pattern matches.
+  or more space-separated parts, so they match ``text`` too; the dotted US form (50
+  records) is 3-3-4 digits, an NHS number's layout, so it matches ``national_id`` (issue 38;
+  the Modulus 11 check decides); no other pattern matches.
 - ``ethnicity``: four labels, 50 records each (4 distinct, no singleton).
 - ``note``: missing (an empty unquoted field) in 10 records; 4 records hold an e-mail address
   (4 different notes); 1 holds the card number (that note also matches ``phone``: 16 digits
   in groups); the other 185 cycle through 8 phrases without digits or ``@`` (each phrase 23
   or 24 times). So 190 non-null values, 13 distinct, 5 singletons; ``email`` 4, ``card`` 1,
-  ``phone`` 1, ``national_id`` 1 (the card note: ``4111 1111 1111`` is 12 digits in groups
-  before a space), ``text`` 190 (every note has four or more words), nothing else.
+  ``phone`` 1, ``text`` 190 (every note has four or more words), nothing else.
 
 ``clean.csv`` -- 100 different records, each written twice (200 records), so no value of any
 column is held by one record; no value matches any pattern (notes have at most three words),
