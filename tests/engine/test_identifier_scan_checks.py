@@ -187,13 +187,15 @@ def test_regions_and_the_table_of_checks() -> None:
 @pytest.mark.parametrize(
     "number",
     [
-        # NHS number: the example of Wikipedia's "NHS number" page, and python-stdnum's
-        # documented example (gb.nhs), with the Data Dictionary's Modulus 11
+        # NHS number: the common example 943 476 5919, worked by hand with the NHS Data
+        # Dictionary's Modulus 11 (9*10 + 4*9 + 3*8 + 4*7 + 7*6 + 6*5 + 5*4 + 9*3 + 1*2 = 299,
+        # 11 - 299 mod 11 = 9), and python-stdnum's documented example (gb.nhs)
         "943 476 5919",
         "943-476-5870",
         "9434765870",
-        # NIR: fr.wikipedia "Numero de securite sociale en France" example; python-stdnum's
-        # documented examples for Corsica (2A, 2B) and a foreign-born 99 department
+        # NIR: fr.wikipedia "Numero de securite sociale en France" example, its key by hand
+        # (2550814168025 mod 97 = 59, 97 - 59 = 38); python-stdnum's documented examples for
+        # Corsica (2A, 2B) and a foreign-born 99 department
         "2 55 08 14 168 025 38",
         "2 95 10 99 126 111 93",
         "253072B07300470",
