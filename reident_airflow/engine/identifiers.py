@@ -3,7 +3,8 @@
 The gate checks the quasi-identifiers it is told about; this scan looks at every column of
 the candidate, declared or not, for what makes a record findable on its own: a unique key, an
 identifier-like name, values that look like e-mail addresses, phone numbers, card or account
-numbers, addresses on the network, exact dates, and -- under the HIPAA Safe Harbor policy --
+numbers, national identification numbers, street addresses, addresses on the network, exact
+dates, and -- under the HIPAA Safe Harbor policy --
 ages over 89 and restricted three-digit ZIP codes.
 
 The work is split as everywhere else in the project: the engine decides what to count
@@ -39,6 +40,7 @@ __all__ = [
     "CONTENT_PATTERNS",
     "FAILING_VERDICTS",
     "GENERIC_QUALIFIERS",
+    "ID_PREFIXES",
     "ID_SUFFIXES",
     "NAME_RULES",
     "POLICIES",
@@ -86,20 +88,51 @@ CONTENT_PATTERNS: Mapping[str, str] = {
     "url": "(?i)((https?|ftp)://[^ /]+|www\\.[a-z0-9-]+\\.[a-z]{2,})",
     "ipv4": f"(?i)(^|[^0-9.]){_OCTET}(\\.{_OCTET}){{3}}($|[^0-9.])",
     "ipv6": "(?i)(^|[^0-9a-z:])[0-9a-f]{1,4}(:[0-9a-f]{0,4}){2,7}($|[^0-9a-z:])",
-    "phone": "(?i)(^|[^0-9a-z])(\\+|00)?[0-9][0-9 ().-]{5,18}[0-9]($|[^0-9a-z])",
-    "card": "(?i)(^|[^0-9])[0-9]{4}([ -]?[0-9]{4}){2}[ -]?[0-9]{1,7}($|[^0-9])",
+    "phone": "(?i)(^|[^0-9a-z])(\\+|00)?[0-9][0-9 ()./-]{5,18}[0-9]($|[^0-9a-z])",
+    # 4-4-4-1..7 (Visa, Mastercard, ...) or 4-6-4/5 (Amex, Diners) in print
+    "card": (
+        "(?i)(^|[^0-9])([0-9]{4}([ -]?[0-9]{4}){2}[ -]?[0-9]{1,7}"
+        "|[0-9]{4}[ -]?[0-9]{6}[ -]?[0-9]{4,5})($|[^0-9])"
+    ),
     "iban": "(?i)(^|[^0-9a-z])[a-z]{2}[0-9]{2}( ?[0-9a-z]{4}){2,7}( ?[0-9a-z]{1,3})?($|[^0-9a-z])",
     "us_ssn": "(?i)(^|[^0-9])[0-9]{3}-[0-9]{2}-[0-9]{4}($|[^0-9])",
+    # the layouts of the national identifiers: 9 to 11 digits (BSN, SIN, US SSN, NHS number,
+    # Steuer-ID), 3-3-3 (SIN), 3-3-4 (NHS number), 3 2 4 (US SSN with spaces), 4-2-3 (BSN),
+    # 2-3-3-3 (Steuer-ID), the NIR's groups (Corsica 2A/2B), the MBI
+    "national_id": (
+        "(?i)(^|[^0-9a-z])([0-9]{9,11}"
+        "|[0-9]{3}[ .-][0-9]{3}[ .-][0-9]{3}[0-9]?"
+        "|[0-9]{3} [0-9]{2} [0-9]{4}"
+        "|[0-9]{4}[ .-][0-9]{2}[ .-][0-9]{3}"
+        "|[0-9]{2}[ .-][0-9]{3}[ .-][0-9]{3}[ .-][0-9]{3}"
+        "|[1-478][ .-]?[0-9]{2}[ .-]?[0-9]{2}[ .-]?([0-9]{2}|2[ab])[ .-]?[0-9]{3}[ .-]?[0-9]{3}"
+        "[ .-]?[0-9]{2}"
+        "|[1-9][a-z0-9]{2}[0-9]-?[a-z][a-z0-9][0-9]-?[a-z]{2}[0-9]{2})($|[^0-9a-z])"
+    ),
     "date": (
         "(?i)(^|[^0-9])([0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}"
         "|[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4})($|[^0-9])"
     ),
     "text": "(?i)[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+",
+    # a house number and a street word: "12 Main Street", "12 bis rue ...", "Hauptstr. 5",
+    # "Kerkstraat 12", "Calle Mayor, 5", "Via Roma 10"
+    "address": (
+        "(?i)(^|[^0-9a-z])[0-9]{1,5}[a-z]? +([a-z.-]+ +){1,3}(street|st|road|rd|avenue|ave"
+        "|boulevard|blvd|lane|ln|drive|dr|court|ct|place|pl|terrace|way|close|crescent"
+        "|square|highway|hwy|parkway|pkwy)($|[^a-z])"
+        "|(^|[^0-9a-z])[0-9]{1,5}( ?(bis|ter|[a-z]))?,? +(rue|avenue|av|boulevard|bd|chemin"
+        "|allee|impasse|place|quai|route|cours|calle|avenida|plaza|paseo|via|viale|piazza"
+        "|rua)($|[^a-z])"
+        "|(strasse|stra\u00dfe|str[.]|weg|gasse|platz|allee|damm|ufer|straat|laan|gracht"
+        "|plein|dijk|singel),? +[0-9]{1,4}[a-z]?($|[^0-9a-z])"
+        "|(^|, *)(calle|c/|avenida|av[.]|plaza|paseo|via|viale|piazza|corso|largo|rua"
+        "|travessa|rue|avenue|boulevard)( +[^ 0-9,]+){1,5},? +[0-9]{1,5}($|[^0-9])"
+    ),
 }
 
 #: Kinds whose regular-expression matches are candidates only: the engine checks a bounded
 #: sample of the matched values (check digits, a real calendar date, a possible number).
-VERIFIED_KINDS = frozenset({"ipv6", "phone", "card", "iban", "us_ssn", "date"})
+VERIFIED_KINDS = frozenset({"ipv6", "phone", "card", "iban", "us_ssn", "national_id", "date"})
 
 #: Three-digit ZIP code prefixes whose areas held 20,000 people or fewer in the 2000 US
 #: Census: under HIPAA Safe Harbor (45 CFR 164.514(b)(2)(i)(B)) they must be replaced by
@@ -199,13 +232,14 @@ SCHEMA: Final = "reident.identifier_scan/v1"
 #: - ``min_unique_values``: ... when at least this many values are unique (a table of a few
 #:   records makes every column unique);
 #: - ``content_share``: a string column whose values are verified e-mail addresses, phone
-#:   numbers, card numbers, IBANs, US SSNs or IP addresses for at least this share of its
-#:   non-null values is an identifier (URLs: a possible identifier); exact dates for that
-#:   share, under Safe Harbor, make an undeclared quasi-identifier;
+#:   numbers, card numbers, IBANs, US SSNs, national identification numbers or IP addresses
+#:   (or street addresses) for at least this share of its non-null values is an identifier
+#:   (URLs: a possible identifier); exact dates for that share, under Safe Harbor, make an
+#:   undeclared quasi-identifier;
 #: - ``possible_share``: below ``content_share``, from this share on, a possible identifier
 #:   (a single e-mail address or IBAN is enough: nothing else reads as one);
 #: - ``free_text_share``: a string column is free text when this share of its values hold four
-#:   words or more (not counting phone numbers) ...
+#:   words or more (not counting phone numbers nor street addresses) ...
 #: - ``free_text_distinct``: ... and its distinct values are at least this share of its values
 #:   (a label of four words, repeated, is a category); then a single verified match makes it
 #:   a possible identifier.
@@ -227,10 +261,17 @@ _DIRECT = {
     "card": "card numbers",
     "iban": "IBANs",
     "us_ssn": "US SSNs",
+    "national_id": "national identification numbers",
     "ipv4": "IPv4 addresses",
     "ipv6": "IPv6 addresses",
 }
-_LABELS = {**_DIRECT, "url": "URLs", "date": "exact dates", "text": "free text"}
+_LABELS = {
+    **_DIRECT,
+    "url": "URLs",
+    "date": "exact dates",
+    "text": "free text",
+    "address": "street addresses",
+}
 #: The direct kinds no other kind of value is mistaken for (an e-mail address, an IBAN that
 #: passes MOD 97): a single one makes a column a possible identifier, whatever its share.
 _UNMISTAKABLE = frozenset({"email", "iban"})
@@ -283,6 +324,17 @@ ID_SUFFIXES = _terms(
 
 _SUFFIXES = tuple(_compact(suffix) for suffix in ID_SUFFIXES)
 
+#: Words that, before a term, name the same thing in the languages that put the number
+#: first: ``numero_securite_sociale``, ``numero de historia clinica``, ``nro_paciente``.
+ID_PREFIXES = _terms("numero, nro, num, nr")
+
+# ... with an optional preposition between (``numero de``, ``numero di``, ``numero da``)
+_PREFIXES = tuple(
+    _compact(prefix) + link
+    for prefix in ID_PREFIXES
+    for link in ("", "de", "del", "di", "da", "do", "du", "des", "d", "della", "dell")
+)
+
 #: Words that, anywhere in a name, say the column describes an identifier without holding
 #: one (``email_count``, ``phone_type``, ``has_address``, ``email_domain``).
 GENERIC_QUALIFIERS = _terms(
@@ -299,7 +351,8 @@ class NameRule:
 
     A name matches when it holds one of ``terms`` as whole words (``first name`` matches
     ``first_name``, ``FirstName`` and ``firstname``), a term followed by one of
-    :data:`ID_SUFFIXES` (``telefonnummer``); with ``suffixed``, only so (``patient`` alone is
+    :data:`ID_SUFFIXES` (``telefonnummer``) or preceded by one of :data:`ID_PREFIXES`
+    (``numero_securite_sociale``); with ``suffixed``, only so (``patient`` alone is
     no identifier, ``patient_id`` is); one of ``tails`` at the end of a longer word
     (``patientname``, ``Kundenname``); or is one of ``whole`` entirely (``ip``). Terms in
     Japanese are matched inside the name. One of ``qualifiers`` or of
@@ -331,6 +384,7 @@ class NameRule:
         qualifiers = _Words.of(_compact(q) for q in (*GENERIC_QUALIFIERS, *self.qualifiers))
         bare = set() if self.suffixed else terms
         suffixed = {t + s for t in terms for s in _SUFFIXES}
+        suffixed |= {p + t for t in terms for p in _PREFIXES}
         whole = frozenset(_compact(w) for w in self.whole)
         tails = frozenset(_compact(t) for t in self.tails)
         read = (qualifiers, _Words.of(bare | suffixed), whole, tails)
@@ -412,7 +466,10 @@ _NOT_PERSON = _terms(
     "empresa, producto, archivo, ciudad, pais, centro, marca, calle, nombre de, "
     "azienda, prodotto, citta, paese, ospedale, reparto, "
     "bedrijf, bedrijfs, bestand, stad, ziekenhuis, afdeling, straat, "
-    "produto, arquivo, ficheiro, cidade"
+    "produto, arquivo, ficheiro, cidade, "
+    "medicamento, medicamentos, medikament, medikamente, medikamenten, medicament, "
+    "medicaments, arzneimittel, wirkstoff, praeparat, farmaco, farmaci, geneesmiddel, "
+    "remedio, principio activo"
 )
 
 _DEVICE_WORDS = _terms("model, os, manufacturer, vendor, version, firmware")
@@ -436,7 +493,7 @@ NAME_RULES: tuple[NameRule, ...] = (
             "passaporto, bsn, burgerservicenummer, sofinummer, sofi, paspoort, "
             "cpf, niss, cartao de cidadao, passaporte, my number, mynumber, kojin bangou, "
             "マイナンバー, 個人番号, 旅券, パスポート, "
-            "基礎年金番号"
+            "基礎年金番号, mbi, hicn, medicare beneficiary identifier"
         ),
     ),
     NameRule(
@@ -454,6 +511,8 @@ NAME_RULES: tuple[NameRule, ...] = (
             "securite sociale, "
             "patienten, kunde, kunden, mitglied, mitglieds, nutzer, benutzer, mitarbeiter, "
             "versicherten, versicherter, krankenversicherten, fall, akte, "
+            "versicherung, versicherungs, krankenversicherungs, aufnahme, "
+            "medicare, medicaid, "
             "paciente, persona, cliente, usuario, socio, afiliado, asegurado, empleado, "
             "expediente, historia clinica, "
             "paziente, utente, assistito, dipendente, cartella, cartella clinica, "
@@ -519,6 +578,7 @@ NAME_RULES: tuple[NameRule, ...] = (
             "address, addr, street, street address, home address, address line, "
             "adresse, rue, anschrift, strasse, hausnummer, direccion, domicilio, calle, "
             "indirizzo, adres, straat, huisnummer, woonadres, endereco, morada, rua, "
+            "domicile, wohnsitz, residencia, "
             "jusho, juusho, 住所"
         ),
         qualifiers=_terms(
@@ -1071,8 +1131,11 @@ def scan(profiles: Iterable[ColumnProfile], options: ScanOptions) -> IdentifierS
       a column without a value (or a boolean one) is ``clear``;
     - its name matches a rule of :attr:`ScanOptions.name_rules`: that rule's verdict;
     - a string or integer column unique on at least ``unique_share`` of its values (with at
-      least ``min_unique_values`` unique values), unless free text: ``identifier``;
-    - verified e-mail, phone, card, IBAN, SSN or IP values, together at least
+      least ``min_unique_values`` unique values), unless free text (street addresses are
+      not): ``identifier``;
+    - street addresses in at least ``content_share`` of a string column's values:
+      ``identifier``;
+    - verified e-mail, phone, card, IBAN, SSN, national-id or IP values, together at least
       ``content_share`` of a string column's values: ``identifier``; at least
       ``possible_share``, any in free text, or any e-mail address or IBAN at all:
       ``possible identifier``; URLs at
@@ -1208,10 +1271,12 @@ def _free_text(profile: ColumnProfile, content: tuple[ContentShare, ...], values
         SCAN_THRESHOLDS["free_text_distinct"] * values
     ):
         return False
-    # a phone number written in four groups reads as four words
-    phone = shares.get("phone")
-    phones = phone.share if phone is not None and phone.share is not None else 0.0
-    return text.share - phones >= SCAN_THRESHOLDS["free_text_share"]
+    # a phone number written in four groups reads as four words, and so does an address
+    phones, addresses = (
+        s.share if (s := shares.get(k)) is not None and s.share is not None else 0.0
+        for k in ("phone", "address")
+    )
+    return text.share - phones - addresses >= SCAN_THRESHOLDS["free_text_share"]
 
 
 def _unique_findings(
@@ -1224,8 +1289,8 @@ def _unique_findings(
         or unique < SCAN_THRESHOLDS["min_unique_values"]
     ):
         return []
-    # free text is unique too: a note says nothing by being unique
-    text = profile.matches.get("text", 0)
+    # free text is unique too: a note says nothing by being unique; an address is no note
+    text = profile.matches.get("text", 0) - profile.matches.get("address", 0)
     if profile.kind == "string" and text >= SCAN_THRESHOLDS["free_text_share"] * values:
         return []
     if estimated:
@@ -1259,6 +1324,8 @@ def _content_findings(
         crossed = share.share >= SCAN_THRESHOLDS["content_share"]
         if share.kind == "url" and (crossed or free_text):
             found.append((POSSIBLE, reason(share)))
+        if share.kind == "address" and crossed:
+            found.append((IDENTIFIER, reason(share)))
         if share.kind == "date" and options.safe_harbor and (crossed or free_text):
             found.append((UNDECLARED if crossed else POSSIBLE, reason(share) + " (safe harbor)"))
     if free_text and options.safe_harbor:

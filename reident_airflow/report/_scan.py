@@ -34,8 +34,10 @@ _KINDS = {
     "card": "card numbers",
     "iban": "IBANs",
     "us_ssn": "US SSNs",
+    "national_id": "national identification numbers",
     "date": "exact dates",
     "text": "free text (4+ words)",
+    "address": "street addresses",
 }
 
 

@@ -472,11 +472,13 @@ _PREFILTERS = {
     "card": "strlen({t}) >= 13",
     "iban": "strlen({t}) >= 12",
     "us_ssn": "{t} LIKE '%-%-%'",
+    "national_id": "strlen({t}) >= 9",
     # two of - / . in a row, in any pairing
     "date": "(strlen({t}) >= 8 AND ("
     + " OR ".join(f"{{t}} LIKE '%{a}%{b}%'" for a in "-/." for b in "-/.")
     + "))",
     "text": "{t} LIKE '% % % %'",
+    "address": "contains({t}, ' ')",
 }
 
 
@@ -602,7 +604,7 @@ def _profile_aggregates(
 
 
 #: Patterns rarely matched by the same value, tried together first (:func:`_with_matches`).
-_GATED = ("ipv4", "ipv6", "card", "iban", "us_ssn")
+_GATED = ("ipv4", "ipv6", "card", "iban", "us_ssn", "national_id", "address")
 
 
 def _with_matches(rows: str, counted: Mapping[str, str]) -> str:

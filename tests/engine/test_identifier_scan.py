@@ -144,9 +144,34 @@ KINDS = {
     "mrn": "integer",
     "sex": "string",
 }
-UNDATED = ("email", "url", "ipv4", "ipv6", "phone", "card", "iban", "us_ssn", "text")
-DATED = ("email", "url", "ipv4", "ipv6", "phone", "card", "iban", "us_ssn", "date", "text")
-SAMPLED = ("ipv6", "phone", "card", "iban", "us_ssn")
+UNDATED = (
+    "email",
+    "url",
+    "ipv4",
+    "ipv6",
+    "phone",
+    "card",
+    "iban",
+    "us_ssn",
+    "national_id",
+    "text",
+    "address",
+)
+DATED = (
+    "email",
+    "url",
+    "ipv4",
+    "ipv6",
+    "phone",
+    "card",
+    "iban",
+    "us_ssn",
+    "national_id",
+    "date",
+    "text",
+    "address",
+)
+SAMPLED = ("ipv6", "phone", "card", "iban", "us_ssn", "national_id")
 
 
 def test_plan_without_safe_harbor() -> None:

@@ -11,14 +11,23 @@ import pytest
 from reident_airflow.engine.identifier_checks import (
     CHECKS,
     calendar_date,
+    canadian_sin,
     card_number,
+    dutch_bsn,
+    french_nir,
+    german_tax_id,
+    gtin_valid,
     iban,
     ipv6_address,
     known_region,
     luhn_valid,
+    medicare_mbi,
+    national_id,
+    nhs_number,
     phone_number,
     us_ssn,
 )
+from tests.engine.test_identifier_scan_issue38 import _found
 
 REGIONS = ("US", "GB", "FR", "DE", "JP")
 
@@ -96,7 +105,6 @@ def test_ssn_rules_of_the_ssa() -> None:
         assert not us_ssn(bad), bad
     assert not us_ssn("123-00-4567")
     assert not us_ssn("123-45-0000")
-    assert not us_ssn("123456789")
     assert not us_ssn("123-45-67890")
 
 
@@ -172,4 +180,83 @@ def test_phone_regions_decide_national_numbers() -> None:
 def test_regions_and_the_table_of_checks() -> None:
     assert known_region("US")
     assert not known_region("XX")
-    assert set(CHECKS) == {"card", "iban", "us_ssn", "date", "ipv6"}
+    assert set(CHECKS) == {"card", "iban", "us_ssn", "national_id", "date", "ipv6"}
+
+
+# ------------------------------------------------------------ issue 38: national identifiers
+@pytest.mark.parametrize(
+    "number",
+    [
+        # NHS number: the common example 943 476 5919, worked by hand with the NHS Data
+        # Dictionary's Modulus 11 (9*10 + 4*9 + 3*8 + 4*7 + 7*6 + 6*5 + 5*4 + 9*3 + 1*2 = 299,
+        # 11 - 299 mod 11 = 9), and python-stdnum's documented example (gb.nhs)
+        "943 476 5919",
+        "943-476-5870",
+        "9434765870",
+        # NIR: fr.wikipedia "Numero de securite sociale en France" example, its key by hand
+        # (2550814168025 mod 97 = 59, 97 - 59 = 38); python-stdnum's documented examples for
+        # Corsica (2A, 2B) and a foreign-born 99 department
+        "2 55 08 14 168 025 38",
+        "2 95 10 99 126 111 93",
+        "253072B07300470",
+        "253072A07300443",
+        # BSN: python-stdnum's documented example (nl.bsn), and 123456782 worked by hand:
+        # 9*1 + 8*2 + 7*3 + 6*4 + 5*5 + 4*6 + 3*7 + 2*8 - 2 = 154 = 14 * 11
+        "111222333",
+        "1112.22.333",
+        "123456782",
+        # Steuer-ID: python-stdnum's documented example (de.idnr)
+        "36 574 261 809",
+        "36574261809",
+        # SIN: the example of canada.ca's SIN page and python-stdnum (ca.sin)
+        "123-456-782",
+        "123 456 782",
+        # MBI: the example of CMS's "Understanding the Medicare Beneficiary Identifier"
+        "1EG4-TE5-MK73",
+        "1EG4TE5MK73",
+    ],
+)
+def test_national_ids_of_the_published_examples(number: str) -> None:
+    assert national_id(number)
+    assert _found("national_id", f"id: {number}.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "943 476 5918",  # NHS: the last digit changed
+        "943 476 591 9",  # NHS: not a layout it is written in
+        "2 55 08 14 168 025 39",  # NIR: the key changed
+        "253072C07300443",  # NIR: 2C is no department (python-stdnum's counter-example)
+        "1112.52.333",  # BSN: fails the 11-proof (python-stdnum's counter-example)
+        "36574261890",  # Steuer-ID: wrong check digit (python-stdnum)
+        "36554266806",  # Steuer-ID: two digits repeated (python-stdnum)
+        "823 456 785",  # SIN: Luhn-valid, but 8 is a business number (python-stdnum)
+        # the sample card of canada.ca's SIN page: Luhn-valid, but 0 is never issued
+        "046 454 286",
+        "1SG4-TE5-MK73",  # MBI: S is never used
+        "0EG4-TE5-MK73",  # MBI: the first character is 1-9
+        "1EG4-TE5-MK7A",  # MBI: the last two are digits
+        "0002-3227-30",  # an NDC
+        "978-3-16-148410-0",  # an ISBN-13 (the ISBN agency's example)
+        "5901234123457",  # an EAN-13
+    ],
+)
+def test_national_id_lookalikes_fail(text: str) -> None:
+    assert not national_id(text)
+    assert not _found("national_id", text)
+
+
+def test_the_parts_of_the_national_checks() -> None:
+    # each check on its own, its number without separators
+    assert nhs_number("9434765919") and not nhs_number("943476591")
+    assert french_nir("255081416802538") and not french_nir("755081416802538")
+    assert dutch_bsn("123456782") and not dutch_bsn("000000000")
+    assert german_tax_id("36574261809") and not german_tax_id("06574261809")
+    # three times the same digit in a row never (Paragraph 139b AO as applied since 2016)
+    assert not german_tax_id("11145678902")
+    assert canadian_sin("123456782") and luhn_valid("046454286")
+    assert not canadian_sin("046454286")
+    assert medicare_mbi("1EG4TE5MK73") and medicare_mbi("1eg4te5mk73")
+    # the EAN-13 of Wikipedia's "International Article Number" figure, then one digit off
+    assert gtin_valid("5901234123457") and not gtin_valid("5901234123458")

@@ -35,7 +35,8 @@ def test_names_are_read_as_words() -> None:
         ("PatientID", "record number"),
         ("customer_no", "record number"),
         ("Kundennummer", "record number"),
-        ("numero_dossier", None),  # "dossier" needs a suffix after it, not before
+        # issue 38: the number word may come first, as French and Spanish write it
+        ("numero_dossier", "record number"),
         ("dossier_nr", "record number"),
         ("id_paciente", None),  # the suffix comes after the word in these rules
         ("paciente_id", "record number"),
@@ -239,3 +240,45 @@ def test_every_built_in_rule_term_matches_itself() -> None:
         for term in rule.terms:
             name = f"{term} id" if rule.suffixed else term
             assert rule.matches(name), (rule.category, term)
+
+
+@pytest.mark.parametrize(
+    ("name", "category"),
+    [
+        # issue 38, item 7: as hospitals name them
+        ("numero_securite_sociale", "record number"),
+        ("Numéro de sécurité sociale", "record number"),
+        ("numero_historia_clinica", "record number"),
+        ("Número de Historia Clínica", "record number"),
+        ("nro_paciente", "record number"),
+        ("Versicherungsnummer", "record number"),
+        ("Krankenversicherungsnummer", "record number"),
+        ("Aufnahmenummer", "record number"),
+        ("medicare_number", "record number"),
+        ("medicaid_id", "record number"),
+        ("mbi", "national id"),
+        ("domicile", "address"),
+    ],
+)
+def test_issue_38_identifier_names(name: str, category: str) -> None:
+    rule = match_name(name)
+    assert rule is not None and rule.category == category, name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # issue 38, item 8: drug names are not person names
+        "nombre_medicamento",
+        "medikament_name",
+        "Medikamentenname",
+        "nom_medicament",
+        "nome_farmaco",
+        # a number word first, but no identifier after it
+        "numero_de_visites",
+        "num_visits",
+        "nr_of_cases",
+    ],
+)
+def test_issue_38_names_that_are_not_identifiers(name: str) -> None:
+    assert match_name(name) is None, name

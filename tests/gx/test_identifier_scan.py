@@ -209,3 +209,25 @@ def test_the_example_suite_fails_the_planted_table_and_passes_the_clean_one(
         suite=suite, checkpoint=checkpoint, csv=str(DATA / "clean.csv"), alert_file=alerts
     )
     assert outcome.success is True
+
+
+def test_issue_38_forms_give_the_csv_verdicts(
+    pandas_batch: Callable[..., Any], context: Any, tmp_path: Path
+) -> None:
+    """Issue 38's forms and traps (forms.csv) through the expectation on pandas and SQLite:
+    the verdicts of the CSV reading (what each must be: tests/engine/test_identifier_forms.py),
+    the failing columns exactly those."""
+    want = csv_verdicts("forms.csv", {})
+    frame = read_table("forms.csv")
+    url = f"sqlite:///{tmp_path / 'forms.db'}"
+    engine = sa.create_engine(url)
+    frame.to_sql("forms", engine, index=False, dtype=dict.fromkeys(frame.columns, sa.Text()))
+    engine.dispose()
+    for batch in (pandas_batch(frame), sql_batch(context, url, "forms")):
+        result = batch.validate(ExpectTableToHoldNoDirectIdentifiers())
+        assert verdicts_of(result) == want
+        failing = [
+            c for c, v in want.items() if v in ("identifier", "quasi-identifier not declared")
+        ]
+        assert sorted(result.result["details"]["failing"]) == sorted(failing)
+        assert not result.success

@@ -46,8 +46,9 @@ PLANTED: dict[str, tuple[int, int, int, int, dict[str, int]]] = {
     "age": (200, 0, 61, 1, {}),
     # 03601 x2, 03609 x1, 69201 x2, five other codes x39
     "zip": (200, 0, 8, 1, {}),
-    # four formats, each number once; UK and French forms have four or more parts (text)
-    "phone": (200, 0, 200, 200, {"phone": 200, "text": 100}),
+    # four formats, each number once; UK and French forms have four or more parts (text);
+    # the dotted US form is 3-3-4 digits, an NHS number's layout (national_id)
+    "phone": (200, 0, 200, 200, {"phone": 200, "text": 100, "national_id": 50}),
     "ethnicity": (200, 0, 4, 0, {}),  # four labels x50
     # 10 missing, 4 e-mail notes, 1 card note (also a phone candidate), 8 phrases x23 or x24
     "note": (200, 10, 13, 5, {"email": 4, "card": 1, "phone": 1, "text": 190}),
@@ -309,6 +310,38 @@ HOSTILE = [
     " ",
     "١٢٣٤٥٦٧٨٩٠١",
     "１２３-４５-６７８９",
+    # issue 38: SSNs, phones, cards, national ids and addresses as hospitals write them
+    "123 45 6789",
+    "123456789",
+    "SSN123456789",
+    "030/32687484",
+    "3782 822463 10005",
+    "3782-822463-10005",
+    "943 476 5919",
+    "2 55 08 14 168 025 38",
+    "2 53 07 2A 073 004 70",
+    "253072b07300470",
+    "1EG4-TE5-MK73",
+    "1eg4te5mk73",
+    "x1EG4TE5MK73",
+    "1112.22.333",
+    "36 574 261 809",
+    "046-454-286",
+    "0002-3227-30",
+    "4006381333931",
+    "978-3-16-148410-0",
+    "1234567890123456789",
+    "12 Main Street",
+    "12 bis, rue de la Paix",
+    "Hauptstraße 5",
+    "Hauptstr. 5",
+    "Kerkstraat 12a",
+    "Calle Mayor, 5",
+    "C/ Mayor 5",
+    "Via Roma 10",
+    "pain during 2 weeks",
+    "taken via iv line 2",
+    "5 mmol/l",
 ]
 
 
@@ -483,3 +516,52 @@ def test_mariadb_bit_column_is_profiled_without_a_warning() -> None:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE {name}")
         engine.dispose()
+
+
+def _forms_source(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, sql_table: Any
+) -> Any:
+    """``forms.csv`` (issue 38) on ``backend``, every column text."""
+    rows = _rows("forms")
+    if backend == "csv":
+        return FileSource(DATA / "forms.csv")
+    if backend in ("parquet", "frame"):
+        import pyarrow as pa
+
+        table = pa.table({c: pa.array([r[c] for r in rows], type=pa.string()) for c in rows[0]})
+        if backend == "frame":
+            from reident_airflow.sources.frames import FrameSource
+
+            return FrameSource(table)
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, tmp_path / "forms.parquet")
+        return FileSource(tmp_path / "forms.parquet")
+    if backend == "spark":
+        from reident_airflow.sources.spark import SparkSource
+
+        session = request.getfixturevalue("classic_spark")
+        schema = ", ".join(f"`{c}` string" for c in rows[0])
+        return SparkSource(session.createDataFrame([tuple(r.values()) for r in rows], schema))
+    from reident_airflow.sources.sql import SqlSource
+
+    engine, table = sql_table(backend, rows, ())
+    return SqlSource(engine, table=table)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forms_get_the_same_verdicts_everywhere(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, sql_table: Any
+) -> None:
+    """Issue 38's forms and traps: every backend gives the verdicts and verified counts of
+    the CSV read through DuckDB (what each must be: tests/engine/test_identifier_forms.py)."""
+    from reident_airflow.engine.identifiers import ScanOptions, scan_columns
+
+    def read(source: Any) -> dict[str, Any]:
+        with source:
+            found = scan_columns(source, ScanOptions())
+        return {c.column: (c.verdict, c.reasons, c.content) for c in found.columns}
+
+    want = read(FileSource(DATA / "forms.csv"))
+    got = read(_forms_source(backend, tmp_path, request, sql_table))
+    assert got == want

@@ -20,7 +20,9 @@ for fiction (US 202-555-01xx, UK 020 7946 0xxx, France 01 99 00 xx xx).
 - ``phone``: four formats by ``i % 4`` -- ``+1 (202) 555-01NN``, ``202.555.01NN``,
   ``+44 20 7946 0NNN``, ``01 99 00 NN MM`` -- with ``NN`` from ``i // 4``: 200 distinct, 200
   singletons; every value matches ``phone``; the UK and French forms (100 records) have four
-  or more space-separated parts, so they match ``text`` too; no other pattern matches.
+  or more space-separated parts, so they match ``text`` too; the dotted US form (50
+  records) is 3-3-4 digits, an NHS number's layout, so it matches ``national_id`` (issue 38;
+  the Modulus 11 check decides); no other pattern matches.
 - ``ethnicity``: four labels, 50 records each (4 distinct, no singleton).
 - ``note``: missing (an empty unquoted field) in 10 records; 4 records hold an e-mail address
   (4 different notes); 1 holds the card number (that note also matches ``phone``: 16 digits
