@@ -49,6 +49,7 @@ from reident_airflow.engine.distributions import (
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions
 from reident_airflow.sources import Source
+from reident_airflow.sources.cancel import SparkJobs
 from reident_airflow.sources.spark_grouping import (
     SparkTable,
     change_rows,
@@ -388,6 +389,8 @@ class SparkSource:
         self.label = label
         self.path = path
         self.session = session
+        # the jobs this thread starts from now until close() carry a tag of their own
+        self._jobs = SparkJobs(_session_of(frame)).__enter__()
 
     def __enter__(self) -> Self:
         return self
@@ -397,9 +400,15 @@ class SparkSource:
 
     def close(self) -> None:
         """End the session block the source was opened in, if it was given one."""
+        self._jobs.__exit__(None, None, None)
         session, self.session = self.session, None
         if session is not None:
             session.__exit__(None, None, None)
+
+    def cancel(self) -> None:
+        """Interrupt the Spark jobs the thread that opened the source started since, from any
+        thread (:class:`~reident_airflow.sources.cancel.SparkJobs`: ``interruptTag``)."""
+        self._jobs.cancel()
 
     def count(self, options: AssessmentOptions) -> Distributions:
         """What Spark counts for an assessment under ``options``

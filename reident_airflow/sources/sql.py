@@ -53,6 +53,7 @@ from reident_airflow.engine.classes import (
 from reident_airflow.engine.encoding import validate_quasi_identifiers
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources import ClassCounting, Source
+from reident_airflow.sources.cancel import statements_of
 from reident_airflow.sources.connect import (
     SqlWhere,
     connect,
@@ -285,6 +286,8 @@ class SqlSource(ClassCounting):
         self.sql = sql
         self.where = where
         self._engine: Engine | None = None
+        if isinstance(url, Engine):
+            statements_of(url)  # its connections seen from the first: cancel() stops them
 
     @property
     def label(self) -> str:
@@ -326,7 +329,18 @@ class SqlSource(ClassCounting):
     def _bound(self) -> Engine:
         if self._engine is None:
             self._engine = make_engine(self.url)
+            statements_of(self._engine)
         return self._engine
+
+    def cancel(self) -> None:
+        """Stop the statement each connection of the source's engine runs now, from any
+        thread (:meth:`~reident_airflow.sources.cancel.EngineStatements.cancel`: PostgreSQL's
+        cancel request, MariaDB's ``KILL QUERY`` from a second connection, SQLite's
+        interrupt); the reading raises
+        :class:`~reident_airflow.engine.errors.OperationCancelledError`."""
+        engine = self._engine if self._engine is not None else self.url
+        if isinstance(engine, Engine):
+            statements_of(engine).cancel()
 
     def _reading(self) -> AbstractContextManager[tuple[Connection, SqlTable, str]]:
         where = self.located()

@@ -1,0 +1,184 @@
+"""Issue 38, item 6: an operator's ``on_kill`` stops the statement its task runs on the server.
+
+A client that goes away does not stop a statement: MariaDB (and PostgreSQL without
+``client_connection_check_interval``) run it to its end. Each test starts the risk operator
+on a slow reading in a thread of its own, as a task runs ``execute``, waits until the server
+shows the statement, then calls ``on_kill`` from the test's thread (Airflow calls it from
+another thread or the task's signal handler) and checks that the server no longer runs it
+(PostgreSQL: ``pg_stat_activity``; MariaDB: ``information_schema.PROCESSLIST``), that
+``execute`` returned promptly with :class:`OperationCancelledError`, and that neither the
+error nor the log quote the statement. SQLite and DuckDB have no server to ask: the reading
+returns promptly with that error, long before the query could have ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from reident_airflow.engine.errors import OperationCancelledError
+from reident_airflow.operators.risk import ReidentificationRiskOperator
+from tests.conftest import require_server
+from tests.operators._fakes import PushedTI
+
+#: How long a reading may take to stop once on_kill returned (seconds); the slow readings
+#: below would run for minutes.
+PROMPT = 10.0
+
+
+class _Task:
+    """``op.execute`` in a thread of its own; what it raised, and when it ended."""
+
+    def __init__(self, op: ReidentificationRiskOperator) -> None:
+        self.op = op
+        self.raised: BaseException | None = None
+        self.ended: float | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.op.execute({"ti": PushedTI()})  # type: ignore[arg-type]
+        except BaseException as exc:
+            self.raised = exc
+        self.ended = time.monotonic()
+
+
+def _wait_for(check: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _operator(engine: sa.Engine, **kwargs: Any) -> ReidentificationRiskOperator:
+    op = ReidentificationRiskOperator(
+        task_id=f"k_{uuid.uuid4().hex[:6]}",
+        conn_id="x",
+        quasi_identifiers="zip",
+        advice=False,
+        fingerprint=False,
+        identifier_scan="off",
+        **kwargs,
+    )
+    op.get_engine = lambda conn_id: engine  # type: ignore[method-assign]  # the test seam
+    return op
+
+
+@pytest.fixture
+def server_table(request: pytest.FixtureRequest) -> Iterator[tuple[sa.Engine, str]]:
+    """A table of 4 records on the server ``request.param`` (unique name, dropped after)."""
+    engine = sa.create_engine(require_server(request.param))
+    name = f"kill_{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE {name} (zip varchar(8))")
+        conn.exec_driver_sql(f"INSERT INTO {name} VALUES ('10'), ('11'), ('12'), ('13')")
+    try:
+        yield engine, name
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
+        engine.dispose()
+
+
+#: Each server: a where that sleeps 20 s per record (80 s in all), and the statements it runs now that
+#: carry ``marker`` (other than the one asking).
+_SLOW = {
+    "postgresql": (
+        "pg_sleep(20) IS NOT NULL AND '{marker}' <> ''",
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+        "AND query LIKE '%{marker}%' AND pid <> pg_backend_pid()",
+    ),
+    "mysql": (  # MariaDB, as SQLAlchemy's dialect names it
+        "SLEEP(20) = 0 AND '{marker}' <> ''",
+        "SELECT count(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' "
+        "AND ID <> CONNECTION_ID() AND COMMAND <> 'Killed'",
+    ),
+}
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("server_table", ["postgresql", "mariadb"], indirect=True)
+def test_on_kill_stops_the_statement_on_the_server(
+    server_table: tuple[sa.Engine, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    engine, table = server_table
+    marker = f"m{uuid.uuid4().hex[:10]}"
+    where, running_sql = (s.format(marker=marker) for s in _SLOW[engine.dialect.name])
+
+    def running() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text(running_sql)).scalar_one())
+
+    op = _operator(engine, table=table, where=where)
+    task = _Task(op)
+    assert _wait_for(lambda: running() == 1, 30), "the slow statement never started"
+    caplog.set_level(logging.INFO)
+    op.on_kill()
+    killed = time.monotonic()
+    assert _wait_for(lambda: running() == 0, 5), "the statement still runs on the server"
+    task.thread.join(PROMPT)
+    assert task.ended is not None and task.ended - killed < PROMPT
+    assert isinstance(task.raised, OperationCancelledError), repr(task.raised)
+    assert marker not in str(task.raised)
+    assert "cancelled the statements of 1" in caplog.text
+    assert marker not in caplog.text
+
+
+def test_on_kill_interrupts_sqlite(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A query counting a billion generated rows (minutes), stopped by SQLite's interrupt."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'kill.db'}")
+    sql = (
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000000000) "
+        "SELECT CAST(x % 7 AS TEXT) AS zip FROM n"
+    )
+    op = _operator(engine, sql=sql)
+    task = _Task(op)
+    time.sleep(2)  # the GROUP BY runs
+    assert task.ended is None, repr(task.raised)
+    caplog.set_level(logging.INFO)
+    op.on_kill()
+    killed = time.monotonic()
+    task.thread.join(PROMPT)
+    assert task.ended is not None and task.ended - killed < PROMPT
+    assert isinstance(task.raised, OperationCancelledError), repr(task.raised)
+    assert "cancelled the statements of 1 sqlite" in caplog.text
+    engine.dispose()
+
+
+def test_on_kill_interrupts_duckdb(tmp_path: Path) -> None:
+    """DuckDB grouping a large Parquet file (made by DuckDB), stopped by its interrupt."""
+    import duckdb
+
+    data = tmp_path / "big.parquet"
+    duckdb.sql(
+        "COPY (SELECT i AS a, hash(i) % 1000003 AS b, hash(i + 1) AS c "
+        f"FROM range(40000000) t(i)) TO '{data}' (FORMAT parquet)"
+    )
+    op = ReidentificationRiskOperator(
+        task_id="duck",
+        path=str(data),
+        quasi_identifiers=["a", "b", "c"],
+        advice=False,
+        fingerprint=False,
+        identifier_scan="off",
+        memory_limit="300MB",
+    )
+    task = _Task(op)
+    time.sleep(1.5)
+    assert task.ended is None, repr(task.raised)
+    op.on_kill()
+    killed = time.monotonic()
+    task.thread.join(PROMPT)
+    assert task.ended is not None and task.ended - killed < PROMPT
+    assert isinstance(task.raised, OperationCancelledError), repr(task.raised)
