@@ -91,8 +91,8 @@ def server_table(request: pytest.FixtureRequest) -> Iterator[tuple[sa.Engine, st
         engine.dispose()
 
 
-#: Each server: a where that sleeps 20 s per record (80 s in all), and the statements it runs now that
-#: carry ``marker`` (other than the one asking).
+#: Each server: a where that sleeps 20 s per record (80 s in all), and the statements it
+#: runs now that carry ``marker`` (other than the one asking).
 _SLOW = {
     "postgresql": (
         "pg_sleep(20) IS NOT NULL AND '{marker}' <> ''",
