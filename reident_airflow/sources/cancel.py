@@ -13,8 +13,8 @@ stop a statement on every server (MariaDB, and PostgreSQL without
   client that left); SQLite: ``interrupt()``. Other dialects (Spark's Thrift server): nothing.
 - DuckDB (:class:`DuckdbQueries`): ``interrupt()`` of the cursors a source's readings run on;
 - Spark (:class:`SparkJobs`): the jobs started under the tag the source (or the operator)
-  added to its thread, interrupted with ``interruptTag`` (classic sessions and Spark Connect,
-  PySpark >= 4.0).
+  added to its thread, cancelled with ``cancelJobsWithTag`` (classic) or ``interruptTag``
+  (Spark Connect).
 
 Standard library only at import (SQLAlchemy is imported by :func:`statements_of`).
 
@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import socket
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -46,6 +48,7 @@ __all__ = [
     "Running",
     "SparkJobs",
     "statements_of",
+    "watch_signals",
 ]
 
 log = logging.getLogger(__name__)
@@ -132,12 +135,21 @@ class EngineStatements:
         with self._lock:
             return len(self._out)
 
-    def cancel(self) -> None:
-        """Stop the statement each checked-out connection runs (not one already stopped)."""
+    def cancel(self, only: Collection[Any] | None = None) -> None:
+        """Stop the statement each checked-out connection runs (not one already stopped);
+        ``only``: of these DB-API connections alone."""
         with self._lock:
-            todo = [(k, c) for k, c in self._out.items() if k not in self._cancelled]
+            todo = [
+                (k, c)
+                for k, c in self._out.items()
+                if k not in self._cancelled and (only is None or any(c is o for o in only))
+            ]
             self._cancelled.update(k for k, _ in todo)
-        connections = [c for _, c in todo]
+            # checked out before this engine was watched: stopped all the same
+            unseen = [o for o in only or () if not any(o is c for c in self._out.values())]
+        self._stop([c for _, c in todo] + unseen)
+
+    def _stop(self, connections: list[Any]) -> None:
         if not connections:
             return
         if self.dialect in {"mysql", "mariadb"}:
@@ -192,6 +204,66 @@ def statements_of(engine: Engine) -> EngineStatements:
         return found
 
 
+# ------------------------------------------------------------------------------ signals
+_WATCHED = frozenset(int(s) for s in (signal.SIGTERM, signal.SIGINT))
+_ON_SIGNAL: list[Callable[[], Any]] = []
+_WATCH_LOCK = threading.Lock()
+_watch_tried = False
+
+
+def watch_signals(on_signal: Callable[[], Any]) -> None:
+    """Call ``on_signal`` on a thread of its own as soon as SIGTERM or SIGINT arrives.
+
+    A Python signal handler (Airflow's, which calls ``on_kill``) runs only when the main
+    thread is back in the interpreter: one waiting in a C driver (psycopg2 waiting in libpq,
+    sqlite3 in a step) does not come back until its statement ends. The interpreter writes
+    each signal's number to its wakeup fd (:func:`signal.set_wakeup_fd`) the moment it
+    arrives, whatever the main thread is doing: a daemon thread reading that fd runs
+    ``on_signal`` then, which stops the statement, so the driver returns and the handler
+    runs. Installed once, from the main thread, when no wakeup fd is set (an event loop's
+    is left alone); a no-op elsewhere. Only signals with a Python handler are written.
+    """
+    global _watch_tried
+    with _WATCH_LOCK:
+        if on_signal not in _ON_SIGNAL:
+            _ON_SIGNAL.append(on_signal)
+        if _watch_tried or threading.current_thread() is not threading.main_thread():
+            return
+        _watch_tried = True
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        try:
+            previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        except ValueError:  # pragma: no cover - not the main interpreter
+            reader.close()
+            writer.close()
+            return
+        if previous != -1:  # someone else's (an event loop): theirs stays
+            signal.set_wakeup_fd(previous)
+            reader.close()
+            writer.close()
+            return
+    threading.Thread(
+        target=_watch, args=(reader, writer), name="reident-signals", daemon=True
+    ).start()
+
+
+def _watch(reader: socket.socket, writer: socket.socket) -> None:
+    """The watching thread (``writer`` kept open with it)."""
+    while True:
+        try:
+            data = reader.recv(64)
+        except OSError:  # pragma: no cover - closed at interpreter exit
+            return
+        if not data:  # pragma: no cover
+            return
+        if _WATCHED.intersection(data):
+            with _WATCH_LOCK:
+                calls = list(_ON_SIGNAL)
+            for call in calls:
+                _quietly(call, "a signal")
+
+
 # ------------------------------------------------------------------------------ DuckDB
 class DuckdbQueries:
     """The DuckDB cursors a source's readings run on now; :meth:`cancel` interrupts them."""
@@ -224,29 +296,50 @@ class DuckdbQueries:
 # ------------------------------------------------------------------------------ Spark
 class SparkJobs:
     """The Spark jobs started by one thread under a tag of their own, for a ``with`` block
-    (``addTag`` on entering, ``removeTag`` on leaving, in that thread); :meth:`cancel`
-    interrupts them from any thread (``interruptTag``)."""
+    (the tag added on entering, removed on leaving, in that thread); :meth:`cancel`
+    interrupts them from any thread. A classic session tags its SparkContext's jobs
+    (``addJobTag`` / ``cancelJobsWithTag``, PySpark >= 3.5); a Spark Connect session its
+    operations (``addTag`` / ``interruptTag``)."""
 
     def __init__(self, session: Any) -> None:
         self.session = session
         self.tag = f"reident-{uuid.uuid4().hex}"
+        self._context = _spark_context(session)
         self._tagged = False
 
     def __enter__(self) -> SparkJobs:
-        add = getattr(self.session, "addTag", None)
-        if add is not None:  # PySpark >= 4.0 (classic), >= 3.5 (Connect)
-            add(self.tag)
-            self._tagged = True
+        if self._context is not None:
+            self._context.addJobTag(self.tag)
+        else:
+            self.session.addTag(self.tag)
+        self._tagged = True
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._tagged:
-            self._tagged = False
-            with contextlib.suppress(Exception):  # a stopped Connect session
+        if not self._tagged:
+            return
+        self._tagged = False
+        with contextlib.suppress(Exception):  # a stopped session
+            if self._context is not None:
+                self._context.removeJobTag(self.tag)
+            else:
                 self.session.removeTag(self.tag)
 
     def cancel(self) -> None:
         if not self._tagged:
             return
-        interrupted = self.session.interruptTag(self.tag)
-        log.info("interrupted %d Spark operation(s)", len(interrupted or ()))
+        if self._context is not None:
+            self._context.cancelJobsWithTag(self.tag)
+            log.info("cancelled the Spark jobs of one source")
+        else:
+            interrupted = self.session.interruptTag(self.tag)
+            log.info("interrupted %d Spark Connect operation(s)", len(interrupted or ()))
+
+
+def _spark_context(session: Any) -> Any:
+    """A classic session's SparkContext; ``None`` for a Spark Connect session (which has
+    none: asking raises)."""
+    try:
+        return session.sparkContext
+    except Exception:
+        return None

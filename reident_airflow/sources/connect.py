@@ -24,6 +24,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchTableError
 from sqlalchemy.sql.compiler import IdentifierPreparer
 
 from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.sources.cancel import statements_of, watch_signals
 from reident_airflow.sources.db_errors import connection_error, database_errors
 from reident_airflow.sources.sql_text import one_statement
 
@@ -72,6 +73,7 @@ def make_engine(url: str | Engine) -> Engine:
     when it is installed, and otherwise the one the ``db`` extra installs (psycopg2, PyMySQL).
     """
     if isinstance(url, Engine):
+        statements_of(url)
         return url
     try:
         parsed = sa.make_url(url)
@@ -90,6 +92,7 @@ def make_engine(url: str | Engine) -> Engine:
     if engine.dialect.name == "hive":
         engine.dialect.identifier_preparer = _SparkIdentifiers(engine.dialect)
         sa.event.listen(engine, "connect", _accelerated_thrift)
+    statements_of(engine)  # its statements can be stopped (sources/cancel.py)
     return engine
 
 
@@ -196,6 +199,24 @@ def _dotted_hint(table: str, schema: str | None) -> str:
 _READ_ONLY: weakref.WeakSet[Connection] = weakref.WeakSet()
 
 
+def cancel_reads() -> None:
+    """Stop the statement of every read running now (each connection inside
+    :func:`read_only`), on SIGTERM / SIGINT (:func:`~reident_airflow.sources.cancel.
+    watch_signals`): a reading that waits in a C driver then returns, and the signal's
+    handler (Airflow's ``on_kill``, Python's ``KeyboardInterrupt``) runs. Writes are left to
+    the writers' own signal handling."""
+    by_engine: dict[Engine, list[Any]] = {}
+    for conn in list(_READ_ONLY):
+        try:
+            dbapi_conn = conn.connection.dbapi_connection
+        except Exception:  # closed meanwhile
+            continue
+        if dbapi_conn is not None:
+            by_engine.setdefault(conn.engine, []).append(dbapi_conn)
+    for engine, connections in by_engine.items():
+        statements_of(engine).cancel(only=connections)
+
+
 @contextmanager
 def read_only(conn: Connection) -> Iterator[Connection]:
     """``conn`` read-only for the block, in a transaction of its own that is always rolled
@@ -215,6 +236,7 @@ def read_only(conn: Connection) -> Iterator[Connection]:
       what the connection's user may do (docs/reading.md).
     """
     dialect = conn.dialect.name
+    watch_signals(cancel_reads)
     if dialect == "sqlite":
         own = None if conn.in_transaction() else conn.begin()
         try:

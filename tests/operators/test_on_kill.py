@@ -182,3 +182,71 @@ def test_on_kill_interrupts_duckdb(tmp_path: Path) -> None:
     task.thread.join(PROMPT)
     assert task.ended is not None and task.ended - killed < PROMPT
     assert isinstance(task.raised, OperationCancelledError), repr(task.raised)
+
+
+# ------------------------------------------------------------------ as Airflow stops a task
+_TASK = """
+import signal, sys
+import sqlalchemy as sa
+from reident_airflow.operators.risk import ReidentificationRiskOperator
+
+url, table, where = sys.argv[1:4]
+engine = sa.create_engine(url)
+op = ReidentificationRiskOperator(
+    task_id="risk", conn_id="x", table=table, where=where, quasi_identifiers="zip",
+    advice=False, fingerprint=False, identifier_scan="off",
+)
+op.get_engine = lambda conn_id: engine
+
+def _on_term(signum, frame):  # what Airflow 3's task runner installs
+    op.on_kill()
+
+signal.signal(signal.SIGTERM, _on_term)
+try:
+    op.execute({})
+except BaseException as exc:
+    print(type(exc).__name__, flush=True)
+    sys.exit(3)
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("server_table", ["postgresql", "mariadb"], indirect=True)
+def test_sigterm_to_a_task_stops_its_statement(server_table: tuple[sa.Engine, str]) -> None:
+    """The task in its own process, SIGTERM handled as Airflow 3's task runner does (its
+    handler calls ``on_kill``). psycopg2 waits for its statement inside libpq, where no Python
+    handler runs: the statement is stopped all the same, at once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    engine, table = server_table
+    marker = f"m{uuid.uuid4().hex[:10]}"
+    where, running_sql = (s.format(marker=marker) for s in _SLOW[engine.dialect.name])
+
+    def running() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text(running_sql)).scalar_one())
+
+    url = engine.url.render_as_string(hide_password=False)
+    env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
+    with subprocess.Popen(
+        [sys.executable, "-c", _TASK, url, table, where],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert _wait_for(lambda: running() == 1, 60), "the slow statement never started"
+            proc.send_signal(signal.SIGTERM)
+            assert _wait_for(lambda: running() == 0, 5), "the statement still runs"
+            out, err = proc.communicate(timeout=PROMPT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 3, err
+    assert out.strip().splitlines()[-1] == "OperationCancelledError", out
+    assert marker not in out + err
