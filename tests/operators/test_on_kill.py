@@ -37,7 +37,7 @@ PROMPT = 10.0
 class _Task:
     """``op.execute`` in a thread of its own; what it raised, and when it ended."""
 
-    def __init__(self, op: ReidentificationRiskOperator) -> None:
+    def __init__(self, op: Any) -> None:
         self.op = op
         self.raised: BaseException | None = None
         self.ended: float | None = None
@@ -133,6 +133,70 @@ def test_on_kill_stops_the_statement_on_the_server(
     assert marker not in str(task.raised)
     assert "cancelled the statements of 1" in caplog.text
     assert marker not in caplog.text
+
+
+@pytest.mark.db
+@pytest.mark.parametrize("server_table", ["postgresql", "mariadb"], indirect=True)
+@pytest.mark.parametrize("kind", ["datafly", "direct match"])
+def test_on_kill_of_datafly_and_direct_match(
+    server_table: tuple[sa.Engine, str], kind: str, tmp_path: Path
+) -> None:
+    """Datafly reading a slow where, direct match comparing the table with a slow view: the
+    statement is gone from the server once ``on_kill`` returned."""
+    from reident_airflow.operators.datafly import DataflyOperator
+    from reident_airflow.operators.direct_match import DirectMatchProtectionOperator
+
+    engine, table = server_table
+    marker = f"m{uuid.uuid4().hex[:10]}"
+    where, running_sql = (s.format(marker=marker) for s in _SLOW[engine.dialect.name])
+    view = f"{table}_v"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE VIEW {view} AS SELECT zip FROM {table} WHERE {where}")
+
+    if kind == "direct match":  # the server shows the statement naming the view
+        running_sql = running_sql.replace(marker, view)
+    task_engine = engine
+    if engine.dialect.name == "postgresql":  # a server-side cursor shows "FETCH ..."
+        task_engine = sa.create_engine(engine.url, connect_args={"application_name": marker})
+        running_sql = (
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+            f"AND application_name = '{marker}'"
+        )
+
+    def running() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text(running_sql)).scalar_one())
+
+    op: Any
+    if kind == "datafly":
+        op = DataflyOperator(
+            task_id="d",
+            conn_id="x",
+            table=table,
+            where=where,
+            quasi_identifiers="zip",
+            k=2,
+            hierarchies={"zip": {"type": "masking", "steps": [1, 2]}},
+            target_path=str(tmp_path / "release.csv"),
+        )
+    else:
+        op = DirectMatchProtectionOperator(
+            task_id="m", conn_id="x", original_table=table, avatar_table=view, key="zip"
+        )
+    op.get_engine = lambda conn_id: task_engine
+    task = _Task(op)
+    try:
+        assert _wait_for(lambda: running() == 1, 30), repr(task.raised)
+        op.on_kill()
+        assert _wait_for(lambda: running() == 0, 5), "the statement still runs on the server"
+        task.thread.join(PROMPT)
+        assert task.ended is not None, "execute did not return"
+        assert isinstance(task.raised, OperationCancelledError), repr(task.raised)
+    finally:
+        op.on_kill()  # a failed check leaves nothing running for the next tests
+        task.thread.join(PROMPT)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP VIEW IF EXISTS {view}")
 
 
 def test_on_kill_interrupts_sqlite(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
