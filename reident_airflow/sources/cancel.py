@@ -114,6 +114,9 @@ class EngineStatements:
         self._lock = threading.RLock()
         self._out: dict[int, Any] = {}  # id of the pool record -> the DB-API connection
         self._cancelled: set[int] = set()
+        #: set by :meth:`cancel`: a read begun after it is refused (the work was cancelled
+        #: between two statements); a new engine reads again
+        self.stopped = False
         from sqlalchemy import event
 
         event.listen(engine, "checkout", self._checkout)
@@ -137,8 +140,11 @@ class EngineStatements:
 
     def cancel(self, only: Collection[Any] | None = None) -> None:
         """Stop the statement each checked-out connection runs (not one already stopped);
-        ``only``: of these DB-API connections alone."""
+        ``only``: of these DB-API connections alone (and the reads begun later are not
+        refused)."""
         with self._lock:
+            if only is None:
+                self.stopped = True
             todo = [
                 (k, c)
                 for k, c in self._out.items()

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchTableError
 from sqlalchemy.sql.compiler import IdentifierPreparer
 
-from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.errors import InvalidInputError, OperationCancelledError
 from reident_airflow.sources.cancel import statements_of, watch_signals
 from reident_airflow.sources.db_errors import connection_error, database_errors
 from reident_airflow.sources.sql_text import one_statement
@@ -237,6 +237,11 @@ def read_only(conn: Connection) -> Iterator[Connection]:
     """
     dialect = conn.dialect.name
     watch_signals(cancel_reads)
+    if statements_of(conn.engine).stopped:
+        raise OperationCancelledError(
+            "the reading was cancelled before it began (the engine's work was cancelled: "
+            "the task's on_kill)"
+        )
     if dialect == "sqlite":
         own = None if conn.in_transaction() else conn.begin()
         try:

@@ -109,6 +109,11 @@ def _duckdb(memory_limit: str | None = None, queries: DuckdbQueries | None = Non
     import duckdb
 
     limit = _memory_limit(memory_limit)
+    if queries is not None and queries.cancelled:
+        raise OperationCancelledError(
+            "the reading was cancelled before it began (the source was cancelled: the task's "
+            "on_kill)"
+        )
     scratch.guard_signals()
     with _CONNECTIONS_LOCK:
         con, spill = _CONNECTIONS.get(limit, (None, ""))
@@ -746,7 +751,8 @@ class FileSource(ClassCounting):
 
     def cancel(self) -> None:
         """Interrupt the DuckDB queries the source's readings run now, from any thread; the
-        reading raises :class:`~reident_airflow.engine.errors.OperationCancelledError`."""
+        reading raises :class:`~reident_airflow.engine.errors.OperationCancelledError`, as
+        does every later reading of this source."""
         self._queries.cancel()
 
     def _opened(self) -> FileTable:

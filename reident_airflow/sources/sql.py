@@ -337,7 +337,9 @@ class SqlSource(ClassCounting):
         thread (:meth:`~reident_airflow.sources.cancel.EngineStatements.cancel`: PostgreSQL's
         cancel request, MariaDB's ``KILL QUERY`` from a second connection, SQLite's
         interrupt); the reading raises
-        :class:`~reident_airflow.engine.errors.OperationCancelledError`."""
+        :class:`~reident_airflow.engine.errors.OperationCancelledError`, as does every
+        reading through that engine begun later (a new source reads again; an engine
+        given is refused from then on)."""
         engine = self._engine if self._engine is not None else self.url
         if isinstance(engine, Engine):
             statements_of(engine).cancel()

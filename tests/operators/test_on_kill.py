@@ -314,3 +314,24 @@ def test_sigterm_to_a_task_stops_its_statement(server_table: tuple[sa.Engine, st
     assert proc.returncode == 3, err
     assert out.strip().splitlines()[-1] == "OperationCancelledError", out
     assert marker not in out + err
+
+
+def test_a_reading_begun_after_cancel_is_refused(tmp_path: Path) -> None:
+    """``on_kill`` between two statements (while Python computes): the next reading of the
+    task does not start on the server."""
+    from reident_airflow.sources.files import FileSource
+    from reident_airflow.sources.sql import SqlSource
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'after.db'}")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (zip text)")
+        conn.exec_driver_sql("INSERT INTO t VALUES ('10'), ('11')")
+    csv = tmp_path / "t.csv"
+    csv.write_text("zip\n10\n11\n", encoding="utf-8")
+    sources: list[Any] = [SqlSource(engine, table="t"), FileSource(csv)]
+    for source in sources:
+        assert source.histogram(["zip"]).counts.tolist() == [2]  # 2 classes of size 1
+        source.cancel()
+        with pytest.raises(OperationCancelledError, match="before it began"):
+            source.histogram(["zip"])
+    engine.dispose()
