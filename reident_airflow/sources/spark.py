@@ -385,12 +385,20 @@ class SparkSource:
         path: str | None = None,
         session: AbstractContextManager[Any] | None = None,
     ):
-        self.frame = frame
+        self._frame = frame
         self.label = label
         self.path = path
         self.session = session
-        # the jobs this thread starts from now until close() carry a tag of their own
-        self._jobs = SparkJobs(_session_of(frame)).__enter__()
+        self._jobs: SparkJobs | None = None
+
+    @property
+    def frame(self) -> Any:
+        """The DataFrame. The first reading of it tags the Spark jobs its thread starts from
+        then on until :meth:`close`, so that :meth:`cancel` stops them (a refusal touches
+        nothing of the frame)."""
+        if self._jobs is None:
+            self._jobs = SparkJobs(_session_of(self._frame)).__enter__()
+        return self._frame
 
     def __enter__(self) -> Self:
         return self
@@ -400,15 +408,17 @@ class SparkSource:
 
     def close(self) -> None:
         """End the session block the source was opened in, if it was given one."""
-        self._jobs.__exit__(None, None, None)
+        if self._jobs is not None:
+            self._jobs.__exit__(None, None, None)
         session, self.session = self.session, None
         if session is not None:
             session.__exit__(None, None, None)
 
     def cancel(self) -> None:
         """Interrupt the Spark jobs the thread that opened the source started since, from any
-        thread (:class:`~reident_airflow.sources.cancel.SparkJobs`: ``interruptTag``)."""
-        self._jobs.cancel()
+        thread (:class:`~reident_airflow.sources.cancel.SparkJobs`)."""
+        if self._jobs is not None:
+            self._jobs.cancel()
 
     def count(self, options: AssessmentOptions) -> Distributions:
         """What Spark counts for an assessment under ``options``
