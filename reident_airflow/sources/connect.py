@@ -206,7 +206,14 @@ def cancel_reads() -> None:
     handler (Airflow's ``on_kill``, Python's ``KeyboardInterrupt``) runs. Writes are left to
     the writers' own signal handling."""
     by_engine: dict[Engine, list[Any]] = {}
-    for conn in list(_READ_ONLY):
+    reads: list[Connection] = []
+    for _ in range(10):  # a read beginning or ending in another thread changes the set
+        try:
+            reads = list(_READ_ONLY)
+            break
+        except RuntimeError:
+            continue
+    for conn in reads:
         try:
             dbapi_conn = conn.connection.dbapi_connection
         except Exception:  # closed meanwhile
