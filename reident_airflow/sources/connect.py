@@ -228,8 +228,8 @@ def cancel_reads() -> None:
 def read_only(conn: Connection) -> Iterator[Connection]:
     """``conn`` read-only for the block, in a transaction of its own that is always rolled
     back, never committed: what the database's read-only mode lets through (a PostgreSQL large
-    object made or removed, a pending ``NOTIFY``; docs/reading.md, "What read-only does not
-    cover") is undone with the rest.
+    object made or removed, a pending ``NOTIFY``; docs/reading.md, "What the database's
+    read-only mode does not cover") is undone with the rest.
 
     - PostgreSQL: a transaction begun ``READ ONLY`` (checked with ``transaction_read_only``;
       an autocommit connection, which cannot hold one, is refused). On a connection whose
