@@ -10,6 +10,7 @@
      +-- ThresholdBreached                     a release gate's limit was exceeded
      +-- ResourceExhaustedError                memory, disk space or the file-size limit ran out
      +-- TargetBusyError                       another run is publishing the same target
+     +-- OperationCancelledError               the work was stopped (an operator's on_kill)
 
 Messages carry aggregates only (counts, column names, limits): never a record's values.
 """
@@ -25,6 +26,7 @@ __all__ = [
     "EmptyDatasetError",
     "HierarchyError",
     "InvalidInputError",
+    "OperationCancelledError",
     "ReidentError",
     "ResourceExhaustedError",
     "TargetBusyError",
@@ -123,5 +125,14 @@ class TargetBusyError(ReidentError):
     """Another run held the release target's lock (one writer per target) for longer than
     the publish would wait. Infrastructure, not the data: a retry once that run is done
     succeeds, so ``deterministic`` is false (the operators let Airflow's retries apply)."""
+
+    deterministic = False
+
+
+class OperationCancelledError(ReidentError):
+    """The statement, query or job a reading ran was stopped while it ran: by the source's
+    ``cancel()`` (an operator's ``on_kill``), a statement timeout or an administrator. Not the
+    input's fault: ``deterministic`` is false, so an operator raises it as it is and Airflow
+    decides what a killed task becomes."""
 
     deterministic = False

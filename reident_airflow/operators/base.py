@@ -53,6 +53,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from reident_airflow.report.signoff import SignOff as SignOffLike
+    from reident_airflow.sources.cancel import Cancellable, Running
     from reident_airflow.sources.files import FileSource
     from reident_airflow.sources.sql import SqlSource
 
@@ -170,6 +171,34 @@ class ReidentOperator(BaseOperator):
                 raise ReidentConfigurationError("hook_params must be a JSON object")
         return dict(value) if value else None
 
+    # -- stopping --------------------------------------------------------------------------
+    def _running(self) -> Running:
+        """What ``execute`` has open now (made on first use: an operator is copied and
+        serialized before it runs)."""
+        from reident_airflow.sources.cancel import Running
+
+        running = self.__dict__.get("_running_work")
+        if running is None:  # setdefault: on_kill and execute may both get here first
+            running = self.__dict__.setdefault("_running_work", Running())
+        assert isinstance(running, Running)
+        return running
+
+    def cancelling(self, item: Cancellable) -> AbstractContextManager[None]:
+        """For the block, :meth:`on_kill` cancels ``item`` (a source, an engine's statements,
+        a session's Spark jobs): anything with a ``cancel()``
+        (:mod:`~reident_airflow.sources.cancel`)."""
+        return self._running().holding(item)
+
+    def on_kill(self) -> None:
+        """Stop the work ``execute`` runs now: the statement on every database connection the
+        task holds (PostgreSQL's cancel request, MariaDB's ``KILL QUERY`` from a second
+        connection, SQLite's interrupt), DuckDB's query and the task's Spark jobs. Airflow
+        calls it from the task's SIGTERM handler or another thread; ``execute`` then raises
+        (:class:`~reident_airflow.engine.errors.OperationCancelledError`, or Spark's own
+        error). The log line says how many were cancelled, nothing else."""
+        stopped = self._running().cancel()
+        self.log.info("on_kill: cancelled the work of %d open source(s)", stopped)
+
     # -- steps -----------------------------------------------------------------------------
     def check_on_breach(self) -> None:
         check_choice(self.on_breach, "on_breach", ON_BREACH_CHOICES)
@@ -206,9 +235,12 @@ class ReidentOperator(BaseOperator):
         """The engine of ``conn_id``, disposed of when the block ends."""
         if not conn_id:
             raise ReidentConfigurationError("no conn_id given")
+        from reident_airflow.sources.cancel import statements_of
+
         engine = self.get_engine(conn_id)
         try:
-            yield engine
+            with self.cancelling(statements_of(engine)):
+                yield engine
         finally:
             engine.dispose()
 
@@ -235,7 +267,9 @@ class ReidentOperator(BaseOperator):
             from reident_airflow.sources.files import FileSource
 
             with local_file(path) as local:
-                yield FileSource(local, sep=sep, memory_limit=memory_limit)
+                source = FileSource(local, sep=sep, memory_limit=memory_limit)
+                with self.cancelling(source):
+                    yield source
             return
         from reident_airflow.sources.sql import SqlSource
 

@@ -570,7 +570,13 @@ class DataflyOperator(StagedTableOperator):
         options = self._validated(conn)
         if conn is None:
             return self._run(context, options, None)
-        with spark_session(str(self.conn_id), conn) as session:  # open until the release is written
+        from reident_airflow.sources.cancel import SparkJobs
+
+        with (
+            spark_session(str(self.conn_id), conn) as session,  # open until the release is written
+            SparkJobs(session) as jobs,
+            self.cancelling(jobs),
+        ):
             return self._run(context, options, session)
 
     def _run(self, context: Context, options: DataflyOptions, spark: Any) -> dict[str, Any]:

@@ -270,9 +270,14 @@ class DirectMatchProtectionOperator(ReidentOperator):
         """Column Direct Match Protection of the two sides (catalog tables or Parquet paths),
         joined on the key and counted by the session of ``conn``: only counts reach the
         driver."""
+        from reident_airflow.sources.cancel import SparkJobs
         from reident_airflow.sources.spark_release import direct_match_spark
 
-        with spark_session(str(self.conn_id), conn) as session:
+        with (
+            spark_session(str(self.conn_id), conn) as session,
+            SparkJobs(session) as jobs,
+            self.cancelling(jobs),
+        ):
             original = read_spark_table(
                 session, self.original_table, self.schema, self.original_path
             )

@@ -436,7 +436,7 @@ class ReidentificationRiskOperator(StagedTableOperator):
         """The assessment of the staged table (``spark``: the Spark connection that reads
         it), with its identifier scan (``scanning``; none when ``None``) through the same
         source, its advice and its report, counted where the data is."""
-        with self.input_errors(), self._source(spark) as source:
+        with self.input_errors(), self._source(spark) as source, self.cancelling(source):
             counted = source.count(options)
             result = assess(counted, options, population_table=self._register(source, options))
             if scanning is not None:

@@ -4,10 +4,10 @@ Identifiers (table, schema, columns) are reflected and quoted by SQLAlchemy, nev
 into SQL text. An error raised while connecting shows the driver's own message
 (:func:`~reident_airflow.sources.db_errors.connection_error`): nothing has been read yet.
 
-Every read runs in a read-only transaction (:func:`read_only`): a ``sql`` query (or a
-``where`` built into one) is the DAG author's templated text, checked to be one statement
-(:mod:`~reident_airflow.sources.sql_text`) and read only on such a connection, so no text a
-template rendered can change data.
+Every read runs in a read-only transaction that is rolled back, never committed
+(:func:`read_only`): a ``sql`` query (or a ``where`` built into one) is the DAG author's
+templated text, checked to be one statement (:mod:`~reident_airflow.sources.sql_text`) and read
+only on such a connection, so no text a template rendered can change data.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchTableError
 from sqlalchemy.sql.compiler import IdentifierPreparer
 
-from reident_airflow.engine.errors import InvalidInputError
+from reident_airflow.engine.errors import InvalidInputError, OperationCancelledError
+from reident_airflow.sources.cancel import statements_of, watch_signals
 from reident_airflow.sources.db_errors import connection_error, database_errors
 from reident_airflow.sources.sql_text import one_statement
 
@@ -72,6 +73,7 @@ def make_engine(url: str | Engine) -> Engine:
     when it is installed, and otherwise the one the ``db`` extra installs (psycopg2, PyMySQL).
     """
     if isinstance(url, Engine):
+        statements_of(url)
         return url
     try:
         parsed = sa.make_url(url)
@@ -90,6 +92,7 @@ def make_engine(url: str | Engine) -> Engine:
     if engine.dialect.name == "hive":
         engine.dialect.identifier_preparer = _SparkIdentifiers(engine.dialect)
         sa.event.listen(engine, "connect", _accelerated_thrift)
+    statements_of(engine)  # its statements can be stopped (sources/cancel.py)
     return engine
 
 
@@ -196,9 +199,37 @@ def _dotted_hint(table: str, schema: str | None) -> str:
 _READ_ONLY: weakref.WeakSet[Connection] = weakref.WeakSet()
 
 
+def cancel_reads() -> None:
+    """Stop the statement of every read running now (each connection inside
+    :func:`read_only`), on SIGTERM / SIGINT (:func:`~reident_airflow.sources.cancel.
+    watch_signals`): a reading that waits in a C driver then returns, and the signal's
+    handler (Airflow's ``on_kill``, Python's ``KeyboardInterrupt``) runs. Writes are left to
+    the writers' own signal handling."""
+    by_engine: dict[Engine, list[Any]] = {}
+    reads: list[Connection] = []
+    for _ in range(10):  # a read beginning or ending in another thread changes the set
+        try:
+            reads = list(_READ_ONLY)
+            break
+        except RuntimeError:
+            continue
+    for conn in reads:
+        try:
+            dbapi_conn = conn.connection.dbapi_connection
+        except Exception:  # closed meanwhile
+            continue
+        if dbapi_conn is not None:
+            by_engine.setdefault(conn.engine, []).append(dbapi_conn)
+    for engine, connections in by_engine.items():
+        statements_of(engine).cancel(only=connections)
+
+
 @contextmanager
 def read_only(conn: Connection) -> Iterator[Connection]:
-    """``conn`` read-only for the block: nothing run inside can change data.
+    """``conn`` read-only for the block, in a transaction of its own that is always rolled
+    back, never committed: what the database's read-only mode lets through (a PostgreSQL large
+    object made or removed, a pending ``NOTIFY``; docs/reading.md, "What the database's
+    read-only mode does not cover") is undone with the rest.
 
     - PostgreSQL: a transaction begun ``READ ONLY`` (checked with ``transaction_read_only``;
       an autocommit connection, which cannot hold one, is refused). On a connection whose
@@ -206,21 +237,33 @@ def read_only(conn: Connection) -> Iterator[Connection]:
       after, which leaves the caller's transaction as it was.
     - MySQL / MariaDB: ``START TRANSACTION READ ONLY``; a connection whose transaction is
       already open is refused (the mode of an open transaction cannot change).
-    - SQLite: ``PRAGMA query_only = ON`` for the block, set back after.
+    - SQLite: ``PRAGMA query_only = ON`` for the block, set back after; the block's
+      transaction rolled back (a caller's open transaction is left to the caller).
     - Other databases (Spark SQL through Thrift): as they are; what the text may do there is
       what the connection's user may do (docs/reading.md).
     """
     dialect = conn.dialect.name
+    watch_signals(cancel_reads)
+    if statements_of(conn.engine).stopped:
+        raise OperationCancelledError(
+            "the reading was cancelled before it began (the engine's work was cancelled: "
+            "the task's on_kill)"
+        )
     if dialect == "sqlite":
-        before = conn.exec_driver_sql("PRAGMA query_only").scalar()
-        conn.exec_driver_sql("PRAGMA query_only = ON")
-        _READ_ONLY.add(conn)
+        own = None if conn.in_transaction() else conn.begin()
         try:
-            yield conn
+            before = conn.exec_driver_sql("PRAGMA query_only").scalar()
+            conn.exec_driver_sql("PRAGMA query_only = ON")
+            _READ_ONLY.add(conn)
+            try:
+                yield conn
+            finally:
+                _READ_ONLY.discard(conn)
+                if not before:
+                    conn.exec_driver_sql("PRAGMA query_only = OFF")
         finally:
-            _READ_ONLY.discard(conn)
-            if not before:
-                conn.exec_driver_sql("PRAGMA query_only = OFF")
+            if own is not None:
+                own.rollback()
         return
     if dialect not in {"postgresql", "mysql", "mariadb"}:
         _READ_ONLY.add(conn)
@@ -244,16 +287,17 @@ def read_only(conn: Connection) -> Iterator[Connection]:
             _READ_ONLY.discard(conn)
             savepoint.rollback()
         return
-    with conn.begin():
+    transaction = conn.begin()
+    try:
         if dialect == "postgresql":
             _set_read_only(conn)
         else:
             conn.exec_driver_sql("START TRANSACTION READ ONLY")
         _READ_ONLY.add(conn)
-        try:
-            yield conn
-        finally:
-            _READ_ONLY.discard(conn)
+        yield conn
+    finally:
+        _READ_ONLY.discard(conn)
+        transaction.rollback()  # a read commits nothing
 
 
 def _set_read_only(conn: Connection) -> None:

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from reident_airflow.engine.errors import InvalidInputError, ReidentError
+from reident_airflow.engine.errors import InvalidInputError, OperationCancelledError, ReidentError
 
 __all__ = [
     "DriverConnectionError",
@@ -259,6 +259,17 @@ def _sqlite_problem(orig: BaseException | None) -> str | None:
     return None
 
 
+def _cancelled(orig: BaseException | None) -> bool:
+    """The driver says its statement was stopped while it ran: PostgreSQL's
+    ``query_canceled`` (57014), MariaDB / MySQL's ``ER_QUERY_INTERRUPTED`` (1317), SQLite's
+    ``SQLITE_INTERRUPT``."""
+    return (
+        _sqlstate(orig) == "57014"
+        or _mysql_errno(orig) == 1317
+        or getattr(orig, "sqlite_errorname", None) == "SQLITE_INTERRUPT"
+    )
+
+
 def _input_problem(exc: DBAPIError) -> str | None:
     """What the input did wrong (a phrase naming no value), or None if the failure is not the
     input's (a lost connection, a full disk, a timeout)."""
@@ -414,6 +425,11 @@ def database_errors(what: str) -> Iterator[None]:
     except DBAPIError as exc:
         if isinstance(exc.orig, DriverConnectionError):
             raise
+        if _cancelled(exc.orig):
+            raise OperationCancelledError(
+                f"{what}: the database stopped the read while it ran (cancelled by the task's "
+                f"on_kill, a statement timeout or an administrator; {driver_error(exc.orig)})"
+            ) from None
         problem = _input_problem(exc)
         if problem is not None:
             raise InvalidInputError(

@@ -28,7 +28,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -39,10 +39,12 @@ from reident_airflow.engine.errors import (
     MEMORY_ADVICE,
     EmptyDatasetError,
     InvalidInputError,
+    OperationCancelledError,
     ResourceExhaustedError,
     resource_error,
 )
 from reident_airflow.sources import ClassCounting, Source, scratch
+from reident_airflow.sources.cancel import DuckdbQueries
 from reident_airflow.sources.file_source import (
     FileTable,
     column_kind,
@@ -94,18 +96,24 @@ _CONNECTIONS_LOCK = threading.Lock()
 
 
 @contextmanager
-def _duckdb(memory_limit: str | None = None) -> Iterator[Any]:
+def _duckdb(memory_limit: str | None = None, queries: DuckdbQueries | None = None) -> Iterator[Any]:
     """A cursor on this process's in-memory DuckDB for that memory limit.
 
     One database per process and memory limit, opened on first use rather than per reading
     (opening one costs more than grouping a small file), each spilling to a private folder
     (:mod:`~reident_airflow.sources.scratch`: mode 0700, removed at exit and on SIGTERM or
     SIGINT, which also interrupt the query); every reading gets its own cursor, so threads do
-    not share one.
+    not share one. ``queries``: the source's, whose ``cancel()`` interrupts the cursor (the
+    reading then raises :class:`~reident_airflow.engine.errors.OperationCancelledError`).
     """
     import duckdb
 
     limit = _memory_limit(memory_limit)
+    if queries is not None and queries.cancelled:
+        raise OperationCancelledError(
+            "the reading was cancelled before it began (the source was cancelled: the task's "
+            "on_kill)"
+        )
     scratch.guard_signals()
     with _CONNECTIONS_LOCK:
         con, spill = _CONNECTIONS.get(limit, (None, ""))
@@ -119,13 +127,18 @@ def _duckdb(memory_limit: str | None = None) -> Iterator[Any]:
         cursor = con.cursor()
     _READING.spill = spill
     scratch.raised_by_signal()  # forget a signal handled before this reading
+    running = queries.running(cursor) if queries is not None else nullcontext()
     try:
-        with scratch.active_query(cursor):
+        with scratch.active_query(cursor), running:
             yield cursor
     except Exception:
         raised = scratch.raised_by_signal()
         if raised is not None:  # DuckDB's "interrupted" for what the signal's handler raised
             raise raised from None
+        if queries is not None and queries.cancelled:
+            raise OperationCancelledError(
+                "the reading was cancelled while DuckDB ran it (the task's on_kill)"
+            ) from None
         raise
     finally:
         cursor.close()
@@ -723,6 +736,7 @@ class FileSource(ClassCounting):
         self.memory_limit = memory_limit
         self.label = str(path) if label is None else label
         self._hashing: FileHashing | None = None
+        self._queries = DuckdbQueries()
 
     def __enter__(self) -> Self:
         return self
@@ -737,6 +751,12 @@ class FileSource(ClassCounting):
             self._hashing.cancel()
             self._hashing = None
 
+    def cancel(self) -> None:
+        """Interrupt the DuckDB queries the source's readings run now, from any thread; the
+        reading raises :class:`~reident_airflow.engine.errors.OperationCancelledError`, as
+        does every later reading of this source."""
+        self._queries.cancel()
+
     def _opened(self) -> FileTable:
         return open_file(self._file(), sep=self.sep)
 
@@ -746,7 +766,7 @@ class FileSource(ClassCounting):
         source = self._opened()
         pos = source.grouped(qis)
         keys = ", ".join(f"c{i}" for i in pos)
-        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+        with _duckdb(self.memory_limit, self._queries) as con, _readable(source) as readable:
             rel, params = _relation(readable, con)
             sql = (
                 f"SELECT size, star, count(*) AS classes FROM (SELECT count(*) AS size, "
@@ -803,7 +823,7 @@ class FileSource(ClassCounting):
                 f"weight column {weight!r} is not numeric (neither numbers nor text holding them)"
             )
         keys = [f"c{i}" for i in pos]
-        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+        with _duckdb(self.memory_limit, self._queries) as con, _readable(source) as readable:
             rel, params = _relation(readable, con)
             sql = _aggregates_sql(rel, keys, [f"c{i}" for i in spos], _weight_exprs(wpos))
             table = _run(source, con, sql, params)
@@ -825,7 +845,7 @@ class FileSource(ClassCounting):
         _unique_names(source)
         if source.kind == "csv":
             return dict.fromkeys(source.names, "string")
-        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+        with _duckdb(self.memory_limit, self._queries) as con, _readable(source) as readable:
             rel, params = _relation(readable, con)
             table = _run(source, con, f"SELECT * FROM {rel} LIMIT 0", params)
         return {
@@ -845,7 +865,7 @@ class FileSource(ClassCounting):
             return ()
         source = self._opened()
         pos = source.grouped([p.column for p in plans], kind="column")
-        with _duckdb(self.memory_limit) as con, _readable(source) as readable:
+        with _duckdb(self.memory_limit, self._queries) as con, _readable(source) as readable:
             rel, params = _relation(readable, con)
             sql = _profile_sql(rel, plans, pos, one_read=source.kind == "csv")
             rows = _run(source, con, sql, params, rows=True)
@@ -877,7 +897,7 @@ class FileSource(ClassCounting):
 
         source = self._opened()
         names = list(source.names) if columns is None else list(columns)
-        table = _read_columns(source, names)
+        table = _read_columns(source, names, self._queries)
         if table.num_rows == 0 and not allow_empty:
             where = self.label if self.path is None else Path(self.path)
             raise EmptyDatasetError(f"{where}: the table has no records")
@@ -977,7 +997,7 @@ class FileSource(ClassCounting):
         for side, pos in ((new, compared.candidate), (old, compared.previous)):
             _refuse_nested(side, pos)
         with (
-            _duckdb(self.memory_limit) as con,
+            _duckdb(self.memory_limit, self._queries) as con,
             _readable(new) as new_readable,
             _readable(old) as old_readable,
         ):
@@ -1073,11 +1093,13 @@ def read_columns(
     return _read_columns(open_file(path, sep=sep), columns)
 
 
-def _read_columns(source: FileTable, columns: Sequence[str]) -> Any:
+def _read_columns(
+    source: FileTable, columns: Sequence[str], queries: DuckdbQueries | None = None
+) -> Any:
     """The named columns of a described file or frame as an Arrow table (names as given)."""
     pos = source.positions(columns, kind="column")
     select = ", ".join(f"c{i}" for i in pos)
-    with _duckdb() as con, _readable(source) as readable:
+    with _duckdb(None, queries) as con, _readable(source) as readable:
         rel, params = _relation(readable, con)
         table = _run(source, con, f"SELECT {select} FROM {rel}", params)
     return table.rename_columns([source.names[i] for i in pos])

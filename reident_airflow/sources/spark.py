@@ -49,6 +49,7 @@ from reident_airflow.engine.distributions import (
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.engine.options import AssessmentOptions
 from reident_airflow.sources import Source
+from reident_airflow.sources.cancel import SparkJobs
 from reident_airflow.sources.spark_grouping import (
     SparkTable,
     change_rows,
@@ -384,10 +385,20 @@ class SparkSource:
         path: str | None = None,
         session: AbstractContextManager[Any] | None = None,
     ):
-        self.frame = frame
+        self._frame = frame
         self.label = label
         self.path = path
         self.session = session
+        self._jobs: SparkJobs | None = None
+
+    @property
+    def frame(self) -> Any:
+        """The DataFrame. The first reading of it tags the Spark jobs its thread starts from
+        then on until :meth:`close`, so that :meth:`cancel` stops them (a refusal touches
+        nothing of the frame)."""
+        if self._jobs is None:
+            self._jobs = SparkJobs(_session_of(self._frame)).__enter__()
+        return self._frame
 
     def __enter__(self) -> Self:
         return self
@@ -397,9 +408,17 @@ class SparkSource:
 
     def close(self) -> None:
         """End the session block the source was opened in, if it was given one."""
+        if self._jobs is not None:
+            self._jobs.__exit__(None, None, None)
         session, self.session = self.session, None
         if session is not None:
             session.__exit__(None, None, None)
+
+    def cancel(self) -> None:
+        """Interrupt the Spark jobs the thread that opened the source started since, from any
+        thread (:class:`~reident_airflow.sources.cancel.SparkJobs`)."""
+        if self._jobs is not None:
+            self._jobs.cancel()
 
     def count(self, options: AssessmentOptions) -> Distributions:
         """What Spark counts for an assessment under ``options``

@@ -54,6 +54,7 @@ from reident_airflow.engine.classes import (
 from reident_airflow.engine.encoding import validate_quasi_identifiers
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
 from reident_airflow.sources import ClassCounting, Source
+from reident_airflow.sources.cancel import statements_of
 from reident_airflow.sources.connect import (
     SqlWhere,
     connect,
@@ -300,6 +301,8 @@ class SqlSource(ClassCounting):
         self._ran: dict[str, None] = {}  # the statements run on the engine, once each
         self._listening: Engine | None = None
         self._note = self._ran_statement  # one object, to remove the listener by
+        if isinstance(url, Engine):
+            statements_of(url)  # its connections seen from the first: cancel() stops them
 
     @property
     def label(self) -> str:
@@ -345,6 +348,7 @@ class SqlSource(ClassCounting):
     def _bound(self) -> Engine:
         if self._engine is None:
             self._engine = make_engine(self.url)
+            statements_of(self._engine)
         if self._listening is None:
             sa.event.listen(self._engine, "before_cursor_execute", self._note)
             self._listening = self._engine
@@ -375,6 +379,18 @@ class SqlSource(ClassCounting):
             if text not in out:
                 out.append(text)
         return tuple(out)
+
+    def cancel(self) -> None:
+        """Stop the statement each connection of the source's engine runs now, from any
+        thread (:meth:`~reident_airflow.sources.cancel.EngineStatements.cancel`: PostgreSQL's
+        cancel request, MariaDB's ``KILL QUERY`` from a second connection, SQLite's
+        interrupt); the reading raises
+        :class:`~reident_airflow.engine.errors.OperationCancelledError`, as does every
+        reading through that engine begun later (a new source reads again; an engine
+        given is refused from then on)."""
+        engine = self._engine if self._engine is not None else self.url
+        if isinstance(engine, Engine):
+            statements_of(engine).cancel()
 
     def _reading(self) -> AbstractContextManager[tuple[Connection, SqlTable, str]]:
         where = self.located()
