@@ -274,12 +274,12 @@ class ReidentOperator(BaseOperator):
         from reident_airflow.sources.sql import SqlSource
 
         with self.connected(conn_id) as engine:
-            source = SqlSource(engine, table=table, sql=sql, schema=schema, where=where)
+            database = SqlSource(engine, table=table, sql=sql, schema=schema, where=where)
             try:
-                yield source
+                yield database
             finally:  # the queries it ran, literals elided: lineage's ``sql`` job facet
-                self.last_statements = source.statements()
-                source.close()
+                self.last_statements = database.statements()
+                database.close()
 
     @contextmanager
     def input_errors(self) -> Iterator[None]:
