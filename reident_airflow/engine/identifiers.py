@@ -242,6 +242,7 @@ SCHEMA: Final = "reident.identifier_scan/v1"
 #: - ``content_share``: a string column whose values are verified e-mail addresses, phone
 #:   numbers, card numbers, IBANs, US SSNs, national identification numbers or IP addresses
 #:   (or street addresses) for at least this share of its non-null values is an identifier
+#:   (phones, cards and national ids by the largest of their shares, not their sum)
 #:   (URLs: a possible identifier); exact dates for that share, under Safe Harbor, make an
 #:   undeclared quasi-identifier;
 #: - ``possible_share``: below ``content_share``, from this share on, a possible identifier
@@ -275,6 +276,12 @@ _DIRECT = {
     "ipv4": "IPv4 addresses",
     "ipv6": "IPv6 addresses",
 }
+#: The direct kinds read in bare runs of digits, where one run can pass several of their checks
+#: by chance (a 9-digit ZIP+4 code starting with 0 is a valid German phone number for 70 % of
+#: random ones, and one in five passes a BSN's or SIN's check): their shares are not added to
+#: one another, the largest counts. The other kinds (an SSN written ddd-dd-dddd, which is
+#: never a phone number, e-mail, IBAN, IP) add to it.
+_DIGIT_RUNS = frozenset({"phone", "card", "national_id"})
 #: The kinds that only hint at an identifier (most values of their shape are something
 #: else): at most a possible identifier, alone, and never added to the direct kinds' share.
 _WEAK = {"ssn_digits": "9-digit numbers shaped as US SSNs"}
@@ -1159,7 +1166,8 @@ def scan(profiles: Iterable[ColumnProfile], options: ScanOptions) -> IdentifierS
     - street addresses in at least ``content_share`` of a string column's values:
       ``identifier``;
     - verified e-mail, phone, card, IBAN, SSN, national-id or IP values, together at least
-      ``content_share`` of a string column's values: ``identifier``; at least
+      ``content_share`` of a string column's values (phones, cards and national ids, read in
+      the same runs of digits, count by the largest of their shares): ``identifier``; at least
       ``possible_share``, any in free text, or any e-mail address or IBAN at all:
       ``possible identifier``; URLs or nine bare digits shaped as SSNs (not added to the
       others) at ``content_share``, or any in free text: ``possible identifier``;
@@ -1337,7 +1345,8 @@ def _content_findings(
 
     found: list[tuple[str, str]] = []
     direct = [c for c in content if c.kind in _DIRECT and c.share]
-    total = sum(c.share or 0.0 for c in direct)
+    runs = max((c.share or 0.0 for c in direct if c.kind in _DIGIT_RUNS), default=0.0)
+    total = runs + sum(c.share or 0.0 for c in direct if c.kind not in _DIGIT_RUNS)
     for share in direct:
         if total >= SCAN_THRESHOLDS["content_share"]:
             found.append((IDENTIFIER, reason(share)))

@@ -200,3 +200,53 @@ def test_ssn_shaped_digits_are_not_added_to_the_direct_kinds() -> None:
     counts = {c.kind: c.count for c in verdict.content}
     assert counts == {"phone": 30, "national_id": 0, "text": 0, "ssn_digits": 40}
     assert verdict.verdict == POSSIBLE, verdict.reasons
+
+
+def _digit_profile(second: tuple[str, str]) -> ColumnProfile:
+    """100 values: 30 German phone numbers, 25 of ``second`` (kind, value), 45 labels."""
+    kind, value = second
+    phone = "030/32687484"
+    return ColumnProfile(
+        "ref",
+        "string",
+        records=100,
+        nulls=0,
+        distinct=3,
+        singletons=0,
+        matches={"phone": 55, kind: 25, "text": 0},
+        samples={"phone": ((phone, 30), (value, 25)), kind: ((value, 25),)},
+        complete={"phone": True, kind: True},
+    )
+
+
+def test_digit_kinds_read_in_one_run_are_not_added() -> None:
+    """Phones and national identifiers are read in the same runs of digits (a ZIP+4 code
+    starting with 0 is a German phone number, one in five passes a BSN's check): 30 % and
+    25 % count as the larger, a possible identifier. An SSN written ddd-dd-dddd is never a
+    phone number: it still adds, an identifier."""
+    # 123456782: the 11-proof holds (9+16+21+24+25+24+21+16-2 = 154 = 14 x 11), by hand
+    (verdict,) = scan([_digit_profile(("national_id", "123456782"))], ScanOptions()).columns
+    assert {c.kind: c.count for c in verdict.content}["national_id"] == 25
+    assert verdict.verdict == POSSIBLE, verdict.reasons
+    (verdict,) = scan([_digit_profile(("us_ssn", "123-45-6789"))], ScanOptions()).columns
+    assert {c.kind: c.count for c in verdict.content}["us_ssn"] == 25
+    assert verdict.verdict == IDENTIFIER, verdict.reasons
+
+
+def test_zip4_codes_half_from_new_england_are_not_identifiers(tmp_path: Path) -> None:
+    """40 ZIP+4 codes, half of them starting with 0, each written ten times: over 40 % read as
+    phone numbers (the trunk prefix 0) and 20 % pass a BSN's or SIN's check by chance; over
+    50 % together, but no value is an identifier: a possible identifier, as before issue 38."""
+    rng = random.Random(5)
+
+    def zip4(prefix: str) -> str:
+        return f"{prefix}{rng.randint(10, 99)}{rng.randint(1000, 9999)}"
+
+    zips = [zip4(rng.choice(("021", "024", "070"))) for _ in range(20)]
+    zips += [zip4(rng.choice(("100", "606", "303"))) for _ in range(20)]
+    verdicts = _scan_csv(tmp_path, {"code": [z for z in zips for _ in range(10)]})
+    verdict = verdicts["code"]
+    counts = {c.kind: c.count or 0 for c in verdict.content}
+    # the premise: phones alone below the 0.5 of an identifier, phones and chance BSN/SINs over
+    assert counts["phone"] < 200 and counts["phone"] + counts["national_id"] >= 200, counts
+    assert verdict.verdict == POSSIBLE, verdict.reasons

@@ -44,9 +44,9 @@ with FileSource(sys.argv[1]) as source:
 out = {}
 for c in result["columns"]:
     found = [s["count"] or 0 for s in c["content"] if s["kind"] not in ("url", "date", "text")]
-# nine bare digits: the values without a national identifier (ssn_digits), with those with one
-counts = {s["kind"]: s["count"] or 0 for s in c["content"]}
-found.append(counts.get("national_id", 0) + counts.get("ssn_digits", 0))
+    # nine bare digits: the values with no national identifier (ssn_digits), and those with one
+    counts = {s["kind"]: s["count"] or 0 for s in c["content"]}
+    found.append(counts.get("national_id", 0) + counts.get("ssn_digits", 0))
     out[c["column"]] = {"verdict": c["verdict"], "detected": max(found, default=0)}
 print(json.dumps(out))
 """
