@@ -234,9 +234,9 @@ def test_digit_kinds_read_in_one_run_are_not_added() -> None:
 
 
 def test_zip4_codes_half_from_new_england_are_not_identifiers(tmp_path: Path) -> None:
-    """40 ZIP+4 codes, half of them starting with 0, each written ten times: over 40 % read as
-    phone numbers (the trunk prefix 0) and 20 % pass a BSN's or SIN's check by chance; over
-    50 % together, but no value is an identifier: a possible identifier, as before issue 38."""
+    """40 ZIP+4 codes, half of them starting with 0, each written ten times: 42 % read as
+    phone numbers (the trunk prefix 0) and 10 % more pass a BSN's or SIN's check by chance;
+    52 % together, but no value is an identifier: a possible identifier, as before issue 38."""
     rng = random.Random(5)
 
     def zip4(prefix: str) -> str:
