@@ -13,14 +13,15 @@ boundary characters) at a time:
   characters in all, whose ISO 7064 MOD 97-10 remainder is 1 (ISO 13616-1);
 - a payment card number of 13 digits is a Visa (a leading 4) and never an EAN-13 barcode
   (a right GS1 check digit): one EAN in ten is Luhn-valid by chance;
-- a US Social Security number ``AAA-GG-SSSS`` as the SSA assigns them (with spaces or bare,
-  it is read among the national identifiers): area not ``000``, ``666`` nor ``9xx``, group
-  not ``00``, serial not ``0000``;
+- a US Social Security number ``AAA-GG-SSSS`` as the SSA assigns them (with spaces it is
+  read among the national identifiers; nine bare digits shaped as one are only weak
+  evidence, :func:`ssn_digits`): area not ``000``, ``666`` nor ``9xx``, group not ``00``,
+  serial not ``0000``;
 - a national identifier in one of the layouts it is written in, by its official check: the
   UK NHS number (Modulus 11), the French NIR (key ``97 - n mod 97``, Corsica ``2A``/``2B``),
   the Dutch BSN (11-proof), the German Steuer-ID (ISO/IEC 7064 MOD 11,10 and its rule on
   repeated digits), the Canadian SIN (Luhn, first digit), the US Medicare MBI (CMS's
-  characters per position; it has no check digit) and the US SSN with spaces or bare;
+  characters per position; it has no check digit) and the US SSN with spaces;
 - a calendar date ``YYYY-MM-DD`` or ``DD-MM-YYYY`` / ``MM-DD-YYYY`` (``-``, ``/`` or ``.``,
   the same separator twice) that exists in the calendar, years 1850 to 2150;
 - an IPv6 address that :mod:`ipaddress` reads;
@@ -80,6 +81,7 @@ __all__ = [
     "national_id",
     "nhs_number",
     "phone_number",
+    "ssn_digits",
     "us_ssn",
 ]
 
@@ -152,6 +154,14 @@ def us_ssn(candidate: str) -> bool:
         return False
     area, _, group, serial = found.groups()
     return area not in {"000", "666"} and area[0] != "9" and group != "00" and serial != "0000"
+
+
+def ssn_digits(candidate: str) -> bool:
+    """Nine bare digits shaped as a US SSN (:func:`us_ssn`'s rules). An SSN has no check
+    digit: 89 % of random 9-digit numbers pass (area 001-899 but 666, group and
+    serial not zero), so a ZIP+4 code or a 9-digit product code does too. Only weak evidence,
+    never a national identifier on its own."""
+    return len(candidate) == 9 and candidate.isascii() and candidate.isdigit() and us_ssn(candidate)
 
 
 _YEAR_FIRST = re.compile(r"([0-9]{4})([-/.])([0-9]{1,2})\2([0-9]{1,2})")
@@ -347,7 +357,8 @@ _NATIONAL: tuple[tuple[Callable[[str], bool], frozenset[tuple[int, ...]]], ...] 
     (german_tax_id, frozenset({(11,), (2, 3, 3, 3)})),
     (canadian_sin, frozenset({(9,), (3, 3, 3)})),
     (medicare_mbi, frozenset({(11,), (4, 3, 4)})),
-    (us_ssn, frozenset({(9,), (3, 2, 4)})),
+    # bare, nine digits are no evidence of an SSN (no check digit): ssn_digits reads them
+    (us_ssn, frozenset({(3, 2, 4)})),
 )
 
 
@@ -355,8 +366,8 @@ def national_id(candidate: str) -> bool:
     """A national identifier written in one of its layouts, with a valid check (or, for
     the MBI, format): a UK NHS number, a French NIR, a Dutch BSN, a German Steuer-ID, a
     Canadian SIN, a US Medicare MBI (:func:`nhs_number` ... :func:`medicare_mbi`) or a US
-    SSN written with spaces or bare (:func:`us_ssn`; with hyphens it is the ``us_ssn``
-    kind's)."""
+    SSN written with spaces (:func:`us_ssn`; with hyphens it is the ``us_ssn`` kind's, bare
+    the ``ssn_digits`` kind's: :func:`ssn_digits`)."""
     separators = {c for c in candidate if not (c.isascii() and c.isalnum())}
     if len(separators) > 1 or not separators <= {" ", "-", "."}:
         return False
@@ -374,6 +385,7 @@ CHECKS: Mapping[str, Callable[[str], bool]] = {
     "iban": iban,
     "us_ssn": us_ssn,
     "national_id": national_id,
+    "ssn_digits": ssn_digits,
     "date": calendar_date,
     "ipv6": ipv6_address,
 }

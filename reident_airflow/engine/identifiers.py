@@ -38,6 +38,7 @@ __all__ = [
     "AGE_RULE",
     "COLUMN_KINDS",
     "CONTENT_PATTERNS",
+    "DERIVED_KINDS",
     "FAILING_VERDICTS",
     "GENERIC_QUALIFIERS",
     "ID_PREFIXES",
@@ -96,8 +97,9 @@ CONTENT_PATTERNS: Mapping[str, str] = {
     ),
     "iban": "(?i)(^|[^0-9a-z])[a-z]{2}[0-9]{2}( ?[0-9a-z]{4}){2,7}( ?[0-9a-z]{1,3})?($|[^0-9a-z])",
     "us_ssn": "(?i)(^|[^0-9])[0-9]{3}-[0-9]{2}-[0-9]{4}($|[^0-9])",
-    # the layouts of the national identifiers: 9 to 11 digits (BSN, SIN, US SSN, NHS number,
-    # Steuer-ID), 3-3-3 (SIN), 3-3-4 (NHS number), 3 2 4 (US SSN with spaces), 4-2-3 (BSN),
+    # the layouts of the national identifiers: 9 to 11 digits (BSN, SIN, NHS number,
+    # Steuer-ID; and nine read as ssn_digits), 3-3-3 (SIN), 3-3-4 (NHS number), 3 2 4 (US SSN
+    # with spaces), 4-2-3 (BSN),
     # 2-3-3-3 (Steuer-ID), the NIR's groups (Corsica 2A/2B), the MBI
     "national_id": (
         "(?i)(^|[^0-9a-z])([0-9]{9,11}"
@@ -133,6 +135,12 @@ CONTENT_PATTERNS: Mapping[str, str] = {
 #: Kinds whose regular-expression matches are candidates only: the engine checks a bounded
 #: sample of the matched values (check digits, a real calendar date, a possible number).
 VERIFIED_KINDS = frozenset({"ipv6", "phone", "card", "iban", "us_ssn", "national_id", "date"})
+
+#: Kinds with no pattern of their own, read from another kind's matches and sample (no second
+#: pass over the data): ``ssn_digits``, nine bare digits shaped as a US SSN in a value holding
+#: no national identifier, from the ``national_id`` candidates. Weak evidence: an SSN has no
+#: check digit, and 89 % of random 9-digit numbers (a ZIP+4 code, a product code) pass.
+DERIVED_KINDS: Mapping[str, str] = {"ssn_digits": "national_id"}
 
 #: Three-digit ZIP code prefixes whose areas held 20,000 people or fewer in the 2000 US
 #: Census: under HIPAA Safe Harbor (45 CFR 164.514(b)(2)(i)(B)) they must be replaced by
@@ -234,10 +242,13 @@ SCHEMA: Final = "reident.identifier_scan/v1"
 #: - ``content_share``: a string column whose values are verified e-mail addresses, phone
 #:   numbers, card numbers, IBANs, US SSNs, national identification numbers or IP addresses
 #:   (or street addresses) for at least this share of its non-null values is an identifier
+#:   (phones, cards and national ids by the largest of their shares, not their sum)
 #:   (URLs: a possible identifier); exact dates for that share, under Safe Harbor, make an
 #:   undeclared quasi-identifier;
 #: - ``possible_share``: below ``content_share``, from this share on, a possible identifier
-#:   (a single e-mail address or IBAN is enough: nothing else reads as one);
+#:   (a single e-mail address or IBAN is enough: nothing else reads as one); nine bare
+#:   digits shaped as SSNs (``ssn_digits``) are never more than a possible identifier, from
+#:   ``content_share`` on or in free text, and are not added to the other kinds' share;
 #: - ``free_text_share``: a string column is free text when this share of its values hold four
 #:   words or more (not counting phone numbers nor street addresses) ...
 #: - ``free_text_distinct``: ... and its distinct values are at least this share of its values
@@ -265,8 +276,18 @@ _DIRECT = {
     "ipv4": "IPv4 addresses",
     "ipv6": "IPv6 addresses",
 }
+#: The direct kinds read in bare runs of digits, where one run can pass several of their checks
+#: by chance (a 9-digit ZIP+4 code starting with 0 is a valid German phone number for 70 % of
+#: random ones, and one in five passes a BSN's or SIN's check): their shares are not added to
+#: one another, the largest counts. The other kinds (an SSN written ddd-dd-dddd, which is
+#: never a phone number, e-mail, IBAN, IP) add to it.
+_DIGIT_RUNS = frozenset({"phone", "card", "national_id"})
+#: The kinds that only hint at an identifier (most values of their shape are something
+#: else): at most a possible identifier, alone, and never added to the direct kinds' share.
+_WEAK = {"ssn_digits": "9-digit numbers shaped as US SSNs"}
 _LABELS = {
     **_DIRECT,
+    **_WEAK,
     "url": "URLs",
     "date": "exact dates",
     "text": "free text",
@@ -1089,19 +1110,28 @@ def verified_count(
     records when one candidate passes. A complete sample gives the count; a partial one
     scales the backend's matches by the verified share of the sampled records. ``None``
     when there were matches but no sample. Kinds that are not verified count their
-    matches."""
-    matches = profile.matches.get(kind, 0)
-    if kind not in VERIFIED_KINDS:
+    matches. A kind of :data:`DERIVED_KINDS` is read from its source kind's matches and
+    sample: ``ssn_digits`` counts the values where a candidate is nine bare digits shaped as
+    an SSN and none is a national identifier."""
+    source = DERIVED_KINDS.get(kind, kind)
+    matches = profile.matches.get(source, 0)
+    if source not in VERIFIED_KINDS:
         return matches, False
     if matches == 0:
         return 0, False
-    sample = profile.samples.get(kind, ())
+    sample = profile.samples.get(source, ())
     sampled = sum(records for _, records in sample)
     if sampled == 0:
         return None, False
-    pattern = re.compile(CONTENT_PATTERNS[kind])
-    verified = sum(records for value, records in sample if _holds(kind, value, pattern, regions))
-    if profile.complete.get(kind, False):
+    pattern = re.compile(CONTENT_PATTERNS[source])
+
+    def holds(value: str) -> bool:
+        if source != kind and _holds(source, value, pattern, regions):
+            return False
+        return _holds(kind, value, pattern, regions)
+
+    verified = sum(records for value, records in sample if holds(value))
+    if profile.complete.get(source, False):
         return verified, False
     return round(matches * verified / sampled), True
 
@@ -1136,10 +1166,11 @@ def scan(profiles: Iterable[ColumnProfile], options: ScanOptions) -> IdentifierS
     - street addresses in at least ``content_share`` of a string column's values:
       ``identifier``;
     - verified e-mail, phone, card, IBAN, SSN, national-id or IP values, together at least
-      ``content_share`` of a string column's values: ``identifier``; at least
+      ``content_share`` of a string column's values (phones, cards and national ids, read in
+      the same runs of digits, count by the largest of their shares): ``identifier``; at least
       ``possible_share``, any in free text, or any e-mail address or IBAN at all:
-      ``possible identifier``; URLs at
-      ``content_share``, or any in free text: ``possible identifier``;
+      ``possible identifier``; URLs or nine bare digits shaped as SSNs (not added to the
+      others) at ``content_share``, or any in free text: ``possible identifier``;
     - under Safe Harbor: a date or timestamp column, or exact dates in ``content_share`` of a
       string column's values: ``quasi-identifier not declared`` (``possible identifier`` for
       any in free text); values over 89 in an age column or in a restricted ZIP3 area:
@@ -1199,7 +1230,8 @@ def _verdict(
     profile: ColumnProfile, options: ScanOptions, rules: tuple[NameRule, ...]
 ) -> ColumnVerdict:
     values = max(profile.records - profile.nulls, 0)
-    content = tuple(_content(kind, profile, values, options) for kind in profile.matches)
+    kinds = [*profile.matches, *(k for k, s in DERIVED_KINDS.items() if s in profile.matches)]
+    content = tuple(_content(kind, profile, values, options) for kind in kinds)
     unique, unique_estimated = _unique(profile, values)
     findings: list[tuple[str, str]] = []
     treated_as: str | None = None
@@ -1245,7 +1277,8 @@ def _content(kind: str, profile: ColumnProfile, values: int, options: ScanOption
     if count is not None:
         count = min(count, values)
     share = count / values if count is not None and values else None
-    return ContentShare(kind, profile.matches[kind], count, share, estimated)
+    matches = profile.matches[DERIVED_KINDS.get(kind, kind)]
+    return ContentShare(kind, matches, count, share, estimated)
 
 
 def _unique(profile: ColumnProfile, values: int) -> tuple[int | None, bool]:
@@ -1312,7 +1345,8 @@ def _content_findings(
 
     found: list[tuple[str, str]] = []
     direct = [c for c in content if c.kind in _DIRECT and c.share]
-    total = sum(c.share or 0.0 for c in direct)
+    runs = max((c.share or 0.0 for c in direct if c.kind in _DIGIT_RUNS), default=0.0)
+    total = runs + sum(c.share or 0.0 for c in direct if c.kind not in _DIGIT_RUNS)
     for share in direct:
         if total >= SCAN_THRESHOLDS["content_share"]:
             found.append((IDENTIFIER, reason(share)))
@@ -1322,7 +1356,7 @@ def _content_findings(
         if not share.share:
             continue
         crossed = share.share >= SCAN_THRESHOLDS["content_share"]
-        if share.kind == "url" and (crossed or free_text):
+        if share.kind in ("url", *_WEAK) and (crossed or free_text):
             found.append((POSSIBLE, reason(share)))
         if share.kind == "address" and crossed:
             found.append((IDENTIFIER, reason(share)))

@@ -35,6 +35,7 @@ _KINDS = {
     "iban": "IBANs",
     "us_ssn": "US SSNs",
     "national_id": "national identification numbers",
+    "ssn_digits": "9-digit numbers shaped as US SSNs",
     "date": "exact dates",
     "text": "free text (4+ words)",
     "address": "street addresses",

@@ -180,7 +180,7 @@ def test_phone_regions_decide_national_numbers() -> None:
 def test_regions_and_the_table_of_checks() -> None:
     assert known_region("US")
     assert not known_region("XX")
-    assert set(CHECKS) == {"card", "iban", "us_ssn", "national_id", "date", "ipv6"}
+    assert set(CHECKS) == {"card", "iban", "us_ssn", "national_id", "ssn_digits", "date", "ipv6"}
 
 
 # ------------------------------------------------------------ issue 38: national identifiers

@@ -12,8 +12,10 @@ ScanOptions())``. Per column the script keeps the verdict and, per content kind 
 a person (every kind but URLs, dates and free text), the verified count of records; a
 column's "detected" records are the largest of those counts (a lower bound on the records
 holding any of them; in these columns each value is written one way, so one kind finds
-them all). For a form that is its recall; for a trap, its false positives. The name rows
-read the verdict only: their values are five labels that nothing flags.
+them all), or the national identifiers and the 9-digit SSN-shaped numbers added (disjoint:
+``ssn_digits`` counts only the values that hold no national identifier). For a form that
+is its recall; for a trap, its false positives. The name rows read the verdict only: their
+values are five labels that nothing flags.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ with FileSource(sys.argv[1]) as source:
 out = {}
 for c in result["columns"]:
     found = [s["count"] or 0 for s in c["content"] if s["kind"] not in ("url", "date", "text")]
+    # nine bare digits: the values with no national identifier (ssn_digits), and those with one
+    counts = {s["kind"]: s["count"] or 0 for s in c["content"]}
+    found.append(counts.get("national_id", 0) + counts.get("ssn_digits", 0))
     out[c["column"]] = {"verdict": c["verdict"], "detected": max(found, default=0)}
 print(json.dumps(out))
 """

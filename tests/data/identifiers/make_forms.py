@@ -45,7 +45,12 @@ python-stdnum where it has the identifier):
 The traps: NDC drug codes in their 4-4-2, 5-3-2 and 5-4-1 layouts; EAN-13 barcodes (GS1
 prefixes 300-379 and 400-440, a right GS1 check digit); ISBN-13 with hyphens; lab values;
 ISO dates; random numbers shaped as NHS numbers, NIRs, dotted BSNs, Steuer-IDs and SINs whose
-check digit is wrong (the right one plus one, modulo 10; for the NIR key plus one, 97 -> 1).
+check digit is wrong (the right one plus one, modulo 10; for the NIR key plus one, 97 -> 1);
+two columns of nine bare digits no check tells from an SSN: US ZIP+4 codes written without
+the hyphen (ZIP3 prefixes of Boston, New York, Chicago, Atlanta, San Francisco, then two and
+four random digits) and 9-digit lab order codes (the first digit 1-9). Nine random digits pass
+a BSN's 11-proof or a SIN's Luhn check about one time in five, so these two may read as a
+possible identifier, never more.
 """
 
 from __future__ import annotations
@@ -246,6 +251,15 @@ def lab_value(rng: random.Random, i: int) -> str:
     return f"{LABS[i % len(LABS)]} {rng.randint(1, 400)}.{rng.randint(0, 9)} {unit}"
 
 
+def zip9(rng: random.Random, i: int) -> str:
+    prefix = rng.choice(("021", "100", "606", "303", "941"))
+    return f"{prefix}{rng.randint(0, 99):02d}{rng.randint(1, 9999):04d}"
+
+
+def lab_code(rng: random.Random, i: int) -> str:
+    return str(rng.randint(100_000_000, 999_999_999))
+
+
 def iso_date(rng: random.Random, i: int) -> str:
     return f"{rng.randint(1990, 2025)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
 
@@ -317,6 +331,8 @@ FORMS: dict[str, tuple[str, str, str, Callable[[random.Random, int], str]]] = {
     "f29": ("CA", "SIN-shaped, fails Luhn", "trap", sin_trap),
     "f30": ("any", "unique street-address column (6 languages)", "form", address),
     "f31": ("any", "unique clinical notes (free text)", "trap", note),
+    "f32": ("US", "ZIP+4 without hyphen 021150001", "trap", zip9),
+    "f33": ("any", "9-digit lab order code", "trap", lab_code),
 }
 #: The columns whose values are all different (50 each) rather than 25 written twice.
 UNIQUE = frozenset({"f30", "f31"})
