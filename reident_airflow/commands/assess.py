@@ -415,7 +415,7 @@ def _count(
     args: argparse.Namespace, source: Source, options: AssessmentOptions, progress: Progress
 ) -> tuple[Counted, ClassTable | None]:
     """What the options need of INPUT, counted where it is, and the register's class table
-    if one is given, next to INPUT (:meth:`~reident_airflow.sources.Source.register`: a
+    if one is given, beside INPUT (:func:`~reident_airflow.sources.population_register`: a
     file, or a table of the same database)."""
     qis = len(options.quasi_identifiers)
     if args.engine == "spark":
@@ -428,7 +428,9 @@ def _count(
     register = None
     if options.population_table:
         progress("reading and grouping the population register")
-        with source.register(options.population_table) as population:
+        from reident_airflow.sources import population_register
+
+        with population_register(source, options.population_table) as population:
             register = population.class_table(args.qi)
     return counted, register
 
@@ -460,21 +462,20 @@ def _compared(
     table of the same database; with ``--engine spark`` a table of the catalog with
     ``--table``, else a Parquet path) attached and gated: the arrivals and departures counted
     where the data is (:meth:`~reident_airflow.sources.Source.release_changes`), on every
-    column both releases hold. A previous release that does not exist is an input error."""
+    column both releases hold. A previous release that does not exist
+    (:func:`~reident_airflow.sources.previous_release`) is an input error."""
     from reident_airflow.engine.assessment import with_release_difference
     from reident_airflow.engine.differencing import differencing
+    from reident_airflow.sources import previous_release
 
     previous = str(options.previous_release)
     qis = list(options.quasi_identifiers)
     progress(f"comparing {source.label} with the previous release")
-    if args.engine == "spark":
-        old = cast("SparkSource", source).previous_release(previous, table=bool(args.table))
-        if old is None:
-            raise InvalidInputError(f"--previous {previous!r}: no such table or path")
+    old = previous_release(source, previous)
+    if old is None:
+        raise InvalidInputError(f"--previous {previous!r}: no such table or path")
+    with old:
         changes = source.release_changes(old, qis)
-    else:
-        with source.register(previous) as opened:
-            changes = source.release_changes(opened, qis)
     difference = differencing(changes, options.record_threshold)
     return with_release_difference(result, difference)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, cast
 
@@ -33,7 +33,6 @@ from reident_airflow.operators.params import (
     local_name,
     parse_flag,
     parse_mapping,
-    previous_file_exists,
 )
 from reident_airflow.operators.spark_table import check_spark_staged
 from reident_airflow.outcomes import ReidentConfigurationError
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
 
     from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.sources import Counted, Source
-    from reident_airflow.sources.spark import SparkSource
 
 __all__ = ["GATE_FIELDS", "ReidentificationRiskOperator", "scan_lines", "scan_verdicts"]
 
@@ -471,30 +469,28 @@ class ReidentificationRiskOperator(StagedTableOperator):
     def _compared(
         self, source: Source, result: Assessment, options: AssessmentOptions, spark: Any
     ) -> Assessment:
-        """``result`` with the difference from ``previous_release`` attached and gated: a
-        file next to a ``path`` (an object-storage one downloaded first), or a table of the
-        same database, compared where the data is
-        (:meth:`~reident_airflow.sources.Source.release_changes`). A previous release that
-        does not exist yet is the first run: nothing to compare (logged). ``spark``: the
-        Spark connection that reads the staged table (the previous release is then a table
-        of its catalog, or a Parquet path)."""
+        """``result`` with the difference from ``previous_release`` attached and gated: the
+        release beside the staged table (:func:`~reident_airflow.sources.previous_release`: a
+        file, an object-storage one downloaded first; a table of the same database; on a
+        Spark connection a table of its catalog or a Parquet path), compared where the data
+        is (:meth:`~reident_airflow.sources.Source.release_changes`). A previous release
+        that does not exist yet is the first run: nothing to compare (logged)."""
         from reident_airflow.engine.differencing import differencing
+        from reident_airflow.sources import previous_release
 
         name = str(options.previous_release)
         qis = list(options.quasi_identifiers)
-        first = "previous release %r: not found, the first release: nothing to compare"
-        if spark is not None:  # a table of the catalog, or a Parquet path
-            previous = cast("SparkSource", source).previous_release(name, table=bool(self.table))
+        # an object-storage file is downloaded for DuckDB; Spark reads the URL itself
+        with local_name(name) if spark is None else nullcontext(name) as local:
+            previous = previous_release(source, local)
             if previous is None:
-                self.log.info(first, name)
+                self.log.info(
+                    "previous release %r: not found, the first release: nothing to compare",
+                    name,
+                )
                 return with_release_difference(result, None)
-            changes = source.release_changes(previous, qis)
-        elif not self._previous_exists(source, name):
-            self.log.info(first, name)
-            return with_release_difference(result, None)
-        else:
-            with local_name(name) as local, source.register(local) as old:
-                changes = source.release_changes(old, qis)
+            with previous:
+                changes = source.release_changes(previous, qis)
         difference = differencing(changes, options.record_threshold)
         self.log.info(
             "since the previous release: %s arrivals, %s departures",
@@ -503,15 +499,6 @@ class ReidentificationRiskOperator(StagedTableOperator):
         )
         return with_release_difference(result, difference)
 
-    def _previous_exists(self, source: Source, name: str) -> bool:
-        """Whether the previous release ``name`` exists: a file (local or object storage)
-        next to a ``path``, else a table of the staged table's database."""
-        if self.path:
-            return previous_file_exists(name)
-        from reident_airflow.sources.sql import SqlSource
-
-        return cast("SqlSource", source).has_table(name)
-
     def _not_scanned(self, scanning: ScanOptions, exc: InvalidInputError) -> None:
         if scanning.policy == "fail":
             raise exc
@@ -519,13 +506,18 @@ class ReidentificationRiskOperator(StagedTableOperator):
 
     def _register(self, source: Source, options: AssessmentOptions) -> ClassTable | None:
         """The class table of ``population_table`` on the QIs, counted where it is, next to
-        the staged table (:meth:`~reident_airflow.sources.Source.register`): a table of its
-        database (through the same engine), or a file (an object-storage one downloaded
+        the staged table (:func:`~reident_airflow.sources.population_register`): a table of
+        its database (through the same engine), or a file (an object-storage one downloaded
         first) when ``path`` is used."""
         if not self.population_table:
             return None
+        from reident_airflow.sources import population_register
+
         qis = list(options.quasi_identifiers)
-        with local_name(self.population_table) as name, source.register(name) as register:
+        with (
+            local_name(self.population_table) as name,
+            population_register(source, name) as register,
+        ):
             return register.class_table(qis)
 
     def _advice(
