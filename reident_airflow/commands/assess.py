@@ -70,7 +70,6 @@ from reident_airflow.commands.common import (
     columns_as_written,
     database_located,
     given_hierarchies,
-    is_database,
     memory_size,
     open_source,
     positive_int,
@@ -409,12 +408,10 @@ def _refused_on_spark(options: AssessmentOptions) -> None:
 # ------------------------------------------------------------------------------ the door
 def _hash_ahead(args: argparse.Namespace, source: Source) -> None:
     """A file's hash for the ``"input"`` object started beside the readings, not after them
-    (:meth:`~reident_airflow.sources.files.FileSource.hash_ahead`)."""
-    if args.no_fingerprint or args.engine == "spark" or is_database(args.input):
-        return
-    from reident_airflow.sources.files import FileSource
+    (:class:`~reident_airflow.sources.HashesAhead`)."""
+    from reident_airflow.sources import HashesAhead
 
-    if isinstance(source, FileSource):
+    if not args.no_fingerprint and isinstance(source, HashesAhead):
         source.hash_ahead()
 
 

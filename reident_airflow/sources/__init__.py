@@ -48,6 +48,7 @@ __all__ = [
     "ClassCounting",
     "Counted",
     "HasSiblings",
+    "HashesAhead",
     "Source",
     "population_register",
     "previous_release",
@@ -134,6 +135,15 @@ class HasSiblings(Protocol):
     table or file. Nothing is read but what tells whether it exists."""
 
     def sibling(self, name: str) -> Source | None: ...
+
+
+@runtime_checkable
+class HashesAhead(Protocol):
+    """A source whose fingerprint is a file's hash, which ``hash_ahead`` starts now, beside
+    the readings that follow rather than after them (files:
+    :meth:`~reident_airflow.sources.files.FileSource.hash_ahead`)."""
+
+    def hash_ahead(self) -> None: ...
 
 
 def _sibling(source: Source, name: str) -> Source | None:
