@@ -29,7 +29,13 @@ import pytest
 import sqlalchemy as sa
 
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources import HasSiblings, Source, population_register, previous_release
+from reident_airflow.sources import (
+    HashesAhead,
+    HasSiblings,
+    Source,
+    population_register,
+    previous_release,
+)
 from reident_airflow.sources.files import FileSource
 from reident_airflow.sources.frames import FrameSource
 from reident_airflow.sources.spark import SparkSource
@@ -302,3 +308,17 @@ def test_spark_refuses_the_whole_table_readings(reading: str) -> None:
     message = str(info.value)
     assert message.startswith("table 'events': ")
     assert "driver" in message
+
+
+def test_each_backend_declares_its_capabilities() -> None:
+    """Issue 39: a caller asks a source for a capability instead of testing its class; every
+    backend reads a sibling, only a file hashes ahead."""
+    sources = {
+        "file": FileSource("t.csv"),
+        "frame": FrameSource(pd.DataFrame({"a": [1]})),
+        "sql": SqlSource("sqlite://", table="t"),
+        "spark": SparkSource(_Untouchable(), label="table 't'"),
+    }
+    assert all(isinstance(s, HasSiblings) for s in sources.values())
+    hashing = sorted(k for k, s in sources.items() if isinstance(s, HashesAhead))
+    assert hashing == ["file", "frame"]  # a frame's is a no-op: nothing to hash
