@@ -53,10 +53,12 @@ def open_source(data: Any, *, label: str | None = None) -> Source:
 
 def _register(source: Source, options: AssessmentOptions) -> ClassTable | None:
     """The population register the options name (a CSV or Parquet file, next to
-    ``source``: :meth:`~reident_airflow.sources.Source.register`), on their QIs."""
+    ``source``: :func:`~reident_airflow.sources.population_register`), on their QIs."""
     if not options.population_table:
         return None
-    with source.register(options.population_table) as register:
+    from reident_airflow.sources import population_register
+
+    with population_register(source, options.population_table) as register:
         return register.class_table(options.quasi_identifiers)
 
 

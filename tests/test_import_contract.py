@@ -30,13 +30,15 @@ ALLOWED: dict[str, set[str]] = {
     "sources": {"engine", "_atomic"},
     "report": {"engine", "_atomic", "_compat"},  # _compat: reports to object storage
     "summary": {"engine", "report"},
-    "commands": {"engine", "sources", "report", "summary", "_atomic"},
+    "workflows": {"engine", "sources"},  # the checks in order: no Airflow, no argparse
+    "commands": {"engine", "sources", "workflows", "report", "summary", "_atomic"},
     "cli": {"engine", "sources", "report", "summary", "commands", "_atomic"},
     "outcomes": {"engine", "_compat"},
     "connections": {"engine", "sources", "_compat", "outcomes"},  # a connection as an engine
     "operators": {
         "engine",
         "sources",
+        "workflows",
         "report",
         "summary",
         "outcomes",

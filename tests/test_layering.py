@@ -33,7 +33,25 @@ def test_engine_pulls_in_neither_airflow_nor_gx() -> None:
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("name", ENGINE_MODULES)
+WORKFLOW_MODULES = ["reident_airflow.workflows.assessment", "reident_airflow.workflows.advice"]
+
+
+def test_workflows_pull_in_neither_airflow_nor_argparse() -> None:
+    """The workflows serve the CLI, the operators, GX and the API alike (issue 39): importing
+    them loads no Airflow, no Great Expectations, no argparse (and no pandas: a passing
+    assessment reads no rows)."""
+    code = (
+        "import sys, importlib\n"
+        f"for m in {WORKFLOW_MODULES!r}: importlib.import_module(m)\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'airflow', 'great_expectations', 'argparse', 'pandas'})\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("name", [*ENGINE_MODULES, *WORKFLOW_MODULES])
 def test_exported_members_exist(name: str) -> None:
     module = importlib.import_module(name)
     exported = getattr(module, "__all__", None)

@@ -33,11 +33,11 @@ advice on a ``--min-k`` breach and the source's fingerprint of INPUT are added t
 (``"advice"``, ``"input"``), and one stderr line is printed per warning level crossed and one
 for the advice:
 
-- **Advice** (:func:`breach_advice_of`): only after a breach of ``--min-k``; the class table
-  and the rows are then read again from INPUT's source (a file, or the ``--table`` of a
-  database URL) to name the QI that drives the risk and what Datafly at that k would do,
-  with the ``--hierarchy`` files given (read before INPUT, so that a bad one fails first),
-  else the bundled ones (:func:`~reident_airflow.sources.advice.advise_on_breach`), at the
+- **Advice** (:func:`~reident_airflow.workflows.advice.advise`): only after a breach of
+  ``--min-k``; the class table and the rows are then read again from INPUT's source (a file,
+  or the ``--table`` of a database URL; Spark counts it from its aggregates) to name the QI
+  that drives the risk and what Datafly at that k would do, with the ``--hierarchy`` files
+  given (read before INPUT, so that a bad one fails first), else the bundled ones, at the
   ``--suppression-limit`` of the ``reident datafly`` to be run (default k records, as
   there).
   ``--no-advice`` skips it.
@@ -60,7 +60,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO
 
 from reident_airflow.commands.common import (
     Progress,
@@ -70,7 +70,6 @@ from reident_airflow.commands.common import (
     columns_as_written,
     database_located,
     given_hierarchies,
-    is_database,
     memory_size,
     open_source,
     positive_int,
@@ -88,23 +87,19 @@ from reident_airflow.engine.defaults import DEFAULT_RECORD_THRESHOLD, DEFAULT_RE
 from reident_airflow.engine.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from reident_airflow.engine.advice import BreachAdvice
     from reident_airflow.engine.assessment import Assessment, Breach
-    from reident_airflow.engine.classes import ClassSizes, ClassTable
-    from reident_airflow.engine.hierarchies import Hierarchy
     from reident_airflow.engine.identifiers import ScanOptions
     from reident_airflow.engine.options import AssessmentOptions
-    from reident_airflow.sources import Counted, Source
-    from reident_airflow.sources.spark import SparkSource
+    from reident_airflow.sources import Source
+    from reident_airflow.workflows.advice import AdviceFound
+    from reident_airflow.workflows.assessment import Narration
 
 __all__ = [
     "EXIT_CODES",
     "FLAG_NAMES",
-    "AdviceFound",
     "add_arguments",
     "add_outcome_arguments",
     "assessment_options",
-    "breach_advice_of",
     "finish_assessment",
     "open_source",
     "result_lines",
@@ -410,137 +405,24 @@ def _refused_on_spark(options: AssessmentOptions) -> None:
         raise InvalidInputError(f"{flag} with --engine spark: {why}") from None
 
 
-# ------------------------------------------------------------------------------ the counts
-def _count(
-    args: argparse.Namespace, source: Source, options: AssessmentOptions, progress: Progress
-) -> tuple[Counted, ClassTable | None]:
-    """What the options need of INPUT, counted where it is, and the register's class table
-    if one is given, next to INPUT (:meth:`~reident_airflow.sources.Source.register`: a
-    file, or a table of the same database)."""
-    qis = len(options.quasi_identifiers)
-    if args.engine == "spark":
-        progress(f"grouping {source.label} on {qis} QIs in Spark")
-        return source.count(options), None
-    progress(f"reading and grouping {source.label} on {qis} QIs")
-    counted = source.count(options)
-    table = _parts(counted)[0]
-    progress(f"grouped {table.records:,} records into {table.classes:,} classes")
-    register = None
-    if options.population_table:
-        progress("reading and grouping the population register")
-        with source.register(options.population_table) as population:
-            register = population.class_table(args.qi)
-    return counted, register
-
-
-def _assessed(
-    args: argparse.Namespace,
-    counted: Counted,
-    options: AssessmentOptions,
-    register: ClassTable | None,
-    progress: Progress,
-) -> Assessment:
-    """The assessment of what the source counted (the engine takes each kind of count:
-    Spark's distributions, class aggregates, a class table or a histogram)."""
-    from reident_airflow.engine.assessment import assess
-
-    if args.engine != "spark":
-        progress("computing the measures")
-    return assess(counted, options, population_table=register)
-
-
-def _compared(
-    args: argparse.Namespace,
-    source: Source,
-    result: Assessment,
-    options: AssessmentOptions,
-    progress: Progress,
-) -> Assessment:
-    """``result`` with the difference from ``--previous`` (a file next to a file INPUT, a
-    table of the same database; with ``--engine spark`` a table of the catalog with
-    ``--table``, else a Parquet path) attached and gated: the arrivals and departures counted
-    where the data is (:meth:`~reident_airflow.sources.Source.release_changes`), on every
-    column both releases hold. A previous release that does not exist is an input error."""
-    from reident_airflow.engine.assessment import with_release_difference
-    from reident_airflow.engine.differencing import differencing
-
-    previous = str(options.previous_release)
-    qis = list(options.quasi_identifiers)
-    progress(f"comparing {source.label} with the previous release")
-    if args.engine == "spark":
-        old = cast("SparkSource", source).previous_release(previous, table=bool(args.table))
-        if old is None:
-            raise InvalidInputError(f"--previous {previous!r}: no such table or path")
-        changes = source.release_changes(old, qis)
-    else:
-        with source.register(previous) as opened:
-            changes = source.release_changes(opened, qis)
-    difference = differencing(changes, options.record_threshold)
-    return with_release_difference(result, difference)
-
-
-def _parts(counted: Counted) -> tuple[ClassSizes | ClassTable, Any, Any]:
-    """A file's or a database's counts as (class table or histogram, weights, sensitive)."""
-    from reident_airflow.engine.aggregates import ClassAggregates
-
-    if isinstance(counted, ClassAggregates):
-        return counted.table, counted.weights, counted.sensitive
-    return cast("ClassSizes | ClassTable", counted), None, None
-
-
-# -------------------------------------------------------------------- advice, fingerprint
-def _advice(
-    args: argparse.Namespace,
-    source: Source,
-    result: Assessment,
-    counted: Counted,
-    hierarchies: Mapping[str, Any],
-    progress: Progress,
-    options: AssessmentOptions,
-) -> AdviceFound:
-    """The advice on a breach of ``--min-k``, its step shown: Spark's from its aggregates
-    (:meth:`~reident_airflow.sources.spark.SparkSource.advise`), else from INPUT read again
-    (:func:`breach_advice_of`); Datafly's outlook at the ``--suppression-limit`` of
-    ``options``."""
-    limit = result.thresholds.min_k
-    if args.no_advice or limit is None or result.k >= limit:
-        return None
-    if args.engine == "spark":
-        progress(f"k = {result.k} < {limit}: counting the advice in Spark (Datafly on histograms)")
-        return cast("SparkSource", source).advise(
-            result, hierarchies, suppression_limit=options.suppression_limit
-        )
-    progress(f"k = {result.k} < {limit}: reading {source.label} again for the advice")
-    table = _parts(counted)[0]
-    return breach_advice_of(
-        args, result, table, source, hierarchies, suppression_limit=options.suppression_limit
-    )
-
-
-def _fingerprint(
-    args: argparse.Namespace, source: Source, result: Assessment, progress: Progress
-) -> dict[str, Any] | None:
-    """The JSON's ``"input"`` object (``None`` with ``--no-fingerprint``, or when INPUT names
-    no one file or table to fingerprint: a glob, Spark's table or remote URI)."""
-    if args.no_fingerprint:
-        return None
-    if args.engine != "spark":
-        progress(f"fingerprinting {source.label}")
-    found = source.fingerprint(rows=result.records + result.excluded_records)
-    if found is None and args.engine == "spark":
-        progress(_no_fingerprint_reason(args))
-    return None if found is None else found.to_dict()
-
-
+# ------------------------------------------------------------------------------ the door
 def _hash_ahead(args: argparse.Namespace, source: Source) -> None:
     """A file's hash for the ``"input"`` object started beside the readings, not after them
-    (:meth:`~reident_airflow.sources.files.FileSource.hash_ahead`)."""
-    if args.no_fingerprint or args.engine == "spark" or is_database(args.input):
-        return
-    from reident_airflow.sources.files import FileSource
+    (:class:`~reident_airflow.sources.HashesAhead`)."""
+    from reident_airflow.sources import HashesAhead
 
-    if isinstance(source, FileSource):
+    if not args.no_fingerprint and isinstance(source, HashesAhead):
         source.hash_ahead()
+
+
+def _narration(args: argparse.Namespace, progress: Progress) -> Narration:
+    """What ``--engine`` tells of the steps: Spark counts each step in one job, and says why
+    a table or a remote path has no fingerprint."""
+    from reident_airflow.workflows.assessment import Narration
+
+    if args.engine != "spark":
+        return Narration(progress)
+    return Narration(progress, in_place=True, no_fingerprint=_no_fingerprint_reason(args))
 
 
 def _no_fingerprint_reason(args: argparse.Namespace) -> str:
@@ -549,9 +431,9 @@ def _no_fingerprint_reason(args: argparse.Namespace) -> str:
     return "not a local file or folder: 'input' is null"
 
 
-#: The advice on a k breach and the QIs no hierarchy was found for (``None``: no k breach,
-#: or ``--no-advice``).
-AdviceFound = tuple["BreachAdvice", tuple[str, ...]] | None
+def _previous_missing(name: str) -> None:
+    """A ``--previous`` that does not exist is an input error."""
+    raise InvalidInputError(f"--previous {name!r}: no such table or path")
 
 
 def add_outcome_arguments(parser: argparse.ArgumentParser) -> None:
@@ -589,37 +471,6 @@ def add_outcome_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# --------------------------------------------------------------------- after the gate: advice
-def breach_advice_of(
-    args: argparse.Namespace,
-    result: Assessment,
-    table: ClassSizes | ClassTable,
-    source: Source,
-    hierarchies: Mapping[str, Hierarchy],
-    *,
-    suppression_limit: int | float | None = None,
-) -> AdviceFound:
-    """The advice when ``result`` breached ``--min-k`` (``None`` otherwise, or with
-    ``--no-advice``); ``source`` reads INPUT's class table and rows (the QIs only) where the
-    data is; ``hierarchies`` are those of ``--hierarchy`` (:func:`given_hierarchies`);
-    ``suppression_limit`` that of the Datafly the user will run (``None``: k records)."""
-    if args.no_advice:
-        return None
-    limit = result.thresholds.min_k
-    if limit is None or result.k >= limit:
-        return None
-    from reident_airflow.sources.advice import AdviceInputs, advise_on_breach
-
-    qis = result.quasi_identifiers
-    inputs = AdviceInputs(
-        class_table=lambda: source.class_table(qis),
-        rows=lambda: source.release_rows(qis, qis)[0],
-        hierarchies=hierarchies,
-        suppression_limit=suppression_limit,
-    )
-    return advise_on_breach(result, table, inputs)
-
-
 # ---------------------------------------------------------------------------- result lines
 def _number(x: float) -> str:
     """As :meth:`Breach.describe` writes a number: a whole one without decimals."""
@@ -635,7 +486,7 @@ def warning_line(warning: Breach) -> str:
     )
 
 
-def result_lines(result: Assessment, found: AdviceFound) -> list[str]:
+def result_lines(result: Assessment, found: AdviceFound | None) -> list[str]:
     """The lines for stderr: one per warning, then the advice on a k breach."""
     lines = [warning_line(w) for w in result.warnings]
     if found is not None:
@@ -659,7 +510,7 @@ def result_lines(result: Assessment, found: AdviceFound) -> list[str]:
 def finish_assessment(
     args: argparse.Namespace,
     result: Assessment,
-    found: AdviceFound,
+    found: AdviceFound | None,
     fingerprint: dict[str, Any] | None,
     *,
     progress: Callable[[str], None],
@@ -696,19 +547,23 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.engine == "spark":
         _refused_on_spark(options)
     hierarchies = given_hierarchies(args)
+    from reident_airflow.workflows.assessment import run_assessment
+
     with Progress.of("assess", args, err) as progress, database_located(args.input):
         with open_source(args, progress) as source:
             _hash_ahead(args, source)
-            counted, register = _count(args, source, options, progress)
-            result = _assessed(args, counted, options, register, progress)
-            if scanning is not None:
-                from reident_airflow.engine.assessment import with_identifier_scan
-
-                result = with_identifier_scan(result, scan_source(source, scanning, progress))
-            if options.previous_release:
-                result = _compared(args, source, result, options, progress)
-            found = _advice(args, source, result, counted, hierarchies, progress, options)
-            fingerprint = _fingerprint(args, source, result, progress)
+            assessed = run_assessment(
+                source,
+                options,
+                scan=None if scanning is None else lambda s: scan_source(s, scanning, progress),
+                previous_missing=_previous_missing,
+                advice=not args.no_advice,
+                hierarchies=hierarchies,
+                fingerprint=not args.no_fingerprint,
+                narration=_narration(args, progress),
+            )
+        result, found = assessed.result, assessed.advice
+        fingerprint = None if assessed.fingerprint is None else assessed.fingerprint.to_dict()
         code = finish_assessment(
             args, result, found, fingerprint, progress=progress, streams=(out, err)
         )

@@ -187,9 +187,10 @@ def spark_source(args: argparse.Namespace, progress: Callable[[str], None]) -> S
         session = block.__enter__()
         try:
             if args.table:
-                return SparkSource(session.table(args.table), label=label, session=block)
+                frame = session.table(args.table)
+                return SparkSource(frame, label=label, session=block, tables=True)
             frame = session.read.parquet(args.input)
         except BaseException:
             block.__exit__(None, None, None)
             raise
-        return SparkSource(frame, label=label, path=args.input, session=block)
+        return SparkSource(frame, label=label, path=args.input, session=block, tables=False)

@@ -142,6 +142,7 @@ from reident_airflow.engine.identifiers import (
 )
 from reident_airflow.gx.parameters import metric_quasi_identifiers as _qis
 from reident_airflow.gx.parameters import metric_sensitive_columns as _sensitive
+from reident_airflow.sources import Source, previous_release
 from reident_airflow.sources.column_profile import check_plans
 from reident_airflow.sources.direct_match_sql import direct_match_counts_sql
 from reident_airflow.sources.files import file_columns, read_columns, resolve_columns
@@ -775,11 +776,9 @@ def _compared(kwargs: Mapping[str, Any]) -> list[str] | None:
 
 def _changes_pandas(frame: pd.DataFrame, kwargs: Mapping[str, Any]) -> ReleaseChanges:
     """The DataFrame and the previous release's file, compared by one DuckDB."""
-    from reident_airflow.sources.files import FileSource
-
-    previous = FileSource(_previous_name(kwargs), sep=str(kwargs.get("sep") or ","))
-    with FrameSource(frame, label="the batch") as new, previous:
-        return new.release_changes(previous, _qis(kwargs), _compared(kwargs))
+    name = _previous_name(kwargs)
+    new = FrameSource(frame, label="the batch", sep=str(kwargs.get("sep") or ","))
+    return _changes(new, name, _previous_missing(name, "path"), kwargs)
 
 
 def _changes_sql(batch: SqlBatch, kwargs: Mapping[str, Any]) -> ReleaseChanges:
@@ -807,12 +806,23 @@ def _changes_spark(frame: Any, kwargs: Mapping[str, Any]) -> ReleaseChanges:
     schema = kwargs.get("previous_schema")
     if not path and schema:
         name = f"{schema}.{name}"
-    new = SparkSource(frame, label="the batch")
-    previous = new.previous_release(name, table=not path)
+    new = SparkSource(frame, label="the batch", tables=not path)
+    return _changes(new, name, _previous_missing(name, "path" if path else "table"), kwargs)
+
+
+def _previous_missing(name: str, what: str) -> str:
+    return f"the previous release ({what} {name!r}) does not exist"
+
+
+def _changes(new: Source, name: str, missing: str, kwargs: Mapping[str, Any]) -> ReleaseChanges:
+    """The batch's source ``new`` and the previous release ``name`` beside it
+    (:func:`~reident_airflow.sources.previous_release`), compared where the data is; a
+    previous release that does not exist is an input error (``missing``)."""
+    previous = previous_release(new, name)
     if previous is None:
-        what = "path" if path else "table"
-        raise InvalidInputError(f"the previous release ({what} {name!r}) does not exist")
-    return new.release_changes(previous, _qis(kwargs), _compared(kwargs))
+        raise InvalidInputError(missing)
+    with new, previous:
+        return new.release_changes(previous, _qis(kwargs), _compared(kwargs))
 
 
 class ReleaseChangesMetric(_ReidentTableMetric):

@@ -731,11 +731,14 @@ class DataflyOperator(StagedTableOperator):
         (``previous_release``, else the target), or ``None`` when there is none yet. The
         candidate is written as the release would be -- a scratch file of the target's
         format, or a scratch table of the target's database, dropped after -- so that both
-        sides are read alike, and compared where the data is."""
+        sides are read alike, and compared where the data is. The release replaced is read
+        beside the candidate (:func:`~reident_airflow.sources.previous_release`); when it is
+        gone, and no ``previous_release`` is named, its ledger if one is kept."""
         import tempfile
         from pathlib import Path
 
-        from reident_airflow.sources import writers
+        from reident_airflow.sources import previous_release, writers
+        from reident_airflow.sources.release_ledger import ledger_path
 
         qis = list(options.quasi_identifiers)
         previous = None if is_unset(self.previous_release) else str(self.previous_release)
@@ -743,20 +746,18 @@ class DataflyOperator(StagedTableOperator):
             from reident_airflow.sources.files import FileSource
 
             old = previous or str(self.target_path)
-            if not Path(old).exists() and previous is None and options.release_ledger:
-                from reident_airflow.sources.release_ledger import ledger_path
-
-                old = ledger_path(old)  # the release is gone: its ledger, if kept
-            if not Path(old).exists():
-                return None
+            ledger = ledger_path(old) if previous is None and options.release_ledger else None
             suffix = "".join(Path(str(self.target_path)).suffixes) or ".csv"
             with tempfile.TemporaryDirectory(prefix="reident-") as tmp:
                 scratch = Path(tmp) / f"candidate{suffix}"
-                writers.write_file_atomic(table, scratch, sep=options.target_sep)
-                sep = options.target_sep
-                with FileSource(scratch, sep=sep) as new, FileSource(old, sep=sep) as before:
-                    return new.release_changes(before, qis)
-        return self._table_changes(options, table, types, previous or str(self.target_table))
+                with FileSource(scratch, sep=options.target_sep) as new:
+                    before = previous_release(new, old, ledger=ledger)
+                    if before is None:
+                        return None
+                    writers.write_file_atomic(table, scratch, sep=options.target_sep)
+                    with before:
+                        return new.release_changes(before, qis)
+        return self._table_changes(options, table, types, previous)
 
     def _spark_changes(self, options: DataflyOptions, release: Any) -> Any:
         """:meth:`_release_changes` on a Spark connection: the release, a Spark DataFrame not
@@ -773,37 +774,38 @@ class DataflyOperator(StagedTableOperator):
                 name = f"{self.target_schema}.{name}"
         else:
             name = previous or str(self.target_path)
-        new = SparkSource(release, label="the release")
-        before = new.previous_release(name, table=bool(self.target_table))
+        from reident_airflow.sources import previous_release
+
+        new = SparkSource(release, label="the release", tables=bool(self.target_table))
+        before = previous_release(new, name)
         if before is None:
             return None
         return new.release_changes(before, list(options.quasi_identifiers))
 
     def _table_changes(
-        self, options: DataflyOptions, table: pd.DataFrame, types: dict[str, Any], old: str
+        self,
+        options: DataflyOptions,
+        table: pd.DataFrame,
+        types: dict[str, Any],
+        previous: str | None,
     ) -> Any:
         """:meth:`_release_changes` for a ``target_table``: the candidate written to a
         scratch table beside the previous release, compared in the database, dropped."""
         import uuid
 
-        from reident_airflow.sources import writers
+        from reident_airflow.sources import previous_release, writers
+        from reident_airflow.sources.release_ledger import ledger_table
         from reident_airflow.sources.sql import SqlSource
 
         schema = self.target_schema or None
+        old = previous or str(self.target_table)
+        ledger = ledger_table(old) if previous is None and options.release_ledger else None
         with self.connected(options.target_conn) as engine:
-            previous = SqlSource(engine, table=old, schema=schema)
-            if (
-                not previous.has_table(old)
-                and options.release_ledger
-                and is_unset(self.previous_release)
-            ):
-                from reident_airflow.sources.release_ledger import ledger_table
-
-                old = ledger_table(old)  # the release is gone: its ledger, if kept
-                previous = SqlSource(engine, table=old, schema=schema)
-            if not previous.has_table(old):
-                return None
             scratch = f"reident_compare_{uuid.uuid4().hex[:12]}"
+            new = SqlSource(engine, table=scratch, schema=schema)
+            before = previous_release(new, old, ledger=ledger)
+            if before is None:
+                return None
             column_types = {}
             if types and options.target_conn == self.conn_id:
                 qis = options.quasi_identifiers
@@ -812,8 +814,7 @@ class DataflyOperator(StagedTableOperator):
                 engine, table, scratch, schema=schema, column_types=column_types
             )
             try:
-                new = SqlSource(engine, table=scratch, schema=schema)
-                return new.release_changes(previous, list(options.quasi_identifiers))
+                return new.release_changes(before, list(options.quasi_identifiers))
             finally:
                 import sqlalchemy as sa
 

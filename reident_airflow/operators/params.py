@@ -26,7 +26,6 @@ __all__ = [
     "parse_flag",
     "parse_mapping",
     "parse_number",
-    "previous_file_exists",
 ]
 
 #: What an operator does on a breach: fail (no retries), skip downstream, or warn and succeed.
@@ -96,23 +95,20 @@ def parse_mapping(value: Any, field: str) -> dict[str, Any]:
 
 @contextmanager
 def local_name(name: str) -> Iterator[str]:
-    """``name`` as given -- a local path, or a table a source finds next to itself -- or
-    the local copy of an object-storage URL (:func:`local_file`)."""
+    """``name`` as given -- a local path, or a table a source finds beside itself -- or the
+    local copy of an object-storage URL (:func:`local_file`); a URL that names nothing is
+    given back as is, for the source to find nothing there
+    (:meth:`~reident_airflow.sources.HasSiblings.sibling`)."""
     if "://" not in name:
+        yield name
+        return
+    from reident_airflow._compat import ObjectStoragePath
+
+    if not ObjectStoragePath(name).exists():
         yield name
         return
     with local_file(name) as local:
         yield str(local)
-
-
-def previous_file_exists(path: str) -> bool:
-    """Whether the file (or Parquet folder) ``path`` exists: local, or an object-storage
-    URL Airflow supports."""
-    if "://" not in path:
-        return Path(path).exists()
-    from reident_airflow._compat import ObjectStoragePath
-
-    return bool(ObjectStoragePath(path).exists())
 
 
 @contextmanager

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from reident_airflow._compat import Context
-from reident_airflow.engine.aggregates import ClassAggregates
 from reident_airflow.engine.assessment import (
     Assessment,
     arrival_advice,
-    assess,
-    with_identifier_scan,
-    with_release_difference,
 )
-from reident_airflow.engine.classes import ClassSizes, ClassTable
 from reident_airflow.engine.errors import InvalidInputError
 from reident_airflow.engine.identifiers import (
     IdentifierScan,
@@ -33,7 +28,6 @@ from reident_airflow.operators.params import (
     local_name,
     parse_flag,
     parse_mapping,
-    previous_file_exists,
 )
 from reident_airflow.operators.spark_table import check_spark_staged
 from reident_airflow.outcomes import ReidentConfigurationError
@@ -41,17 +35,15 @@ from reident_airflow.outcomes import ReidentConfigurationError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from reident_airflow.engine.advice import BreachAdvice
-    from reident_airflow.sources import Counted, Source
-    from reident_airflow.sources.spark import SparkSource
+    from reident_airflow.engine.hierarchies import Hierarchy
+    from reident_airflow.sources import Source
+    from reident_airflow.sources.fingerprint import InputFingerprint
+    from reident_airflow.workflows.advice import AdviceFound
 
 __all__ = ["GATE_FIELDS", "ReidentificationRiskOperator", "scan_lines", "scan_verdicts"]
 
 #: The gate's limits; each has a warning level ``warn_<name>``.
 GATE_FIELDS = tuple(f.name for f in fields(Thresholds))
-
-#: The advice on a k breach and the QIs no hierarchy was found for.
-AdviceFound = tuple["BreachAdvice", tuple[str, ...]]
 
 
 class ReidentificationRiskOperator(StagedTableOperator):
@@ -435,20 +427,36 @@ class ReidentificationRiskOperator(StagedTableOperator):
     ) -> tuple[Assessment, AdviceFound | None, dict[str, Any]]:
         """The assessment of the staged table (``spark``: the Spark connection that reads
         it), with its identifier scan (``scanning``; none when ``None``) through the same
-        source, its advice and its report, counted where the data is."""
+        source, its advice and its report, counted where the data is
+        (:func:`~reident_airflow.workflows.assessment.run_assessment`, as ``reident assess``
+        runs it). A name beside the staged table (``population_table``,
+        ``previous_release``) is a file, an object-storage one downloaded first, or a table of
+        its database; on a Spark connection a table of its catalog or a Parquet path."""
+        from reident_airflow.workflows.assessment import run_assessment
+
         with self.input_errors(), self._source(spark) as source, self.cancelling(source):
-            counted = source.count(options)
-            result = assess(counted, options, population_table=self._register(source, options))
-            if scanning is not None:
-                scan = self._scan(source, scanning)
-                result = result if scan is None else with_identifier_scan(result, scan)
-            if options.previous_release:
-                result = self._compared(source, result, options, spark)
-            found = self._advice(source, result, counted, spark, options) if self.advice else None
-            report = result.to_dict()
-            report["advice"] = None if found is None else found[0].to_dict()
-            report["input"] = self._fingerprint(source, result, spark) if self.fingerprint else None
-        return result, found, report
+            run = run_assessment(
+                source,
+                options,
+                scan=None if scanning is None else lambda s: self._scan(s, scanning),
+                previous_missing=self._first_release,
+                advice=bool(self.advice),
+                hierarchies=lambda rows: self._hierarchies(options.quasi_identifiers, rows),
+                fingerprint=bool(self.fingerprint),
+                beside=local_name if spark is None else nullcontext,
+            )
+        result = run.result
+        difference = result.since_last_release
+        if difference is not None:
+            self.log.info(
+                "since the previous release: %s arrivals, %s departures",
+                difference.arrivals.records,
+                difference.departures.records,
+            )
+        report = result.to_dict()
+        report["advice"] = None if run.advice is None else run.advice[0].to_dict()
+        report["input"] = self._fingerprint(run.fingerprint, spark) if self.fingerprint else None
+        return result, run.advice, report
 
     def _scan(self, source: Source, scanning: ScanOptions) -> IdentifierScan | None:
         """The identifier scan of every column of ``source``. A column the source cannot
@@ -468,144 +476,42 @@ class ReidentificationRiskOperator(StagedTableOperator):
             self._not_scanned(scanning, exc)
             return None
 
-    def _compared(
-        self, source: Source, result: Assessment, options: AssessmentOptions, spark: Any
-    ) -> Assessment:
-        """``result`` with the difference from ``previous_release`` attached and gated: a
-        file next to a ``path`` (an object-storage one downloaded first), or a table of the
-        same database, compared where the data is
-        (:meth:`~reident_airflow.sources.Source.release_changes`). A previous release that
-        does not exist yet is the first run: nothing to compare (logged). ``spark``: the
-        Spark connection that reads the staged table (the previous release is then a table
-        of its catalog, or a Parquet path)."""
-        from reident_airflow.engine.differencing import differencing
-
-        name = str(options.previous_release)
-        qis = list(options.quasi_identifiers)
-        first = "previous release %r: not found, the first release: nothing to compare"
-        if spark is not None:  # a table of the catalog, or a Parquet path
-            previous = cast("SparkSource", source).previous_release(name, table=bool(self.table))
-            if previous is None:
-                self.log.info(first, name)
-                return with_release_difference(result, None)
-            changes = source.release_changes(previous, qis)
-        elif not self._previous_exists(source, name):
-            self.log.info(first, name)
-            return with_release_difference(result, None)
-        else:
-            with local_name(name) as local, source.register(local) as old:
-                changes = source.release_changes(old, qis)
-        difference = differencing(changes, options.record_threshold)
-        self.log.info(
-            "since the previous release: %s arrivals, %s departures",
-            difference.arrivals.records,
-            difference.departures.records,
-        )
-        return with_release_difference(result, difference)
-
-    def _previous_exists(self, source: Source, name: str) -> bool:
-        """Whether the previous release ``name`` exists: a file (local or object storage)
-        next to a ``path``, else a table of the staged table's database."""
-        if self.path:
-            return previous_file_exists(name)
-        from reident_airflow.sources.sql import SqlSource
-
-        return cast("SqlSource", source).has_table(name)
+    def _first_release(self, name: str) -> None:
+        """A previous release that does not exist yet is the first run: nothing to compare."""
+        self.log.info("previous release %r: not found, the first release: nothing to compare", name)
 
     def _not_scanned(self, scanning: ScanOptions, exc: InvalidInputError) -> None:
         if scanning.policy == "fail":
             raise exc
         self.log.warning("identifier scan: not run (%s); the assessment goes on", exc)
 
-    def _register(self, source: Source, options: AssessmentOptions) -> ClassTable | None:
-        """The class table of ``population_table`` on the QIs, counted where it is, next to
-        the staged table (:meth:`~reident_airflow.sources.Source.register`): a table of its
-        database (through the same engine), or a file (an object-storage one downloaded
-        first) when ``path`` is used."""
-        if not self.population_table:
-            return None
-        qis = list(options.quasi_identifiers)
-        with local_name(self.population_table) as name, source.register(name) as register:
-            return register.class_table(qis)
-
-    def _advice(
-        self,
-        source: Source,
-        result: Assessment,
-        counted: Counted,
-        spark: Any,
-        options: AssessmentOptions,
-    ) -> AdviceFound | None:
-        """The advice when ``result`` breached ``min_k`` (``None`` otherwise): the staged table
-        read again through ``source`` -- its class table where the data is, then its QI
-        columns alone for Datafly -- with the rendered ``hierarchies`` (specs of
-        :mod:`~reident_airflow.operators.hierarchy_specs`), else the bundled ones
-        (:func:`~reident_airflow.sources.advice.advise_on_breach`), Datafly's outlook at the
-        options' ``suppression_limit``. Not on Spark (logged)."""
-        limit = result.thresholds.min_k
-        if limit is None or result.k >= limit:
-            return None
-        if spark is not None:
-            self.log.info(
-                "advice: not computed on a Spark connection (it needs the class table and "
-                "the QI columns on the driver)"
-            )
-            return None
-        table = counted.table if isinstance(counted, ClassAggregates) else counted
-        qis = result.quasi_identifiers
-        return self._advise(
-            result,
-            cast("ClassSizes | ClassTable", table),
-            lambda: source.class_table(qis),
-            lambda: source.release_rows(qis, qis)[0],
-            self._hierarchy_specs(),
-            options.suppression_limit,
-        )
-
-    def _advise(
-        self,
-        result: Assessment,
-        table: ClassSizes | ClassTable,
-        class_table: Callable[[], ClassTable],
-        rows: Callable[[], pd.DataFrame],
-        specs: Mapping[str, Any],
-        suppression_limit: int | float | None = None,
-    ) -> AdviceFound | None:
-        """The advice, the rows read once: first when a hierarchy spec is built from them;
-        Datafly's outlook at ``suppression_limit`` (``None``: k records)."""
+    def _hierarchies(
+        self, qis: Sequence[str], rows: Callable[[], pd.DataFrame] | None
+    ) -> dict[str, Hierarchy]:
+        """The rendered ``hierarchies`` for the advice (specs of
+        :mod:`~reident_airflow.operators.hierarchy_specs`; ``{}``: the bundled ones), a
+        builder's values read through ``rows`` (the staged table's QI columns, read once).
+        On a source whose rows stay where the data is (``rows`` ``None``: Spark), a QI whose
+        spec is a builder has no hierarchy: the advice names it."""
         from reident_airflow.operators.hierarchy_specs import resolve_hierarchies
-        from reident_airflow.sources.advice import AdviceInputs, advise_on_breach
 
-        qis = list(result.quasi_identifiers)
-        frame: list[pd.DataFrame] = []
+        specs = self._hierarchy_specs()
+        if not specs:
+            return {}
+        given = {c: s for c, s in specs.items() if c in qis}
+        built = [c for c, s in given.items() if isinstance(s, Mapping) and s.get("type") != "arx"]
+        import pandas as pd
 
-        def once() -> pd.DataFrame:
-            if not frame:
-                frame.append(rows())
-            return frame[0]
+        if rows is None:
+            given = {c: s for c, s in given.items() if c not in built}
+        frame = rows() if built and rows is not None else pd.DataFrame(columns=list(qis))
+        return resolve_hierarchies(given, frame, qis, sep=self.hierarchy_sep)
 
-        hierarchies = {}
-        if specs:
-            given = {c: s for c, s in specs.items() if c in qis}
-            built = any(isinstance(s, Mapping) and s.get("type") != "arx" for s in given.values())
-            import pandas as pd
-
-            source = once() if built else pd.DataFrame(columns=qis)
-            hierarchies = resolve_hierarchies(given, source, qis, sep=self.hierarchy_sep)
-        inputs = AdviceInputs(
-            class_table=class_table,
-            rows=once,
-            hierarchies=hierarchies,
-            suppression_limit=suppression_limit,
-        )
-        return advise_on_breach(result, table, inputs)
-
-    def _fingerprint(self, source: Source, result: Assessment, spark: Any) -> dict[str, Any] | None:
+    def _fingerprint(self, found: InputFingerprint | None, spark: Any) -> dict[str, Any] | None:
         """The assessment's ``"input"`` object: the file's SHA-256, size and row count (a
         download named by its URL), or the table's (or query's) row count and snapshot
         (:mod:`reident_airflow.sources.fingerprint`); on Spark, of a local Parquet path only
         (else ``None``, logged)."""
-        found = source.fingerprint(rows=result.records + result.excluded_records)
         if found is None:
             if spark is not None:
                 self.log.info("fingerprint: only of a local path on a Spark connection")

@@ -140,12 +140,14 @@ def read_spark_table(session: Any, table: str | None, schema: str | None, path: 
 def spark_source(op: StagedTableOperator, conn: Any) -> Iterator[SparkSource]:
     """The staged table of the Spark connection ``conn`` as one source for the block: the
     :class:`~reident_airflow.sources.spark.SparkSource` of :func:`read_spark_frame`, in the
-    session of :func:`spark_session` (``path`` kept for its fingerprint)."""
+    session of :func:`spark_session` (``path`` kept for its fingerprint; the tables beside a
+    ``table`` are tables of the catalog, those beside a ``path`` Parquet paths)."""
     from reident_airflow.sources.spark import SparkSource
 
     with spark_session(str(op.conn_id), conn) as session:
         frame = read_spark_frame(op, session)
-        yield SparkSource(frame, label=op.source_name(), path=str(op.path) if op.path else None)
+        path = str(op.path) if op.path else None
+        yield SparkSource(frame, label=op.source_name(), path=path, tables=bool(op.table))
 
 
 def read_spark_frame(op: StagedTableOperator, session: Any) -> Any:

@@ -29,7 +29,9 @@ histogram never loads pandas.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias, runtime_checkable
+
+from reident_airflow.engine.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,7 +44,15 @@ if TYPE_CHECKING:
     from reident_airflow.engine.options import AssessmentOptions
     from reident_airflow.sources.fingerprint import InputFingerprint
 
-__all__ = ["ClassCounting", "Counted", "Source"]
+__all__ = [
+    "ClassCounting",
+    "Counted",
+    "HasSiblings",
+    "HashesAhead",
+    "Source",
+    "population_register",
+    "previous_release",
+]
 
 #: What a source counts for an assessment: the class-size histogram, the class table, the
 #: class aggregates (with weight sums and sensitive value counts), or Spark's aggregates.
@@ -66,10 +76,10 @@ class Source(Protocol):
     driver types them) and the SQL types of a database table's columns, which a release
     written back keeps (``{}`` for files, frames and queries); ``comparison_rows`` one side of
     Column Direct Match Protection, every column Arrow-backed (a file without records an
-    empty frame: the engine names the empty side); ``register`` the source of the population
-    register ``name`` next to this one (a table of the same database, or a file). Spark
-    refuses the three: it runs Datafly and direct match where the data is
-    (:mod:`~reident_airflow.sources.spark_release`), and a register needs a class table.
+    empty frame: the engine names the empty side). Spark refuses the two: it runs Datafly
+    and direct match where the data is (:mod:`~reident_airflow.sources.spark_release`).
+    Another table beside this one (a population register, the previous release) is a
+    capability of its own: :class:`HasSiblings`.
 
     For the identifier scan (issue 27): ``column_kinds`` gives every column's kind (of
     :data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`; a CSV's are all ``string``; a
@@ -110,7 +120,6 @@ class Source(Protocol):
         self, qis: Sequence[str], columns: Sequence[str] | None = None
     ) -> tuple[pd.DataFrame, dict[str, Any]]: ...
     def comparison_rows(self) -> pd.DataFrame: ...
-    def register(self, name: str) -> Source: ...
     def fingerprint(self, rows: int | None = None) -> InputFingerprint | None: ...
     def close(self) -> None: ...
     def cancel(self) -> None: ...
@@ -123,6 +132,53 @@ class Source(Protocol):
     def release_changes(
         self, previous: Source, qis: Sequence[str], columns: Sequence[str] | None = None
     ) -> ReleaseChanges: ...
+
+
+@runtime_checkable
+class HasSiblings(Protocol):
+    """A source that reads another table beside itself, by the same backend: ``sibling``
+    gives the source of ``name`` -- a file (or Parquet folder, or glob) read as this file is,
+    a table of the same database (in the same schema, through the same engine), a table of
+    the same Spark session's catalog or a Parquet path -- or ``None`` when there is no such
+    table or file. Nothing is read but what tells whether it exists."""
+
+    def sibling(self, name: str) -> Source | None: ...
+
+
+@runtime_checkable
+class HashesAhead(Protocol):
+    """A source whose fingerprint is a file's hash, which ``hash_ahead`` starts now, beside
+    the readings that follow rather than after them (files:
+    :meth:`~reident_airflow.sources.files.FileSource.hash_ahead`)."""
+
+    def hash_ahead(self) -> None: ...
+
+
+def _sibling(source: Source, name: str) -> Source | None:
+    """``source``'s sibling ``name`` (:class:`HasSiblings`); a source without is refused."""
+    if not isinstance(source, HasSiblings):
+        raise InvalidInputError(f"{source.label}: no other table is read beside it")
+    return source.sibling(name)
+
+
+def previous_release(source: Source, name: str, *, ledger: str | None = None) -> Source | None:
+    """The release ``name`` that ``source`` replaces, read beside it by the same backend
+    (:meth:`HasSiblings.sibling`), else -- the release gone -- its release ledger
+    ``ledger``, when one is kept; ``None`` when there is neither (a first run). The one place
+    a previous release is opened: the CLI, the operators and the GX metric call it."""
+    found = _sibling(source, name)
+    if found is None and ledger is not None:
+        found = _sibling(source, ledger)
+    return found
+
+
+def population_register(source: Source, name: str) -> Source:
+    """The population register ``name`` beside ``source`` (:meth:`HasSiblings.sibling`); one
+    that does not exist is an input error."""
+    found = _sibling(source, name)
+    if found is None:
+        raise InvalidInputError(f"population register {name!r}: no such table or file")
+    return found
 
 
 class ClassCounting:

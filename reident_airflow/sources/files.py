@@ -933,9 +933,13 @@ class FileSource(ClassCounting):
         empty frame (:meth:`rows`)."""
         return self.rows(dtype_backend="pyarrow", allow_empty=True)
 
-    def register(self, name: str) -> FileSource:
-        """The population register in the file ``name``, read as this source is (``sep``,
-        ``memory_limit``)."""
+    def sibling(self, name: str) -> FileSource | None:
+        """The file (or Parquet folder, or glob) ``name``, read as this source is (``sep``,
+        ``memory_limit``), wherever it is; ``None`` when no such file or folder exists (a
+        glob is read as given: what it matches shows at reading)
+        (:class:`~reident_airflow.sources.HasSiblings`)."""
+        if not Path(name).exists() and not _is_glob(name):
+            return None
         return FileSource(name, sep=self.sep, memory_limit=self.memory_limit)
 
     def _file(self) -> Path:

@@ -197,10 +197,11 @@ class FrameSource(FileSource):
     """A pandas or polars DataFrame or an Arrow table, read by the embedded DuckDB in place:
     the :class:`~reident_airflow.sources.Source` of frames in memory. It counts as a file
     source does, and reads its rows as a file's (its columns turned over under the reading
-    contract: :func:`frame_to_arrow`); it has no file to fingerprint."""
+    contract: :func:`frame_to_arrow`); it has no file to fingerprint. ``sep`` is that of the
+    CSV files read beside it (:meth:`~reident_airflow.sources.files.FileSource.sibling`)."""
 
-    def __init__(self, frame: Any, *, label: str = "the DataFrame") -> None:
-        super().__init__(None, label=label)
+    def __init__(self, frame: Any, *, label: str = "the DataFrame", sep: str = ",") -> None:
+        super().__init__(None, label=label, sep=sep)
         self.frame = frame
 
     def _opened(self) -> FileTable:

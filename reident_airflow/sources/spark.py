@@ -372,7 +372,10 @@ class SparkSource:
     folder it was read from, if any (for the fingerprint). ``session``: the
     :func:`~reident_airflow.sources.spark_session.spark_session` block the source was opened
     in, ended by :meth:`close` (a Spark Connect session is then stopped); without it the
-    session is the caller's and :meth:`close` leaves it open. Only aggregates reach the
+    session is the caller's and :meth:`close` leaves it open. ``tables``: whether the
+    sources beside it (:meth:`sibling`) are tables of the catalog (``True``) or Parquet
+    paths (``False``); ``None``: as each name looks (a path holds ``/`` or ends with
+    ``.parquet``). Only aggregates reach the
     driver (the QI ranking's bounded class table aside, see the module), so the options
     needing one row per class (SUDA2, a register) are refused, as is :meth:`class_table`.
     """
@@ -384,11 +387,13 @@ class SparkSource:
         label: str = "Spark DataFrame",
         path: str | None = None,
         session: AbstractContextManager[Any] | None = None,
+        tables: bool | None = None,
     ):
         self._frame = frame
         self.label = label
         self.path = path
         self.session = session
+        self.tables = tables
         self._jobs: SparkJobs | None = None
 
     @property
@@ -460,14 +465,6 @@ class SparkSource:
             "executors); its rows are not read on the driver"
         )
 
-    def register(self, name: str) -> SparkSource:
-        """Refused: a register is read as a class table, one row per class, and only
-        aggregates reach the driver."""
-        raise InvalidInputError(
-            f"{self.label}: a population register is read as a class table, one row per "
-            "class; it is not read on Spark (only aggregates reach the driver)"
-        )
-
     def column_kinds(self) -> dict[str, str]:
         """Each column's kind (:data:`~reident_airflow.engine.identifiers.COLUMN_KINDS`), from
         the DataFrame's schema (nothing is computed)."""
@@ -484,12 +481,16 @@ class SparkSource:
             open_spark_frame(self.frame, self.label), plans, approximate=approximate
         )
 
-    def previous_release(self, name: str, *, table: bool) -> SparkSource | None:
-        """The release this one replaces, read by the same session: the table ``name`` of
-        its catalog (``table``), else the Parquet at the path ``name``; ``None`` when it
-        does not exist yet (a first run). Nothing is read but the schema."""
+    def sibling(self, name: str) -> SparkSource | None:
+        """The table or Parquet ``name`` read by the same session: a table of its catalog
+        when this source's siblings are tables (``tables``), else the Parquet at the path
+        ``name``; ``None`` when it does not exist
+        (:class:`~reident_airflow.sources.HasSiblings`). Nothing is read but the schema."""
         from pathlib import Path
 
+        table = self.tables
+        if table is None:  # by the name's shape: a path names a folder or a Parquet file
+            table = "/" not in name and not name.lower().endswith(".parquet")
         session = _session_of(self.frame)
         label = f"table {name!r}" if table else name
         with spark_errors(label):

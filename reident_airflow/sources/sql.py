@@ -513,11 +513,6 @@ class SqlSource(ClassCounting):
             )
         return read_table_frame(self._bound(), self.table, self.schema or None)
 
-    def register(self, name: str) -> SqlSource:
-        """The population register in the table ``name`` of this database (in ``schema``),
-        read through the same engine (closing the register leaves it open)."""
-        return SqlSource(self._bound(), table=name, schema=self.schema)
-
     def column_types(self) -> list[tuple[str, str]]:
         """``(name, type)`` of each column of ``table``, in order, the type as the database
         names it: PostgreSQL's ``udt_name`` (``int8``, ``text``) and MySQL / MariaDB's
@@ -529,11 +524,15 @@ class SqlSource(ClassCounting):
         with database_errors(self.label):
             return database_column_types(self._bound(), self.table, self.schema or None)
 
-    def has_table(self, name: str) -> bool:
-        """Whether this database holds the table ``name`` (in ``schema``): a previous release
-        that does not exist yet is a first run, not an error."""
+    def sibling(self, name: str) -> SqlSource | None:
+        """The table ``name`` of this database (in ``schema``), read through the same engine
+        (closing it leaves the engine open); ``None`` when the database holds no such table
+        (:class:`~reident_airflow.sources.HasSiblings`)."""
+        engine = self._bound()
         with database_errors(self.label):
-            return bool(sa.inspect(self._bound()).has_table(name, schema=self.schema))
+            if not sa.inspect(engine).has_table(name, schema=self.schema):
+                return None
+        return SqlSource(engine, table=name, schema=self.schema)
 
     # ---------------------------------------------------------------------- fingerprint
     def fingerprint(self, rows: int | None = None) -> InputFingerprint:

@@ -67,7 +67,16 @@ def test_the_file_size_limit_while_spilling_says_so_and_where(tmp_path: Path) ->
     _many_classes(data, 3_000_000)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    argv = ["assess", str(data), "--qi", "a,b", "--memory-limit", "100MB", "--no-ranking", "--quiet"]
+    argv = [
+        "assess",
+        str(data),
+        "--qi",
+        "a,b",
+        "--memory-limit",
+        "100MB",
+        "--no-ranking",
+        "--quiet",
+    ]
     done = _limited(argv, limit=1_000_000, what=resource.RLIMIT_FSIZE, tmp=tmp, cwd=tmp_path)
     line = one_line_error(done.returncode, done.stderr)
     assert "file-size limit" in line and "spilled to disk" in line

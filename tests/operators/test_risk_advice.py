@@ -220,3 +220,25 @@ def test_a_bad_suppression_limit_fails_before_reading(tmp_path: Path) -> None:
     )
     with pytest.raises(ReidentConfigurationError, match=r"suppression_limit as a fraction"):
         op.execute({"ti": PushedTI()})  # type: ignore[arg-type]
+
+
+def test_a_built_hierarchy_needs_the_rows() -> None:
+    """Issue 39: a spec built from the column's values (``interval``) is built from the
+    staged table's QI columns where they reach the client; where they do not (Spark: no rows
+    loader) it is left out, so that the advice names its QI as lacking a hierarchy, and an
+    ARX file is loaded either way."""
+    sex = str(oracle_data("adult_hierarchy_sex.csv"))
+    op = ReidentificationRiskOperator(
+        task_id="h",
+        path="staged.csv",
+        quasi_identifiers="sex,age",
+        hierarchies={"sex": sex, "age": {"type": "interval", "widths": [10], "top": "*"}},
+    )
+    read: list[int] = []
+
+    def rows() -> pd.DataFrame:
+        read.append(1)
+        return pd.DataFrame({"sex": ["Male", "Female"], "age": [23, 47]})
+
+    assert sorted(op._hierarchies(["sex", "age"], rows)) == ["age", "sex"] and read == [1]
+    assert sorted(op._hierarchies(["sex", "age"], None)) == ["sex"]

@@ -236,3 +236,25 @@ def test_verdict_without_ranking_counts_only_the_histogram(
     ).execute({"ti": PushedTI()})
     for key in ("records", "classes", "k", "class_size_histogram", "prosecutor"):
         assert from_file[key] == full[key], key
+
+
+def test_a_previous_release_in_object_storage_is_found_beside(tmp_path: Path) -> None:
+    """``previous_release`` as a URL: downloaded and compared when it exists, a first run
+    (nothing compared) when it does not. Hand count: the candidate holds (1, x) twice and
+    (2, y) once, the previous release (1, x) and (2, y): one arrival, no departure."""
+    csv = tmp_path / "new.csv"
+    csv.write_text("a,b\n1,x\n1,x\n2,y\n", encoding="utf-8")
+    old = tmp_path / "old.csv"
+    old.write_text("a,b\n1,x\n2,y\n", encoding="utf-8")
+    for previous, expected in ((f"file://{old}", (1, 0)), (f"file://{tmp_path}/none.csv", None)):
+        op = ReidentificationRiskOperator(
+            task_id="p", path=str(csv), quasi_identifiers="a,b", previous_release=previous
+        )
+        report = op.execute({"ti": PushedTI()})
+        since = report["since_last_release"]
+        found = (
+            None
+            if since is None
+            else (since["arrivals"]["records"], since["departures"]["records"])
+        )
+        assert found == expected

@@ -19,7 +19,7 @@ import pytest
 
 from reident_airflow.operators.risk import ReidentificationRiskOperator
 from reident_airflow.outcomes import ReidentConfigurationError, ReidentificationBreach
-from tests.cli._cli import RUN_KEYS
+from tests.cli._cli import RUN_KEYS, run
 from tests.conftest import oracle_data
 from tests.operators._adult_gate import OPERATOR_OPTIONS, cli_json
 from tests.operators._fakes import PushedTI, make_operator
@@ -54,14 +54,38 @@ def test_spark_path_equals_cli_on_csv(
     assert run["input"]["location"] == str(adult_parquet)
 
 
-def test_spark_breach_fails_without_advice(spark_conn: str, adult_parquet: Path) -> None:
+def test_spark_breach_gives_the_cli_advice(spark_conn: str, adult_parquet: Path) -> None:
+    """Issue 39: the operator on a Spark connection advises as ``reident assess --engine
+    spark`` does (both through workflows.advice: Spark's histograms and Datafly on Spark,
+    the bundled Adult hierarchies); it used to log "not computed on a Spark connection"."""
     ti = PushedTI()
     op = _operator(path=str(adult_parquet), quasi_identifiers="sex,age,race", min_k="5")
     with pytest.raises(ReidentificationBreach) as info:
         op.execute({"ti": ti})
     assert info.value.k == 1  # Adult holds unique (sex, age, race) records
     assert "k = 1 (limit: at least 5)" in str(info.value)
-    assert ti.pushed["return_value"]["advice"] is None
+    advice = ti.pushed["return_value"]["advice"]
+    # the CLI in this process: the same classic local[2] session, got, never stopped
+    code, out, err = run(
+        "assess",
+        str(adult_parquet),
+        "--engine",
+        "spark",
+        "--spark-master",
+        "local[2]",
+        "--qi",
+        "sex,age,race",
+        "--min-k",
+        "5",
+        "--json",
+        "-",
+    )
+    assert code == 1, err
+    cli_advice = json.loads(out)["advice"]
+    assert cli_advice is not None and cli_advice["datafly"] is not None
+    assert advice == cli_advice
+    line = next(x for x in err.splitlines() if x.startswith("reident: advice: "))
+    assert f"What to do: {line.removeprefix('reident: advice: ')}" in str(info.value)
 
 
 def test_spark_table_where_is_a_filter(spark_conn: str, adult_parquet: Path) -> None:

@@ -17,10 +17,11 @@ from reident_airflow.engine.assessment import assess
 from reident_airflow.engine.datafly import datafly
 from reident_airflow.engine.hierarchies import Hierarchy, load_hierarchy
 from reident_airflow.engine.options import AssessmentOptions, Thresholds
-from reident_airflow.sources.advice import AdviceInputs, advise_on_breach, hierarchies_for
+from reident_airflow.sources.advice import hierarchies_for
 from reident_airflow.sources.files import class_table_from_file, histogram_from_file
 from reident_airflow.sources.frames import class_table_from_frame
 from reident_airflow.sources.tables import read_file_frame
+from reident_airflow.workflows.advice import AdviceInputs, advise_on_breach
 from tests.conftest import oracle_data
 
 QIS = ("sex", "age", "race")

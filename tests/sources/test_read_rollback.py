@@ -232,6 +232,13 @@ def tables(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[sa.
         engine.dispose()
 
 
+def _sibling(source: SqlSource, name: str) -> SqlSource:
+    """The table ``name`` beside ``source`` (it exists in these tests)."""
+    found = source.sibling(name)
+    assert found is not None
+    return found
+
+
 def _read_paths(engine: sa.Engine, table: str, avatar: str) -> dict[str, Callable[[], Any]]:
     def source(**kwargs: Any) -> SqlSource:
         return SqlSource(engine, **kwargs)
@@ -249,7 +256,7 @@ def _read_paths(engine: sa.Engine, table: str, avatar: str) -> dict[str, Callabl
         "fingerprint query": lambda: fingerprint_sql(engine, sql=f"SELECT zip FROM {table}"),
         "rows": lambda: source(table=table).release_rows(["zip"]),
         "comparison rows": lambda: source(table=table).comparison_rows(),
-        "register": lambda: source(table=table).register(avatar).class_table(["zip"]),
+        "register": lambda: _sibling(source(table=table), avatar).class_table(["zip"]),
         "previous release": lambda: source(table=table).release_changes(
             source(table=avatar), ["zip"]
         ),

@@ -29,7 +29,13 @@ import pytest
 import sqlalchemy as sa
 
 from reident_airflow.engine.errors import EmptyDatasetError, InvalidInputError
-from reident_airflow.sources import Source
+from reident_airflow.sources import (
+    HashesAhead,
+    HasSiblings,
+    Source,
+    population_register,
+    previous_release,
+)
 from reident_airflow.sources.files import FileSource
 from reident_airflow.sources.frames import FrameSource
 from reident_airflow.sources.spark import SparkSource
@@ -213,10 +219,11 @@ def test_a_query_has_no_table_to_compare(tmp_path: Path) -> None:
         source.comparison_rows()
 
 
-# ---------------------------------------------------------------------------------- register
+# ---------------------------------------------------------------------------------- siblings
 def test_the_register_is_read_next_to_the_source(backend: tuple[str, Opened]) -> None:
     kind, (source, name) = backend
-    with source.register(name) as register:
+    assert isinstance(source, HasSiblings)
+    with population_register(source, name) as register:
         assert type(register) is type(source)
         table = register.class_table(QIS)
     assert (table.records, table.classes) == (5, 3)
@@ -227,11 +234,31 @@ def test_the_register_is_read_next_to_the_source(backend: tuple[str, Opened]) ->
     assert isinstance(register, FileSource) and register.sep == ";"  # the source's separator
 
 
+def test_a_sibling_that_does_not_exist_is_none(backend: tuple[str, Opened]) -> None:
+    kind, (source, name) = backend
+    missing = f"{name}_none" if kind in ("csv", "parquet") else "i39_no_such_table"
+    assert previous_release(source, missing) is None  # a first run
+    ledger = previous_release(source, "i39_no_such_table", ledger=name)
+    assert ledger is not None  # the release gone: its ledger
+    with ledger:
+        assert ledger.class_table(QIS).records == 5
+    with pytest.raises(InvalidInputError, match=r"population register .*: no such table or file"):
+        population_register(source, missing)
+
+
+def test_a_source_without_siblings_is_refused() -> None:
+    class Alone:
+        label = "the alone table"
+
+    with pytest.raises(InvalidInputError, match="the alone table: no other table"):
+        previous_release(Alone(), "old")  # type: ignore[arg-type]
+
+
 def test_the_register_of_a_sql_source_shares_its_engine(tmp_path: Path) -> None:
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
     names = _tables(engine, "i26_sources_engine")
     source = SqlSource(engine, table=names[0], schema=None)
-    register = source.register(names[1])
+    register = population_register(source, names[1])
     assert isinstance(register, SqlSource) and register.url is engine
     register.close()  # the engine is the caller's: still usable
     assert register.class_table(QIS).records == 5
@@ -250,10 +277,12 @@ def test_a_frame_reads_its_rows_as_a_file_does(tmp_path: Path) -> None:
     assert list(compared["id"]) == IDS
     register = _csv(tmp_path, "pop", QIS, REGISTER)
     with pytest.raises(InvalidInputError):  # the register is a file, read with sep=","
-        source.register(register).class_table(QIS)
+        population_register(source, register).class_table(QIS)
     comma = tmp_path / "pop_comma.csv"
     comma.write_text(Path(register).read_text(encoding="utf-8").replace(";", ","), "utf-8")
-    assert source.register(str(comma)).class_table(QIS).records == 5
+    assert population_register(source, str(comma)).class_table(QIS).records == 5
+    semi = FrameSource(frame, sep=";")  # the separator of the files read beside it
+    assert population_register(semi, register).class_table(QIS).records == 5
 
 
 # ------------------------------------------------------------------------------------- Spark
@@ -267,7 +296,7 @@ class _Untouchable:
 REFUSALS: dict[str, Callable[[SparkSource], Any]] = {
     "release_rows": lambda s: s.release_rows(QIS),
     "comparison_rows": lambda s: s.comparison_rows(),
-    "register": lambda s: s.register("pop"),
+    "class_table": lambda s: s.class_table(QIS),
 }
 
 
@@ -279,3 +308,17 @@ def test_spark_refuses_the_whole_table_readings(reading: str) -> None:
     message = str(info.value)
     assert message.startswith("table 'events': ")
     assert "driver" in message
+
+
+def test_each_backend_declares_its_capabilities() -> None:
+    """Issue 39: a caller asks a source for a capability instead of testing its class; every
+    backend reads a sibling, only a file hashes ahead."""
+    sources = {
+        "file": FileSource("t.csv"),
+        "frame": FrameSource(pd.DataFrame({"a": [1]})),
+        "sql": SqlSource("sqlite://", table="t"),
+        "spark": SparkSource(_Untouchable(), label="table 't'"),
+    }
+    assert all(isinstance(s, HasSiblings) for s in sources.values())
+    hashing = sorted(k for k, s in sources.items() if isinstance(s, HashesAhead))
+    assert hashing == ["file", "frame"]  # a frame's is a no-op: nothing to hash
