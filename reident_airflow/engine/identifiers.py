@@ -81,6 +81,29 @@ COLUMN_KINDS = (
 
 _OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 
+#: The month names a date element is written with (``May 2025``): English, German, French,
+#: Spanish and Dutch names and their usual abbreviations, Italian and Portuguese names; an
+#: accented letter is any one or two characters but a space or a digit (``f..vrier`` reads
+#: ``février`` as one character or two bytes alike, ``m..rz`` also ``Maerz``), so that every
+#: backend matches what Python matches whatever its encoding.
+_MONTH_NAMES = "|".join(
+    word.replace("..", "[^ 0-9]{1,2}")
+    for word in dict.fromkeys(
+        (
+            "january february march april may june july august september october november "
+            "december jan feb mar apr jun jul aug sep sept oct nov dec "
+            "januar februar m..rz mai juni juli oktober dezember okt dez "
+            "janvier f..vrier mars avril juin juillet ao..t septembre octobre novembre "
+            "d..cembre janv f..vr avr juil "
+            "enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre "
+            "noviembre diciembre ene abr dic "
+            "januari februari maart mei augustus mrt "
+            "gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre "
+            "janeiro fevereiro mar..o maio junho julho setembro outubro novembro dezembro"
+        ).split()
+    )
+)
+
 #: Content kind -> pattern, counted by the backend over a string column's non-null values
 #: (a value counts once however many matches it holds).
 CONTENT_PATTERNS: Mapping[str, str] = {
@@ -109,9 +132,18 @@ CONTENT_PATTERNS: Mapping[str, str] = {
         "[ .-]?[0-9]{2}"
         "|[1-9][a-z0-9]{2}[0-9]-?[a-z][a-z0-9][0-9]-?[a-z]{2}[0-9]{2})($|[^0-9a-z])"
     ),
+    # a calendar date (year first, or last), and under Safe Harbor each element of a date
+    # but its year (docs/identifier-scan.md): a month with its year (2025-05, 05/2025,
+    # May 2025 in the languages of _MONTH_NAMES), an ISO week (2025-W19), a quarter with its
+    # year (2025-Q2, Q2 2025)
     "date": (
         "(?i)(^|[^0-9])([0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}"
-        "|[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4})($|[^0-9])"
+        "|[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4}"
+        "|[0-9]{4}[-/][0-9]{2}|[0-9]{1,2}[-/][0-9]{4}"
+        "|[0-9]{4}-?w[0-9]{2}(-?[1-7])?"
+        "|[0-9]{4}[- ]?q[1-4]|q[1-4][- /]?[0-9]{4}"
+        f"|({_MONTH_NAMES})[.]?,? ?([0-9]{{1,2}}(st|nd|rd|th)?,? )?(de )?[0-9]{{4}}"
+        ")($|[^0-9])"
     ),
     "text": "(?i)[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+",
     # a house number and a street word: "12 Main Street", "12 bis rue ...", "Hauptstr. 5",
@@ -268,7 +300,7 @@ _DIRECT = {
 _LABELS = {
     **_DIRECT,
     "url": "URLs",
-    "date": "exact dates",
+    "date": "dates or date elements",
     "text": "free text",
     "address": "street addresses",
 }

@@ -35,7 +35,7 @@ _KINDS = {
     "iban": "IBANs",
     "us_ssn": "US SSNs",
     "national_id": "national identification numbers",
-    "date": "exact dates",
+    "date": "dates or date elements",
     "text": "free text (4+ words)",
     "address": "street addresses",
 }
