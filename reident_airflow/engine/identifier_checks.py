@@ -188,7 +188,9 @@ def calendar_date(candidate: str) -> bool:
 _YEAR_MONTH = re.compile(r"([0-9]{4})[-/]([0-9]{2})|([0-9]{1,2})[-/]([0-9]{4})")
 _ISO_WEEK = re.compile(r"([0-9]{4})-?w([0-9]{2})(?:-?([1-7]))?", re.IGNORECASE)
 _QUARTER = re.compile(r"([0-9]{4})[- ]?q[1-4]|q[1-4][- /]?([0-9]{4})", re.IGNORECASE)
-_NAMED_MONTH = re.compile(r"[^0-9]+?(?:([0-9]{1,2})[^0-9]*)?([0-9]{4})")
+_NAMED_MONTH = re.compile(
+    r"[^\W\d_]{3,}[.]?,? ?(?:([0-9]{1,2})(?:st|nd|rd|th)?,? )?(?:de )?([0-9]{4})", re.IGNORECASE
+)
 
 
 def date_element(candidate: str) -> bool:

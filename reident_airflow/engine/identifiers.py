@@ -742,6 +742,26 @@ NAME_RULES: tuple[NameRule, ...] = (
         ),
         safe_harbor=True,
     ),
+    # an element of a date but its year (Safe Harbor removes them all, 45 CFR
+    # 164.514(b)(2)(i)(C)): the month, week or day of the year of an event; a duration counted
+    # in months or weeks is written in the plural (months_since_dx) or qualified (age, gestational);
+    # a quarter alone (fiscal_quarter) is no date element without its year, which the values
+    # then show (2025-Q2, found by the content)
+    NameRule(
+        "date element",
+        UNDECLARED,
+        terms=_terms(
+            "month, week, day of year, doy, week of year, month of year, year month, yearmonth, "
+            "year week, yearweek, mois, monat, mes, mese, maand, semaine, woche, kalenderwoche, "
+            "kw, semana, settimana"
+        ),
+        tails=("month", "week"),
+        qualifiers=_terms(
+            "age, gestational, gestation, pregnancy, fiscal, fy, per, duration, length, since, "
+            "until, ago, elapsed"
+        ),
+        safe_harbor=True,
+    ),
 )
 
 #: The names of a column of ages in years: under Safe Harbor its values over 89 are counted
