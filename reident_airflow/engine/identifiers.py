@@ -33,6 +33,7 @@ from reident_airflow.engine.identifier_checks import CHECKS, known_region, phone
 from reident_airflow.engine.numbers import as_whole_number, is_unset
 from reident_airflow.engine.options import parse_flag
 from reident_airflow.engine.presets import find_preset
+from reident_airflow.engine.safe_harbor import SAFE_HARBOR_CATEGORIES
 
 __all__ = [
     "AGE_RULE",
@@ -86,21 +87,27 @@ _OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 #: accented letter is any one or two characters but a space or a digit (``f..vrier`` reads
 #: ``février`` as one character or two bytes alike, ``m..rz`` also ``Maerz``), so that every
 #: backend matches what Python matches whatever its encoding.
+_MONTHS_BY_LANGUAGE = {
+    "en": "january february march april may june july august september october november "
+    "december jan feb mar apr jun jul aug sep sept oct nov dec",
+    "de": "januar februar m..rz april mai juni juli august september oktober november dezember "
+    "okt dez",
+    "fr": "janvier f..vrier mars avril mai juin juillet ao..t septembre octobre novembre "
+    "d..cembre janv f..vr avr juil",
+    "es": "enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre "
+    "noviembre diciembre ene abr dic",
+    "nl": "januari februari maart april mei juni juli augustus september oktober november "
+    "december mrt",
+    "it": "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre "
+    "dicembre",
+    "pt": "janeiro fevereiro mar..o abril maio junho julho agosto setembro outubro novembro "
+    "dezembro",
+}
 _MONTH_NAMES = "|".join(
-    word.replace("..", "[^ 0-9]{1,2}")
-    for word in dict.fromkeys(
-        (
-            "january february march april may june july august september october november "
-            "december jan feb mar apr jun jul aug sep sept oct nov dec "
-            "januar februar m..rz mai juni juli oktober dezember okt dez "
-            "janvier f..vrier mars avril juin juillet ao..t septembre octobre novembre "
-            "d..cembre janv f..vr avr juil "
-            "enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre "
-            "noviembre diciembre ene abr dic "
-            "januari februari maart mei augustus mrt "
-            "gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre "
-            "janeiro fevereiro mar..o maio junho julho setembro outubro novembro dezembro"
-        ).split()
+    dict.fromkeys(
+        word.replace("..", "[^ 0-9]{1,2}")
+        for names in _MONTHS_BY_LANGUAGE.values()
+        for word in names.split()
     )
 )
 
@@ -1119,7 +1126,9 @@ class IdentifierScan:
         return self.options.policy != "fail" or not self.failing
 
     def to_dict(self) -> dict[str, Any]:
-        """The scan as the JSON object of schema :data:`SCHEMA`."""
+        """The scan as the JSON object of schema :data:`SCHEMA`; under Safe Harbor
+        ``safe_harbor_categories`` says what the scan looked at of each of the 18 categories
+        (:data:`~reident_airflow.engine.safe_harbor.SAFE_HARBOR_CATEGORIES`), else ``None``."""
         return {
             "schema": SCHEMA,
             "options": self.options.to_dict(),
@@ -1128,6 +1137,9 @@ class IdentifierScan:
             "flagged": list(self.flagged),
             "failing": list(self.failing),
             "columns": [c.to_dict() for c in self.columns],
+            "safe_harbor_categories": (
+                [c.to_dict() for c in SAFE_HARBOR_CATEGORIES] if self.options.safe_harbor else None
+            ),
         }
 
 

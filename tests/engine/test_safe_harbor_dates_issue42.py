@@ -75,7 +75,10 @@ def test_admit_month_fails_like_an_exact_date(tmp_path: Path) -> None:
         "admit_month": UNDECLARED,
         "admit_date": UNDECLARED,
     }
-    assert _scan(tmp_path, columns, safe_harbor=False) == {"admit_month": CLEAR, "admit_date": CLEAR}
+    assert _scan(tmp_path, columns, safe_harbor=False) == {
+        "admit_month": CLEAR,
+        "admit_date": CLEAR,
+    }
 
 
 @pytest.mark.parametrize(
