@@ -92,8 +92,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         "--safe-harbor",
         action="store_true",
         default=None,
-        help="identifier scan: add the HIPAA Safe Harbor checks (exact dates, ages over 89, "
-        "restricted ZIP3 areas, geography below a state, free text)",
+        help="identifier scan: add the HIPAA Safe Harbor checks (dates and their elements, "
+        "ages over 89, restricted ZIP3 areas, geography below a state, free text)",
     )
     parser.add_argument(
         "--extra-names",

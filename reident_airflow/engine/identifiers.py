@@ -273,8 +273,8 @@ SCHEMA: Final = "reident.identifier_scan/v1"
 #: - ``content_share``: a string column whose values are verified e-mail addresses, phone
 #:   numbers, card numbers, IBANs, US SSNs, national identification numbers or IP addresses
 #:   (or street addresses) for at least this share of its non-null values is an identifier
-#:   (URLs: a possible identifier); exact dates for that share, under Safe Harbor, make an
-#:   undeclared quasi-identifier;
+#:   (URLs: a possible identifier); dates or date elements for that share, under Safe
+#:   Harbor, make an undeclared quasi-identifier;
 #: - ``possible_share``: below ``content_share``, from this share on, a possible identifier
 #:   (a single e-mail address or IBAN is enough: nothing else reads as one);
 #: - ``free_text_share``: a string column is free text when this share of its values hold four
@@ -813,8 +813,8 @@ class ScanOptions:
     - ``policy``: ``"fail"`` (a column found an identifier or an undeclared quasi-identifier
       fails the release), ``"warn"`` (default: found columns are reported, the release
       passes) or ``"off"`` (no scan).
-    - ``safe_harbor``: also apply the HIPAA Safe Harbor checks (exact dates, ages over 89,
-      restricted ZIP3 areas, geographic units below a state, free text).
+    - ``safe_harbor``: also apply the HIPAA Safe Harbor checks (dates and their elements,
+      ages over 89, restricted ZIP3 areas, geographic units below a state, free text).
     - ``allow_columns``: columns the user says may be released as they are; never flagged.
     - ``quasi_identifiers``: the columns declared as quasi-identifiers (the assessment covers
       them); never flagged.
@@ -1204,7 +1204,8 @@ def scan(profiles: Iterable[ColumnProfile], options: ScanOptions) -> IdentifierS
       ``possible_share``, any in free text, or any e-mail address or IBAN at all:
       ``possible identifier``; URLs at
       ``content_share``, or any in free text: ``possible identifier``;
-    - under Safe Harbor: a date or timestamp column, or exact dates in ``content_share`` of a
+    - under Safe Harbor: a date or timestamp column, a name of a date element, or dates or
+      date elements (a month, an ISO week, a quarter with its year) in ``content_share`` of a
       string column's values: ``quasi-identifier not declared`` (``possible identifier`` for
       any in free text); values over 89 in an age column or in a restricted ZIP3 area:
       ``quasi-identifier not declared``; free text: ``possible identifier``.

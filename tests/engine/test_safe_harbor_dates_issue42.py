@@ -120,3 +120,63 @@ def test_date_element_check() -> None:
             if not value.startswith("admitted"):
                 assert date_element(value), value
     assert not any(date_element(v) for v in NEAR_MISSES)
+
+
+def test_a_month_stored_as_a_date_fails_as_every_date_column(tmp_path: Path) -> None:
+    """A DATE column whose values are all the first of a month (a month stored as a date)
+    gets the verdict of every date column under Safe Harbor, by its type, where the data is
+    (Parquet in DuckDB, a PostgreSQL DATE and TIMESTAMP); without Safe Harbor it is clear.
+    A guard (main gives it too): the scan does not count truncated values, the type
+    decides."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    months = [dt.date(2025, 1 + i % 12, 1) for i in range(48)]
+    path = tmp_path / "months.parquet"
+    pq.write_table(pa.table({"admitted": pa.array(months, type=pa.date32())}), path)
+    for safe_harbor, verdict in ((True, UNDECLARED), (False, CLEAR)):
+        with FileSource(str(path)) as source:
+            result = scan_columns(source, ScanOptions(safe_harbor=safe_harbor))
+        assert {c.column: c.verdict for c in result.columns} == {"admitted": verdict}
+
+
+@pytest.mark.db
+def test_a_month_stored_as_a_date_in_postgresql() -> None:
+    import datetime as dt
+    import uuid
+
+    import sqlalchemy as sa
+
+    from reident_airflow.sources.sql import SqlSource
+    from tests.conftest import require_server
+
+    engine = sa.create_engine(require_server("postgresql"))
+    table = sa.Table(
+        f"i42_months_{uuid.uuid4().hex[:8]}",
+        sa.MetaData(),
+        sa.Column("admitted", sa.Date()),
+        sa.Column("admitted_at", sa.DateTime()),
+    )
+    table.create(engine)
+    try:
+        rows = [
+            {
+                "admitted": dt.date(2025, 1 + i % 12, 1),
+                "admitted_at": dt.datetime(2025, 1 + i % 12, 1),
+            }
+            for i in range(48)
+        ]
+        with engine.begin() as conn:
+            conn.execute(table.insert(), rows)
+        for safe_harbor, verdict in ((True, UNDECLARED), (False, CLEAR)):
+            source = SqlSource(engine, table=table.name)
+            result = scan_columns(source, ScanOptions(safe_harbor=safe_harbor))
+            assert {c.column: c.verdict for c in result.columns} == {
+                "admitted": verdict,
+                "admitted_at": verdict,
+            }
+    finally:
+        table.drop(engine)
+        engine.dispose()
