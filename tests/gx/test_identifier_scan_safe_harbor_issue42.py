@@ -43,4 +43,8 @@ def test_admit_month_under_safe_harbor(
     )
     result = batch.validate(expectation)
     assert result.success is (not safe_harbor)
-    assert result.result["details"]["failing"] == (["admit_month"] if safe_harbor else [])
+    details = result.result["details"]
+    assert details["failing"] == (["admit_month"] if safe_harbor else [])
+    # what the scan looked at of the 18 Safe Harbor categories travels with the result
+    categories = details["assessment"]["safe_harbor_categories"]
+    assert (categories is not None and len(categories) == 18) is safe_harbor
