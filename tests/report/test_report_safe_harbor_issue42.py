@@ -98,3 +98,13 @@ def test_the_text_summary_names_the_categories_not_fully_checked() -> None:
     assert "  partly checked: (H) medical record numbers" in out
     code, out, _ = run("scan", str(PLANTED), "--qi", "sex,ethnicity", "--quiet")
     assert "Safe Harbor" not in out
+
+
+def test_assess_says_it_too() -> None:
+    argv = ("assess", str(PLANTED), "--qi", "sex,ethnicity", "--scan", "warn", "--no-ranking")
+    code, _, err = run(*argv, "--safe-harbor", "--quiet")
+    assert code == 0
+    assert "reident: scan: Safe Harbor identifier categories:" in err
+    assert "reident: scan:   not checked: (Q) full-face photographs" in err
+    _, _, err = run(*argv, "--quiet")
+    assert "Safe Harbor" not in err
