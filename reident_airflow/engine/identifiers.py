@@ -760,7 +760,7 @@ NAME_RULES: tuple[NameRule, ...] = (
         terms=_terms(
             "month, week, day of year, doy, week of year, month of year, year month, yearmonth, "
             "year week, yearweek, mois, monat, mes, mese, maand, semaine, woche, kalenderwoche, "
-            "kw, semana, settimana"
+            "semana, settimana"
         ),
         tails=("month", "week"),
         qualifiers=_terms(

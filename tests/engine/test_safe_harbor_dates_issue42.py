@@ -96,6 +96,8 @@ def test_admit_month_fails_like_an_exact_date(tmp_path: Path) -> None:
         ("fiscal_quarter", False),  # a quarter without its year; the values decide
         ("quarter", False),
         ("monthly_fee", False),
+        ("power_kw", False),  # kilowatts, not a Kalenderwoche
+        ("Kalenderwoche", True),
     ],
 )
 def test_names_of_date_elements(name: str, element: bool) -> None:
