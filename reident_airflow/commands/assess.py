@@ -78,6 +78,7 @@ from reident_airflow.commands.common import (
 )
 from reident_airflow.commands.scan import (
     add_scan_arguments,
+    safe_harbor_lines,
     scan_lines,
     scan_options,
     scan_source,
@@ -572,6 +573,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if result.identifier_scan is not None:
         for line in scan_lines(result.identifier_scan):
             err.write(f"{line}\n")
+        for line in safe_harbor_lines(result.identifier_scan):  # issue 42
+            err.write(f"reident: scan: {line}\n")
     return code
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "add_arguments",
     "add_scan_arguments",
     "run",
+    "safe_harbor_lines",
     "scan_lines",
     "scan_options",
     "scan_source",
@@ -91,8 +92,8 @@ def add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         "--safe-harbor",
         action="store_true",
         default=None,
-        help="identifier scan: add the HIPAA Safe Harbor checks (exact dates, ages over 89, "
-        "restricted ZIP3 areas, geography below a state, free text)",
+        help="identifier scan: add the HIPAA Safe Harbor checks (dates and their elements, "
+        "ages over 89, restricted ZIP3 areas, geography below a state, free text)",
     )
     parser.add_argument(
         "--extra-names",
@@ -232,7 +233,34 @@ def scan_summary(result: IdentifierScan, label: str) -> str:
     ]
     width = max((len(c.column) for c in result.columns), default=0)
     lines += [f"  {c.column.ljust(width)}  {c.verdict}" for c in result.columns]
+    lines += safe_harbor_lines(result)
     return "\n".join(lines) + "\n"
+
+
+def safe_harbor_lines(result: IdentifierScan) -> list[str]:
+    """Under Safe Harbor, what the scan looked at of the 18 identifier categories: the
+    counts, then the categories not fully checked (a verdict on the columns is none on them)."""
+    if not result.options.safe_harbor:
+        return []
+    from reident_airflow.engine.safe_harbor import (
+        CHECKED,
+        NOT_CHECKED,
+        PARTLY_CHECKED,
+        SAFE_HARBOR_CATEGORIES,
+    )
+
+    def listed(status: str) -> list[str]:
+        return [f"({c.paragraph}) {c.name}" for c in SAFE_HARBOR_CATEGORIES if c.status == status]
+
+    n = len(SAFE_HARBOR_CATEGORIES)
+    lines = [
+        f"Safe Harbor identifier categories: {len(listed(CHECKED))} of {n} checked, "
+        f"{len(listed(PARTLY_CHECKED))} partly checked, {len(listed(NOT_CHECKED))} not checked "
+        "(review these before a Safe Harbor release):"
+    ]
+    lines += [f"  partly checked: {c}" for c in listed(PARTLY_CHECKED)]
+    lines += [f"  not checked: {c}" for c in listed(NOT_CHECKED)]
+    return lines
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -23,7 +23,9 @@ boundary characters) at a time:
   repeated digits), the Canadian SIN (Luhn, first digit), the US Medicare MBI (CMS's
   characters per position; it has no check digit) and the US SSN with spaces;
 - a calendar date ``YYYY-MM-DD`` or ``DD-MM-YYYY`` / ``MM-DD-YYYY`` (``-``, ``/`` or ``.``,
-  the same separator twice) that exists in the calendar, years 1850 to 2150;
+  the same separator twice) that exists in the calendar, years 1850 to 2150; or an element of
+  a date with its year as Safe Harbor removes them: a month, an ISO week that exists, a
+  quarter (:func:`date_element`);
 - an IPv6 address that :mod:`ipaddress` reads;
 - a phone number that Google's libphonenumber (the ``phonenumbers`` package) says is valid:
   written internationally (``+`` or ``00``), or in the national format of one of the regions
@@ -69,6 +71,7 @@ __all__ = [
     "calendar_date",
     "canadian_sin",
     "card_number",
+    "date_element",
     "dutch_bsn",
     "french_nir",
     "german_tax_id",
@@ -190,6 +193,45 @@ def calendar_date(candidate: str) -> bool:
         return False
     first, second, year = int(found[1]), int(found[3]), int(found[4])
     return _exists(year, second, first) or _exists(year, first, second)
+
+
+_YEAR_MONTH = re.compile(r"([0-9]{4})[-/]([0-9]{2})|([0-9]{1,2})[-/]([0-9]{4})")
+_ISO_WEEK = re.compile(r"([0-9]{4})-?w([0-9]{2})(?:-?([1-7]))?", re.IGNORECASE)
+_QUARTER = re.compile(r"([0-9]{4})[- ]?q[1-4]|q[1-4][- /]?([0-9]{4})", re.IGNORECASE)
+_NAMED_MONTH = re.compile(
+    r"[^\W\d_]{3,}[.]?,? ?(?:([0-9]{1,2})(?:st|nd|rd|th)?,? )?(?:de )?([0-9]{4})", re.IGNORECASE
+)
+
+
+def date_element(candidate: str) -> bool:
+    """A date, or an element of one with its year, as HIPAA Safe Harbor removes them: a
+    :func:`calendar_date`; a month and its year (``2025-05``, ``05/2025``, ``May 2025``,
+    ``May 5, 2025``: a named month's day at most 31); an ISO 8601 week that exists
+    (``2025-W19``, ``2025W19-3``: week 53 only in a year that has one); a quarter and its
+    year (``2025-Q2``, ``Q2 2025``). Years 1850 to 2150. The candidate is what the ``date``
+    content pattern matched, so a month name is already one."""
+    if calendar_date(candidate):
+        return True
+    found = _YEAR_MONTH.fullmatch(candidate)
+    if found is not None:
+        year, month = (found[1], found[2]) if found[1] else (found[4], found[3])
+        return int(year) in _YEARS and 1 <= int(month) <= 12
+    found = _ISO_WEEK.fullmatch(candidate)
+    if found is not None:
+        if int(found[1]) not in _YEARS:
+            return False
+        try:
+            datetime.date.fromisocalendar(int(found[1]), int(found[2]), int(found[3] or 1))
+        except ValueError:
+            return False
+        return True
+    found = _QUARTER.fullmatch(candidate)
+    if found is not None:
+        return int(found[1] or found[2]) in _YEARS
+    found = _NAMED_MONTH.fullmatch(candidate)
+    if found is not None:
+        return int(found[2]) in _YEARS and (found[1] is None or 1 <= int(found[1]) <= 31)
+    return False
 
 
 def ipv6_address(candidate: str) -> bool:
@@ -386,6 +428,6 @@ CHECKS: Mapping[str, Callable[[str], bool]] = {
     "us_ssn": us_ssn,
     "national_id": national_id,
     "ssn_digits": ssn_digits,
-    "date": calendar_date,
+    "date": date_element,
     "ipv6": ipv6_address,
 }

@@ -33,6 +33,7 @@ from reident_airflow.engine.identifier_checks import CHECKS, known_region, phone
 from reident_airflow.engine.numbers import as_whole_number, is_unset
 from reident_airflow.engine.options import parse_flag
 from reident_airflow.engine.presets import find_preset
+from reident_airflow.engine.safe_harbor import SAFE_HARBOR_CATEGORIES
 
 __all__ = [
     "AGE_RULE",
@@ -82,6 +83,35 @@ COLUMN_KINDS = (
 
 _OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 
+#: The month names a date element is written with (``May 2025``): English, German, French,
+#: Spanish and Dutch names and their usual abbreviations, Italian and Portuguese names; an
+#: accented letter is any one or two characters but a space or a digit (``f..vrier`` reads
+#: ``février`` as one character or two bytes alike, ``m..rz`` also ``Maerz``), so that every
+#: backend matches what Python matches whatever its encoding.
+_MONTHS_BY_LANGUAGE = {
+    "en": "january february march april may june july august september october november "
+    "december jan feb mar apr jun jul aug sep sept oct nov dec",
+    "de": "januar februar m..rz april mai juni juli august september oktober november dezember "
+    "okt dez",
+    "fr": "janvier f..vrier mars avril mai juin juillet ao..t septembre octobre novembre "
+    "d..cembre janv f..vr avr juil",
+    "es": "enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre "
+    "noviembre diciembre ene abr dic",
+    "nl": "januari februari maart april mei juni juli augustus september oktober november "
+    "december mrt",
+    "it": "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre "
+    "dicembre",
+    "pt": "janeiro fevereiro mar..o abril maio junho julho agosto setembro outubro novembro "
+    "dezembro",
+}
+_MONTH_NAMES = "|".join(
+    dict.fromkeys(
+        word.replace("..", "[^ 0-9]{1,2}")
+        for names in _MONTHS_BY_LANGUAGE.values()
+        for word in names.split()
+    )
+)
+
 #: Content kind -> pattern, counted by the backend over a string column's non-null values
 #: (a value counts once however many matches it holds).
 CONTENT_PATTERNS: Mapping[str, str] = {
@@ -111,9 +141,18 @@ CONTENT_PATTERNS: Mapping[str, str] = {
         "[ .-]?[0-9]{2}"
         "|[1-9][a-z0-9]{2}[0-9]-?[a-z][a-z0-9][0-9]-?[a-z]{2}[0-9]{2})($|[^0-9a-z])"
     ),
+    # a calendar date (year first, or last), and under Safe Harbor each element of a date
+    # but its year (docs/identifier-scan.md): a month with its year (2025-05, 05/2025,
+    # May 2025 in the languages of _MONTH_NAMES), an ISO week (2025-W19), a quarter with its
+    # year (2025-Q2, Q2 2025)
     "date": (
         "(?i)(^|[^0-9])([0-9]{4}[-/.][0-9]{1,2}[-/.][0-9]{1,2}"
-        "|[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4})($|[^0-9])"
+        "|[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4}"
+        "|[0-9]{4}[-/][0-9]{2}|[0-9]{1,2}[-/][0-9]{4}"
+        "|[0-9]{4}-?w[0-9]{2}(-?[1-7])?"
+        "|[0-9]{4}[- ]?q[1-4]|q[1-4][- /]?[0-9]{4}"
+        f"|({_MONTH_NAMES})[.]?,? ?([0-9]{{1,2}}(st|nd|rd|th)?,? )?(de )?[0-9]{{4}}"
+        ")($|[^0-9])"
     ),
     "text": "(?i)[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+",
     # a house number and a street word: "12 Main Street", "12 bis rue ...", "Hauptstr. 5",
@@ -243,8 +282,8 @@ SCHEMA: Final = "reident.identifier_scan/v1"
 #:   numbers, card numbers, IBANs, US SSNs, national identification numbers or IP addresses
 #:   (or street addresses) for at least this share of its non-null values is an identifier
 #:   (phones, cards and national ids by the largest of their shares, not their sum)
-#:   (URLs: a possible identifier); exact dates for that share, under Safe Harbor, make an
-#:   undeclared quasi-identifier;
+#:   (URLs: a possible identifier); dates or date elements for that share, under Safe
+#:   Harbor, make an undeclared quasi-identifier;
 #: - ``possible_share``: below ``content_share``, from this share on, a possible identifier
 #:   (a single e-mail address or IBAN is enough: nothing else reads as one); nine bare
 #:   digits shaped as SSNs (``ssn_digits``) are never more than a possible identifier, from
@@ -289,7 +328,7 @@ _LABELS = {
     **_DIRECT,
     **_WEAK,
     "url": "URLs",
-    "date": "exact dates",
+    "date": "dates or date elements",
     "text": "free text",
     "address": "street addresses",
 }
@@ -731,6 +770,26 @@ NAME_RULES: tuple[NameRule, ...] = (
         ),
         safe_harbor=True,
     ),
+    # an element of a date but its year (Safe Harbor removes them all, 45 CFR
+    # 164.514(b)(2)(i)(C)): the month, week or day of the year of an event; a duration counted
+    # in months or weeks is written in the plural (months_since_dx) or qualified (age, gestational);
+    # a quarter alone (fiscal_quarter) is no date element without its year, which the values
+    # then show (2025-Q2, found by the content)
+    NameRule(
+        "date element",
+        UNDECLARED,
+        terms=_terms(
+            "month, week, day of year, doy, week of year, month of year, year month, yearmonth, "
+            "year week, yearweek, mois, monat, mes, mese, maand, semaine, woche, kalenderwoche, "
+            "semana, settimana"
+        ),
+        tails=("month", "week"),
+        qualifiers=_terms(
+            "age, gestational, gestation, pregnancy, fiscal, fy, per, duration, length, since, "
+            "until, ago, elapsed"
+        ),
+        safe_harbor=True,
+    ),
 )
 
 #: The names of a column of ages in years: under Safe Harbor its values over 89 are counted
@@ -775,8 +834,8 @@ class ScanOptions:
     - ``policy``: ``"fail"`` (a column found an identifier or an undeclared quasi-identifier
       fails the release), ``"warn"`` (default: found columns are reported, the release
       passes) or ``"off"`` (no scan).
-    - ``safe_harbor``: also apply the HIPAA Safe Harbor checks (exact dates, ages over 89,
-      restricted ZIP3 areas, geographic units below a state, free text).
+    - ``safe_harbor``: also apply the HIPAA Safe Harbor checks (dates and their elements,
+      ages over 89, restricted ZIP3 areas, geographic units below a state, free text).
     - ``allow_columns``: columns the user says may be released as they are; never flagged.
     - ``quasi_identifiers``: the columns declared as quasi-identifiers (the assessment covers
       them); never flagged.
@@ -1088,7 +1147,9 @@ class IdentifierScan:
         return self.options.policy != "fail" or not self.failing
 
     def to_dict(self) -> dict[str, Any]:
-        """The scan as the JSON object of schema :data:`SCHEMA`."""
+        """The scan as the JSON object of schema :data:`SCHEMA`; under Safe Harbor
+        ``safe_harbor_categories`` says what the scan looked at of each of the 18 categories
+        (:data:`~reident_airflow.engine.safe_harbor.SAFE_HARBOR_CATEGORIES`), else ``None``."""
         return {
             "schema": SCHEMA,
             "options": self.options.to_dict(),
@@ -1097,6 +1158,9 @@ class IdentifierScan:
             "flagged": list(self.flagged),
             "failing": list(self.failing),
             "columns": [c.to_dict() for c in self.columns],
+            "safe_harbor_categories": (
+                [c.to_dict() for c in SAFE_HARBOR_CATEGORIES] if self.options.safe_harbor else None
+            ),
         }
 
 
@@ -1171,7 +1235,8 @@ def scan(profiles: Iterable[ColumnProfile], options: ScanOptions) -> IdentifierS
       ``possible_share``, any in free text, or any e-mail address or IBAN at all:
       ``possible identifier``; URLs or nine bare digits shaped as SSNs (not added to the
       others) at ``content_share``, or any in free text: ``possible identifier``;
-    - under Safe Harbor: a date or timestamp column, or exact dates in ``content_share`` of a
+    - under Safe Harbor: a date or timestamp column, a name of a date element, or dates or
+      date elements (a month, an ISO week, a quarter with its year) in ``content_share`` of a
       string column's values: ``quasi-identifier not declared`` (``possible identifier`` for
       any in free text); values over 89 in an age column or in a restricted ZIP3 area:
       ``quasi-identifier not declared``; free text: ``possible identifier``.

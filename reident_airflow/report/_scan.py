@@ -36,7 +36,7 @@ _KINDS = {
     "us_ssn": "US SSNs",
     "national_id": "national identification numbers",
     "ssn_digits": "9-digit numbers shaped as US SSNs",
-    "date": "exact dates",
+    "date": "dates or date elements",
     "text": "free text (4+ words)",
     "address": "street addresses",
 }
@@ -115,6 +115,8 @@ def identifier_scan_section(scan: IdentifierScanView) -> str:
     else:
         found = f"all {n} {plural(n, 'column')} clear"
     safe_harbor = {True: "yes", False: "no", None: NA}[scan.safe_harbor]
+    if scan.safe_harbor and scan.safe_harbor_categories:
+        safe_harbor = "yes: " + _coverage(scan)
     items = [
         ("policy", _POLICIES.get(scan.policy or "", scan.policy or NA)),
         ("HIPAA Safe Harbor checks", safe_harbor),
@@ -131,7 +133,49 @@ def identifier_scan_section(scan: IdentifierScanView) -> str:
     ) + dl(items)
     if flagged:
         out += _table_intro(scan) + _flagged_table(scan)
+    if scan.safe_harbor and scan.safe_harbor_categories:
+        out += _categories(scan)
     return out
+
+
+def _coverage(scan: IdentifierScanView) -> str:
+    """How many of the Safe Harbor categories the scan checked, partly checked, did not
+    check: ``7 of 18 categories checked, 9 partly checked, 2 not checked``."""
+    statuses = [c.status for c in scan.safe_harbor_categories]
+    n = len(statuses)
+    parts = [f"{statuses.count(s)} {s}" for s in _STATUSES if statuses.count(s)]
+    parts[0] = parts[0].replace(" ", f" of {n} {'category' if n == 1 else 'categories'} ", 1)
+    return ", ".join(parts)
+
+
+#: The statuses of a Safe Harbor category, as the engine writes them.
+_STATUSES = ("checked", "partly checked", "not checked")
+
+
+def _categories(scan: IdentifierScanView) -> str:
+    """The 18 Safe Harbor identifier categories: what the scan looked at of each. A verdict
+    on the columns is no verdict on a category the scan did not look at, so none is called
+    passed."""
+    rows = [
+        [
+            f"({c.paragraph})" if c.paragraph else NA,
+            c.category or NA,
+            c.status or NA,
+            ", ".join(c.checked_by) or "nothing",
+            c.unseen or "",
+        ]
+        for c in scan.safe_harbor_categories
+    ]
+    classes = ["warned" if c.status != "checked" else "" for c in scan.safe_harbor_categories]
+    return note(
+        "The HIPAA Safe Harbor identifier categories (45 CFR 164.514(b)(2)(i)): what the scan "
+        "looked at of each. A clear column says nothing of a category marked partly checked "
+        "or not checked: those need a person's review before a Safe Harbor release."
+    ) + table(
+        ["§", "category", "status", "checked by", "not seen by the scan"],
+        rows,
+        row_classes=classes,
+    )
 
 
 def _table_intro(scan: IdentifierScanView) -> str:

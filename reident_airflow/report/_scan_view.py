@@ -22,7 +22,13 @@ from reident_airflow.report._read import (
     string_or_none,
 )
 
-__all__ = ["FAILING_VERDICTS", "ContentShareView", "IdentifierScanView", "ScanColumnView"]
+__all__ = [
+    "FAILING_VERDICTS",
+    "ContentShareView",
+    "IdentifierScanView",
+    "SafeHarborCategoryView",
+    "ScanColumnView",
+]
 
 #: The verdicts that fail a release under the ``"fail"`` policy (the engine's
 #: :data:`~reident_airflow.engine.identifiers.FAILING_VERDICTS`, written as the JSON holds
@@ -104,10 +110,30 @@ class ScanColumnView(Checked):
 
 
 @dataclass(frozen=True)
+class SafeHarborCategoryView(Checked):
+    """What the scan looked at of one Safe Harbor identifier category: its ``paragraph`` of
+    45 CFR 164.514(b)(2)(i), its ``category``, its ``status`` (``checked``, ``partly
+    checked``, ``not checked``), what ``checked_by`` it and what it does not see
+    (``unseen``)."""
+
+    paragraph: str | None
+    category: str | None
+    status: str | None
+    checked_by: tuple[str, ...]
+    unseen: str | None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls.read(data, checked_by=_strings(data.get("checked_by")))
+
+
+@dataclass(frozen=True)
 class IdentifierScanView(Checked):
     """An assessment's ``identifier_scan``: its options (``policy``, ``safe_harbor``, the
     ``allow_columns`` and declared ``quasi_identifiers``), ``passed``, the ``flagged`` and
-    ``failing`` columns as the result lists them, and a verdict per column."""
+    ``failing`` columns as the result lists them, a verdict per column, and under Safe
+    Harbor what the scan looked at of each identifier category (``safe_harbor_categories``,
+    empty when the result has none)."""
 
     schema: str | None
     policy: str | None
@@ -118,6 +144,7 @@ class IdentifierScanView(Checked):
     flagged: tuple[str, ...]
     failing: tuple[str, ...]
     columns: tuple[ScanColumnView, ...]
+    safe_harbor_categories: tuple[SafeHarborCategoryView, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -137,6 +164,10 @@ class IdentifierScanView(Checked):
             flagged=names(data.get("flagged")),
             failing=names(data.get("failing")),
             columns=columns,
+            safe_harbor_categories=tuple(
+                SafeHarborCategoryView.from_dict(c)
+                for c in _items(data.get("safe_harbor_categories"))
+            ),
         )
 
     @property

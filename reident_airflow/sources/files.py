@@ -486,10 +486,8 @@ _PREFILTERS = {
     "iban": "strlen({t}) >= 12",
     "us_ssn": "{t} LIKE '%-%-%'",
     "national_id": "strlen({t}) >= 9",
-    # two of - / . in a row, in any pairing
-    "date": "(strlen({t}) >= 8 AND ("
-    + " OR ".join(f"{{t}} LIKE '%{a}%{b}%'" for a in "-/." for b in "-/.")
-    + "))",
+    # the shortest date element is a month and its year: 5/2025
+    "date": "strlen({t}) >= 6",
     "text": "{t} LIKE '% % % %'",
     "address": "contains({t}, ' ')",
 }

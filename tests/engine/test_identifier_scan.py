@@ -535,13 +535,13 @@ def test_safe_harbor_checks() -> None:
         "remarks": (
             "possible identifier",
             (
-                "content: exact dates in 6 of 1000 values in free text (safe harbor)",
+                "content: dates or date elements in 6 of 1000 values in free text (safe harbor)",
                 "free text (safe harbor)",
             ),
         ),
         "admitted": (
             "quasi-identifier not declared",
-            ("content: exact dates in 700 of 1000 values (safe harbor)",),
+            ("content: dates or date elements in 700 of 1000 values (safe harbor)",),
         ),
         "city": ("quasi-identifier not declared", ("name: geography below state",)),
         "sex": ("clear", ("declared quasi-identifier",)),

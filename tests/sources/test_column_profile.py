@@ -342,6 +342,33 @@ HOSTILE = [
     "pain during 2 weeks",
     "taken via iv line 2",
     "5 mmol/l",
+    # issue 42: date elements Safe Harbor removes (months, ISO weeks, quarters), accented
+    # month names, and near misses
+    "2025-05",
+    "05/2025",
+    "5-2025",
+    "1999.5",
+    "2025-123",
+    "May 2025",
+    "admitted may 5, 2025 at night",
+    "MAYO DE 2025",
+    "février 2025",
+    "fevrier 2025",
+    "März 2025",
+    "maerz 2025",
+    "août 2025",
+    "Dezember2025",
+    "Omar 2025",
+    "may 20251",
+    "2025-W19",
+    "2025w19-3",
+    "2025-W5",
+    "2025-Q2",
+    "2025Q2",
+    "Q2 2025",
+    "q4/2024",
+    "fiscal_q3",
+    "Q5 2025",
 ]
 
 

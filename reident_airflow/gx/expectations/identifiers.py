@@ -43,9 +43,9 @@ class ExpectTableToHoldNoDirectIdentifiers(ReidentExpectation):
     Every column of the batch, declared or not, is scanned where the data is (pandas through
     the embedded DuckDB, SQL by the database, Spark by Spark): a unique key, an
     identifier-like name, values shaped as e-mail addresses, phone numbers, card or account
-    numbers, network addresses, and under ``safe_harbor`` the HIPAA Safe Harbor checks (exact
-    dates, ages over 89, restricted ZIP3 areas, free text). The expectation fails when a column
-    is found an ``identifier`` or a ``quasi-identifier not declared``; a ``possible
+    numbers, network addresses, and under ``safe_harbor`` the HIPAA Safe Harbor checks (dates
+    and their elements, ages over 89, restricted ZIP3 areas, free text). The expectation fails
+    when a column is found an ``identifier`` or a ``quasi-identifier not declared``; a ``possible
     identifier`` is reported, not failed. Columns in ``quasi_identifiers`` or
     ``allow_columns`` are never flagged. GX's own ``severity`` (``"warning"``) makes a failure
     a warning, as ``identifier_scan="warn"`` does for the operator.
