@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from reident_airflow.report._since import gained_qis_sentence
 from reident_airflow.report.view import (
     AssessmentView,
     BreachView,
@@ -52,6 +53,7 @@ def assessment_summary(a: Mapping[str, Any] | AssessmentView, *, top_attributes:
     lines += _population(view)
     lines += _optional_measures(view)
     lines += _attributes(view, top_attributes)
+    lines += _since_last_release(view)
     lines += _gate(view)
     lines += _warnings(view)
     if view.advice is not None:
@@ -59,6 +61,33 @@ def assessment_summary(a: Mapping[str, Any] | AssessmentView, *, top_attributes:
             f"What to do: {view.advice.describe()}", width=96, subsequent_indent="  "
         )
     return "\n".join(lines) + "\n"
+
+
+def _since_last_release(view: AssessmentView) -> list[str]:
+    since = view.since_last_release
+    if since is None:
+        return []
+    lines = [
+        "Since the last release",
+        f"  records           : {_count(since.previous_records)} before, "
+        f"{_count(since.records)} now",
+        f"  arrivals          : {_count(since.arrivals.records)} "
+        f"(k = {'n/a' if since.arrivals.k is None else since.arrivals.k})",
+        f"  departures        : {_count(since.departures.records)} "
+        f"(k = {'n/a' if since.departures.k is None else since.departures.k})",
+    ]
+    if since.gained_columns:
+        lines.append(f"  columns gained    : {', '.join(since.gained_columns)} (not compared)")
+    if since.dropped_columns:
+        lines.append(f"  columns dropped   : {', '.join(since.dropped_columns)} (not compared)")
+    if since.gained_quasi_identifiers:
+        lines += textwrap.wrap(
+            gained_qis_sentence(since.gained_quasi_identifiers),
+            width=96,
+            initial_indent="  ",
+            subsequent_indent="  ",
+        )
+    return lines
 
 
 def _verdict(view: AssessmentView) -> str:

@@ -36,6 +36,13 @@ def _pairs(raw: Any) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(pairs))
 
 
+def _names(raw: Any) -> tuple[str, ...]:
+    """Column names (a list of strings; anything else left out)."""
+    if not isinstance(raw, list | tuple):
+        return ()
+    return tuple(item for item in raw if isinstance(item, str))
+
+
 @dataclass(frozen=True)
 class MovementView(Checked):
     """One side of the difference: the arrivals, or the departures."""
@@ -60,13 +67,17 @@ _NOTHING = MovementView(None, None, None, None, None, None, None, ())
 @dataclass(frozen=True)
 class SinceLastReleaseView(Checked):
     """An assessment's ``since_last_release``: the records of the previous release and of
-    this one, and the measures of the ``arrivals`` and the ``departures``."""
+    this one, the measures of the ``arrivals`` and the ``departures``, and the columns only
+    one of them holds (``gained_quasi_identifiers``: the gained columns that are QIs)."""
 
     schema: str | None
     previous_records: Number | None
     records: Number | None
     arrivals: MovementView
     departures: MovementView
+    gained_columns: tuple[str, ...] = ()
+    dropped_columns: tuple[str, ...] = ()
+    gained_quasi_identifiers: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -79,6 +90,9 @@ class SinceLastReleaseView(Checked):
             schema=string_or_none(data.get("schema")),
             arrivals=side("arrivals"),
             departures=side("departures"),
+            gained_columns=_names(data.get("gained_columns")),
+            dropped_columns=_names(data.get("dropped_columns")),
+            gained_quasi_identifiers=_names(data.get("gained_quasi_identifiers")),
         )
 
     def observed(self, metric: str) -> Number | None:
