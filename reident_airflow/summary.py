@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from reident_airflow.engine.catalogue import THRESHOLDS
 from reident_airflow.report._since import gained_qis_sentence
 from reident_airflow.report.view import (
     AssessmentView,
@@ -219,9 +220,37 @@ def _gate(view: AssessmentView) -> list[str]:
     lines = ["Gate", *_preset(view)]
     lines += [_crossing(b, "BREACH", "") for b in view.breaches]
     if not view.breaches:
-        limits = ", ".join(f"{k}={_num(view.limit(k))}" for k, _ in view.thresholds or ())
-        lines.append(f"  all thresholds met ({limits})")
+        checked, unchecked = _checked_limits(view)
+        limits = ", ".join(f"{k}={_num(view.limit(k))}" for k in checked)
+        if checked:
+            lines.append(f"  all thresholds met ({limits})")
+        if unchecked:
+            lines.append(
+                f"  not checked (nothing to measure): {', '.join(unchecked)}"
+                + (" -- no previous release, or nothing moved" if _compared(unchecked) else "")
+            )
     return lines
+
+
+def _compared(names: list[str]) -> bool:
+    return any((t := THRESHOLDS.get(n)) is not None and t.compared for n in names)
+
+
+def _checked_limits(view: AssessmentView) -> tuple[list[str], list[str]]:
+    """The limits set, split into those the result holds a measure for (checked) and those
+    it does not (e.g. ``min_arrival_k`` on a first release, or with no arrival)."""
+    checked, unchecked = [], []
+    for name, _ in view.thresholds or ():
+        threshold = THRESHOLDS.get(name)
+        if threshold is None:
+            checked.append(name)  # a limit this version does not know: as the JSON says
+        elif name == "min_l":
+            (checked if view.l_diversity else unchecked).append(name)
+        elif view.observed(threshold.metric) is None:
+            unchecked.append(name)
+        else:
+            checked.append(name)
+    return checked, unchecked
 
 
 def _warnings(view: AssessmentView) -> list[str]:
