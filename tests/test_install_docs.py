@@ -144,3 +144,26 @@ def test_the_documentation_url_is_the_docs_sites_and_the_providers() -> None:
     if declared is not None:
         assert declared.startswith("https://") and declared.endswith("/")
         assert (ROOT / "docs" / "index.md").is_file()  # the page the site's root serves
+
+
+def _getting_started() -> str:
+    return INSTALL.split("\n## Getting started for pip users\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_getting_started_says_where_the_files_beyond_the_wheel_come_from() -> None:
+    # issue 42 item 6: the steps used constraints.txt and dags/release_gate.py, which the
+    # wheel does not ship, without saying where they come from
+    section = _getting_started()
+    steps = section.split("```bash", 1)[1].split("```", 1)[0]
+    for path in ("constraints.txt", "dags/release_gate.py"):
+        assert f"show v<version>:{path}" in steps, path
+        assert (ROOT / path).is_file(), path
+    # the release attaches them, as the page says
+    releasing = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert "`constraints.txt` and `dags/release_gate.py`" in releasing
+
+
+def test_getting_started_names_the_postgres_provider_for_common_sql() -> None:
+    section = " ".join(_getting_started().split())
+    assert "common.sql" in section
+    assert "pip install apache-airflow-providers-postgres" in section
