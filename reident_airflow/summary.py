@@ -239,7 +239,8 @@ def _compared(names: list[str]) -> bool:
 def _checked_limits(view: AssessmentView) -> tuple[list[str], list[str]]:
     """The limits set, split into those the result holds a measure for (checked) and those
     it does not (e.g. ``min_arrival_k`` on a first release, or with no arrival)."""
-    checked, unchecked = [], []
+    checked: list[str] = []
+    unchecked: list[str] = []
     for name, _ in view.thresholds or ():
         threshold = THRESHOLDS.get(name)
         if threshold is None:
