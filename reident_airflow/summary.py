@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from reident_airflow.engine.catalogue import THRESHOLDS
-from reident_airflow.report._since import gained_qis_sentence
 from reident_airflow.report.view import (
     AssessmentView,
     BreachView,
     DirectMatchView,
     Number,
+    gained_qis_sentence,
     ranked_scope,
 )
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 
+__all__ = ["QUIET_LOGGERS"]
+
 #: The GE loggers whose INFO lines at import are noise.
 QUIET_LOGGERS = ("great_expectations._docs_decorators", "great_expectations.expectations.registry")
 

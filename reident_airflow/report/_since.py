@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from reident_airflow.report._format import count, number, percent
 from reident_airflow.report._html import dl, note, table
-from reident_airflow.report.view import MovementView, SinceLastReleaseView
+from reident_airflow.report.view import MovementView, SinceLastReleaseView, gained_qis_sentence
 
-__all__ = ["first_release_section", "gained_qis_sentence", "since_last_release_section"]
+__all__ = ["first_release_section", "since_last_release_section"]
 
 _ABOUT = (
     "Whoever keeps the previous release can subtract it from this one. The rows this "
@@ -88,18 +88,6 @@ def _columns(since: SinceLastReleaseView) -> str:
     if since.dropped_columns:
         items.append(("columns dropped (not compared)", ", ".join(since.dropped_columns)))
     return out + (dl(items) if items else "")
-
-
-def gained_qis_sentence(names: tuple[str, ...]) -> str:
-    """What a gained quasi-identifier means, naming the columns (names only)."""
-    return (
-        f"Breach: this release gained the quasi-identifier(s) {', '.join(names)}, which the "
-        "previous release did not hold. Every record's value there is new information to "
-        "whoever keeps both releases, which no comparison measures; the rows were compared "
-        "on the quasi-identifiers both releases hold. Leave the new column out of this "
-        "release, or start a new series of releases with it (assessed with no previous "
-        "release to compare with)."
-    )
 
 
 def first_release_section() -> str:

@@ -18,7 +18,7 @@ from typing import Any, Self
 from reident_airflow.report._format import is_number
 from reident_airflow.report._read import Checked, Number, mapping_or_none, string_or_none
 
-__all__ = ["MovementView", "SinceLastReleaseView"]
+__all__ = ["MovementView", "SinceLastReleaseView", "gained_qis_sentence"]
 
 
 def _pairs(raw: Any) -> tuple[tuple[int, int], ...]:
@@ -101,3 +101,15 @@ class SinceLastReleaseView(Checked):
         part = {"arrivals": self.arrivals, "departures": self.departures}.get(side)
         value = getattr(part, measure, None) if part is not None else None
         return value if is_number(value) else None
+
+
+def gained_qis_sentence(names: tuple[str, ...]) -> str:
+    """What a gained quasi-identifier means, naming the columns (names only)."""
+    return (
+        f"Breach: this release gained the quasi-identifier(s) {', '.join(names)}, which the "
+        "previous release did not hold. Every record's value there is new information to "
+        "whoever keeps both releases, which no comparison measures; the rows were compared "
+        "on the quasi-identifiers both releases hold. Leave the new column out of this "
+        "release, or start a new series of releases with it (assessed with no previous "
+        "release to compare with)."
+    )
