@@ -167,3 +167,19 @@ def test_getting_started_names_the_postgres_provider_for_common_sql() -> None:
     section = " ".join(_getting_started().split())
     assert "common.sql" in section
     assert "pip install apache-airflow-providers-postgres" in section
+
+
+def test_the_gx_range_is_the_versions_tested() -> None:
+    # issue 42 item 6: GX was pinned to 1.24.x; the range now reaches down to the oldest GX
+    # the suite passed on (by hand, named in the floor's row) and no further
+    rows = {row[0]: row[2] for row in _table_rows("Oldest supported versions")}
+    why = rows["Great Expectations"]
+    passed = re.findall(r"(1\.\d+\.\d+) passed", why)
+    failed = re.findall(r"(1\.\d+\.\d+) failed", why)
+    assert passed and failed, why
+    [lower] = re.findall(r">=([0-9.]+)", _declared("gx", "great-expectations"))
+    oldest = min(passed, key=lambda v: tuple(map(int, v.split("."))))
+    assert oldest.rsplit(".", 1)[0] == lower
+    for version in failed:
+        assert tuple(map(int, version.split("."))) < tuple(map(int, lower.split("."))), version
+    assert _pin("great-expectations").startswith("1.24.")  # the newest on PyPI, tested in CI

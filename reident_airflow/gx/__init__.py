@@ -1,4 +1,4 @@
-"""Great Expectations integration: re-identification risk as expectations (GE 1.24).
+"""Great Expectations integration: re-identification risk as expectations (GE 1.20 to 1.24).
 
 Importing this package registers, explicitly and once:
 
