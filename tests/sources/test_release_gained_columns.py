@@ -11,7 +11,9 @@ plain-Python multiset difference, on the columns both releases hold.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,7 @@ from reident_airflow.engine.options import AssessmentOptions, Thresholds
 from reident_airflow.report.render import render_report
 from reident_airflow.summary import assessment_summary
 from tests._schemas import assert_valid
+from tests.cli._cli import run
 from tests.sources.test_release_changes import (
     BACKENDS,
     COLUMNS,
@@ -142,3 +145,29 @@ def test_the_same_columns_leave_the_lists_empty(made: Callable[[str], Made]) -> 
         changes = new.release_changes(old, QIS)
     assert (changes.gained_columns, changes.dropped_columns) == ((), ())
     assert MIXED.columns == COLUMNS
+
+
+def test_the_command_line_breaches_on_a_gained_qi(tmp_path: Path) -> None:
+    # end to end: `reident assess --previous`, exit 1 (breached) with no limit on arrivals
+    for release, name in ((WIDER, "candidate"), (PREVIOUS, "previous")):
+        with (tmp_path / f"{name}.csv").open("w", encoding="utf-8") as fh:
+            fh.write(",".join(release.columns) + "\n")
+            fh.writelines(",".join(row) + "\n" for row in release.rows)
+    code, out, err = run(
+        "assess",
+        str(tmp_path / "candidate.csv"),
+        "--qi",
+        "sex,zip,age",
+        "--previous",
+        str(tmp_path / "previous.csv"),
+        "--json",
+        "-",
+        "--no-advice",
+    )
+    assert code == 1, err
+    document = json.loads(out)
+    assert document["breaches"] == [
+        {"metric": "since_last_release.gained_quasi_identifiers", "observed": 1, "limit": 0}
+    ]
+    assert document["since_last_release"]["gained_quasi_identifiers"] == ["age"]
+    assert "n0" not in out + err
