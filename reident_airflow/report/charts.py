@@ -265,7 +265,7 @@ def risk_distribution_chart(
                 y = max(safe) + 0.5
                 ax.axhline(y, color=INK, linestyle="--", linewidth=1.0)
                 label = f"record-risk threshold {record_threshold:g}"
-                if PARTLY not in colors:
+                if PARTLY not in colors and _VARIANT.get() == "wide":
                     above = sum(sh for sh, col in zip(shares, colors, strict=True) if col == RISK)
                     label += f": {above:.3g} % of the records above"
                 _label_line(ax, label, y=y, offset=(-2, 3), color=RISK)
@@ -385,11 +385,14 @@ def class_size_chart(
         ax = fig.add_subplot()
         xpos = list(range(len(buckets)))
         bars = ax.bar(xpos, classes, color=colors, width=0.7)
-        ax.set_xticks(xpos, labels, rotation=30 if len(labels) > 8 else 0, ha="center")
+        narrow = _VARIANT.get() == "narrow"
+        crowded = len(labels) > (4 if narrow else 8)
+        ax.set_xticks(xpos, labels, rotation=(45 if narrow else 30) if crowded else 0, ha="center")
         ax.bar_label(
             bars,
-            labels=[
-                f"{c:,}\n{_pct_label(r / total_records)}" if c else "" for _, _, c, r in buckets
+            labels=[  # the narrow drawing: the count only (the shares are in the table below)
+                (f"{c:,}" if narrow else f"{c:,}\n{_pct_label(r / total_records)}") if c else ""
+                for _, _, c, r in buckets
             ],
             padding=2,
             fontsize=8,
