@@ -14,11 +14,13 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from reident_airflow.engine.catalogue import THRESHOLDS
 from reident_airflow.report.view import (
     AssessmentView,
     BreachView,
     DirectMatchView,
     Number,
+    gained_qis_sentence,
     ranked_scope,
 )
 
@@ -52,6 +54,7 @@ def assessment_summary(a: Mapping[str, Any] | AssessmentView, *, top_attributes:
     lines += _population(view)
     lines += _optional_measures(view)
     lines += _attributes(view, top_attributes)
+    lines += _since_last_release(view)
     lines += _gate(view)
     lines += _warnings(view)
     if view.advice is not None:
@@ -59,6 +62,33 @@ def assessment_summary(a: Mapping[str, Any] | AssessmentView, *, top_attributes:
             f"What to do: {view.advice.describe()}", width=96, subsequent_indent="  "
         )
     return "\n".join(lines) + "\n"
+
+
+def _since_last_release(view: AssessmentView) -> list[str]:
+    since = view.since_last_release
+    if since is None:
+        return []
+    lines = [
+        "Since the last release",
+        f"  records           : {_count(since.previous_records)} before, "
+        f"{_count(since.records)} now",
+        f"  arrivals          : {_count(since.arrivals.records)} "
+        f"(k = {'n/a' if since.arrivals.k is None else since.arrivals.k})",
+        f"  departures        : {_count(since.departures.records)} "
+        f"(k = {'n/a' if since.departures.k is None else since.departures.k})",
+    ]
+    if since.gained_columns:
+        lines.append(f"  columns gained    : {', '.join(since.gained_columns)} (not compared)")
+    if since.dropped_columns:
+        lines.append(f"  columns dropped   : {', '.join(since.dropped_columns)} (not compared)")
+    if since.gained_quasi_identifiers:
+        lines += textwrap.wrap(
+            gained_qis_sentence(since.gained_quasi_identifiers),
+            width=96,
+            initial_indent="  ",
+            subsequent_indent="  ",
+        )
+    return lines
 
 
 def _verdict(view: AssessmentView) -> str:
@@ -190,9 +220,38 @@ def _gate(view: AssessmentView) -> list[str]:
     lines = ["Gate", *_preset(view)]
     lines += [_crossing(b, "BREACH", "") for b in view.breaches]
     if not view.breaches:
-        limits = ", ".join(f"{k}={_num(view.limit(k))}" for k, _ in view.thresholds or ())
-        lines.append(f"  all thresholds met ({limits})")
+        checked, unchecked = _checked_limits(view)
+        limits = ", ".join(f"{k}={_num(view.limit(k))}" for k in checked)
+        if checked:
+            lines.append(f"  all thresholds met ({limits})")
+        if unchecked:
+            lines.append(
+                f"  not checked (nothing to measure): {', '.join(unchecked)}"
+                + (" -- no previous release, or nothing moved" if _compared(unchecked) else "")
+            )
     return lines
+
+
+def _compared(names: list[str]) -> bool:
+    return any((t := THRESHOLDS.get(n)) is not None and t.compared for n in names)
+
+
+def _checked_limits(view: AssessmentView) -> tuple[list[str], list[str]]:
+    """The limits set, split into those the result holds a measure for (checked) and those
+    it does not (e.g. ``min_arrival_k`` on a first release, or with no arrival)."""
+    checked: list[str] = []
+    unchecked: list[str] = []
+    for name, _ in view.thresholds or ():
+        threshold = THRESHOLDS.get(name)
+        if threshold is None:
+            checked.append(name)  # a limit this version does not know: as the JSON says
+        elif name == "min_l":
+            (checked if view.l_diversity else unchecked).append(name)
+        elif view.observed(threshold.metric) is None:
+            unchecked.append(name)
+        else:
+            checked.append(name)
+    return checked, unchecked
 
 
 def _warnings(view: AssessmentView) -> list[str]:

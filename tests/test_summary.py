@@ -127,3 +127,41 @@ def test_an_empty_document() -> None:
     text = assessment_summary({})
     assert text.startswith("Re-identification risk: INCOMPLETE")
     assert "  lowest risk" not in text and "Journalist model    : based on n/a" in text
+
+
+def _passed_with(thresholds: dict[str, object], **more: object) -> str:
+    doc = small_breach(
+        passed=True, breaches=[], warnings=[], advice=None, thresholds=thresholds, **more
+    )
+    return assessment_summary(doc)
+
+
+def test_a_limit_on_arrivals_is_not_said_met_on_a_first_release() -> None:
+    # issue 42 item 6: "all thresholds met (..., min_arrival_k=2)" for a limit not checked:
+    # the first release has no previous one (since_last_release null), so no arrival to count
+    text = _passed_with({"min_k": 1, "min_arrival_k": 2}, since_last_release=None)
+    assert "  all thresholds met (min_k=1)\n" in text
+    assert "min_arrival_k=2" not in text
+    assert "  not checked (nothing to measure): min_arrival_k" in text
+
+
+def test_a_limit_on_arrivals_is_not_said_met_when_nothing_arrived() -> None:
+    nothing = {"records": 0, "classes": 0, "k": None, "highest_risk": None, "histogram": []}
+    since = {
+        "schema": "reident.differencing/v1",
+        "quasi_identifiers": ["a", "b"],
+        "previous_records": 9,
+        "records": 9,
+        "arrivals": nothing,
+        "departures": nothing,
+    }
+    text = _passed_with({"min_k": 1, "min_arrival_k": 2}, since_last_release=since)
+    assert "  all thresholds met (min_k=1)\n" in text
+    assert "  not checked (nothing to measure): min_arrival_k" in text
+    # arrivals counted (k = 3): the limit was checked, and met
+    arrived = {**nothing, "records": 3, "classes": 1, "k": 3, "highest_risk": 1 / 3}
+    text = _passed_with(
+        {"min_k": 1, "min_arrival_k": 2}, since_last_release={**since, "arrivals": arrived}
+    )
+    assert "  all thresholds met (min_k=1, min_arrival_k=2)\n" in text
+    assert "not checked" not in text

@@ -7,14 +7,15 @@
                  [--phone-regions CC[,CC...]] [--sample-size N] [--approximate]
                  [--sep CHAR] [--table NAME [--schema S]] [--memory-limit SIZE]
                  [--engine local|spark [--spark-remote sc://HOST:PORT | --spark-master M]
-                 [--spark-conf KEY=VALUE ...]] [--json PATH] [--quiet]
+                 [--spark-conf KEY=VALUE ...]] [--json PATH] [--report PATH.html] [--quiet]
 
 INPUT is read as ``reident assess`` reads it, through the source chosen once at the door
 (:func:`~reident_airflow.commands.common.open_source`: a file through DuckDB, a table of a
 database URL, Spark); the source counts each column's profile where the data is and
 :func:`~reident_airflow.engine.identifiers.scan_columns` gives the verdicts. ``--json``
-writes the ``reident.identifier_scan/v1`` object; one stderr line per flagged column names
-it, its verdict and the reasons (:func:`scan_lines`), never a value.
+writes the ``reident.identifier_scan/v1`` object, ``--report`` its HTML report (the section an
+assessment's report shows, with the verdict); one stderr line per flagged column names it,
+its verdict and the reasons (:func:`scan_lines`), never a value.
 
 The scan flags are shared with ``reident assess --scan`` (:func:`add_scan_arguments`,
 :func:`scan_options`), which attaches the same scan to its assessment.
@@ -37,6 +38,7 @@ from reident_airflow.commands.common import (
     column_names,
     database_located,
     emit_outputs,
+    html_path,
     memory_size,
     open_source,
     positive_int,
@@ -153,6 +155,13 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
         help="most memory the embedded engine may use for a file (e.g. 1GB)",
     )
     a.add_argument("--json", metavar="PATH", help="write the scan JSON here ('-' = stdout)")
+    a.add_argument(
+        "--report",
+        type=html_path,
+        metavar="PATH.html",
+        help="write a self-contained HTML report of the scan here (column names, verdicts "
+        "and counts, never a value)",
+    )
     a.add_argument(
         "--quiet",
         action="store_true",

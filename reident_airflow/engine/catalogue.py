@@ -158,11 +158,27 @@ SCAN_GATES: Mapping[str, Threshold] = {
 }
 
 
+#: The breach of a candidate that gained a quasi-identifier the previous release did not
+#: hold (``since_last_release.gained_quasi_identifiers`` in the JSON lists them): every
+#: record's value of that column is new information to whoever keeps both releases, which no
+#: comparison of the two measures. Observed: how many such QIs, limit 0; checked whenever a
+#: previous release is compared, whatever limits are set (``name``: the option that asks
+#: for the comparison).
+GAINED_QIS = Threshold(
+    "previous_release",
+    "since_last_release.gained_quasi_identifiers",
+    "Quasi-identifiers the previous release did not hold",
+    whole=True,
+)
+
+
 def threshold_of(metric: str) -> Threshold | None:
-    """The threshold that gates ``metric`` (a breach's metric name: of :data:`THRESHOLDS`
-    or :data:`SCAN_GATES`), or ``None``."""
+    """The threshold that gates ``metric`` (a breach's metric name: of :data:`THRESHOLDS`,
+    :data:`SCAN_GATES` or :data:`GAINED_QIS`), or ``None``."""
     if metric.startswith("l_diversity.") and metric.endswith(".distinct"):
         return THRESHOLDS["min_l"]
+    if metric == GAINED_QIS.metric:
+        return GAINED_QIS
     found = next((t for t in THRESHOLDS.values() if t.metric == metric), None)
     return found if found is not None else SCAN_GATES.get(metric)
 

@@ -50,6 +50,13 @@ class ReleaseChanges:
     missing from ``P`` (``None``: no arrival), ``departures`` that of the rows of ``P``
     missing from ``N`` (``None``: no departure). Both are multiset differences: a row held
     three times in ``N`` and once in ``P`` makes two arrivals.
+
+    ``gained_columns`` are the columns ``N`` holds and ``P`` did not, ``dropped_columns``
+    those ``P`` held and ``N`` no longer does (names only; neither is compared).
+    ``gained_quasi_identifiers`` are the QIs among the gained columns: the rows are then
+    compared, and grouped, on the QIs both releases hold (``quasi_identifiers``), and every
+    record's value of a gained QI is new information no comparison measures -- a breach
+    (:func:`~reident_airflow.engine.assessment.with_release_difference`).
     """
 
     quasi_identifiers: tuple[str, ...]
@@ -57,9 +64,23 @@ class ReleaseChanges:
     records: int
     arrivals: ClassSizes | None = None
     departures: ClassSizes | None = None
+    gained_columns: tuple[str, ...] = ()
+    dropped_columns: tuple[str, ...] = ()
+    gained_quasi_identifiers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "quasi_identifiers", tuple(self.quasi_identifiers))
+        for name in (
+            "quasi_identifiers",
+            "gained_columns",
+            "dropped_columns",
+            "gained_quasi_identifiers",
+        ):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        stray = set(self.gained_quasi_identifiers) - set(self.gained_columns)
+        if stray:
+            raise InvalidInputError(
+                f"gained quasi-identifiers {sorted(stray)} are not among the gained columns"
+            )
         if not self.quasi_identifiers:
             raise InvalidInputError("the release comparison needs at least one quasi-identifier")
         for name in ("previous_records", "records"):
@@ -148,8 +169,14 @@ class ReleaseDifference:
 
     @property
     def unchanged(self) -> bool:
-        """Whether the candidate holds exactly the rows of the previous release."""
-        return self.arrivals.records == 0 and self.departures.records == 0
+        """Whether the candidate holds exactly the rows (and columns) of the previous
+        release."""
+        return (
+            self.arrivals.records == 0
+            and self.departures.records == 0
+            and not self.changes.gained_columns
+            and not self.changes.dropped_columns
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The ``reident.differencing/v1`` JSON: counts and shares only."""
@@ -160,6 +187,9 @@ class ReleaseDifference:
             "records": self.changes.records,
             "arrivals": self.arrivals.to_dict(),
             "departures": self.departures.to_dict(),
+            "gained_columns": list(self.changes.gained_columns),
+            "dropped_columns": list(self.changes.dropped_columns),
+            "gained_quasi_identifiers": list(self.changes.gained_quasi_identifiers),
         }
 
 

@@ -30,7 +30,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from reident_airflow.engine.catalogue import COMPARED_THRESHOLDS, THRESHOLDS, threshold_of
+from reident_airflow.engine.catalogue import (
+    COMPARED_THRESHOLDS,
+    GAINED_QIS,
+    THRESHOLDS,
+    threshold_of,
+)
 from reident_airflow.engine.defaults import (
     DEFAULT_RECORD_THRESHOLD,
     DEFAULT_RECURSIVE_C,
@@ -222,7 +227,11 @@ class Thresholds:
 
     def check_difference(self, difference: ReleaseDifference) -> tuple[Breach, ...]:
         """The limits on the difference from the previous release that ``difference``
-        breaches (a side where nothing moved has no risk: it breaches nothing)."""
+        breaches (a side where nothing moved has no risk: it breaches nothing), and, set
+        or not, :data:`~reident_airflow.engine.catalogue.GAINED_QIS`: a quasi-identifier the
+        previous release did not hold is new information for every record."""
+        gained = len(difference.changes.gained_quasi_identifiers)
+        out = (Breach(GAINED_QIS.metric, float(gained), 0.0),) if gained else ()
         measured: dict[str, float] = {}
         for side, movement in (
             ("arrivals", difference.arrivals),
@@ -232,7 +241,7 @@ class Thresholds:
                 measured[f"since_last_release.{side}.k"] = movement.k
             if movement.highest_risk is not None:
                 measured[f"since_last_release.{side}.highest_risk"] = movement.highest_risk
-        return self.crossed(measured)
+        return out + self.crossed(measured)
 
     def crossed(self, measured: Mapping[str, float]) -> tuple[Breach, ...]:
         """The limits the ``measured`` numbers (by metric) breach, in the order of the

@@ -1,4 +1,4 @@
-"""Great Expectations integration: re-identification risk as expectations (GE 1.24).
+"""Great Expectations integration: re-identification risk as expectations (GE 1.20 to 1.24).
 
 Importing this package registers, explicitly and once:
 
@@ -26,6 +26,7 @@ on a DataFrame, a CSV file, a database URL or an Airflow connection (``conn_id``
 
 from __future__ import annotations
 
+import reident_airflow.gx._quiet  # noqa: F401  (before GE is first imported)
 from reident_airflow.connections import connection_url
 from reident_airflow.gx.actions import ReidentAlertAction, alert_document
 from reident_airflow.gx.checkpoint import (

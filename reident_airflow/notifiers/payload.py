@@ -81,7 +81,13 @@ WARNING_ONLY_TEXT = "the task succeeded: the release went ahead"
 
 #: Breach metrics that count (records, columns) outside the engine's catalogue of thresholds:
 #: Datafly's records below k (operators/datafly.py) and the identifier scan's failing columns.
-_COUNT_METRICS = frozenset({"datafly.records_below_k", "identifier_scan.failing_columns"})
+_COUNT_METRICS = frozenset(
+    {
+        "datafly.records_below_k",
+        "identifier_scan.failing_columns",
+        "since_last_release.gained_quasi_identifiers",
+    }
+)
 #: Breach metrics that are shares (or percentages) outside the catalogue.
 _SHARE_METRICS = frozenset({DIRECT_MATCH_METRIC})
 

@@ -87,9 +87,12 @@ tr.warned td { background: var(--warn-bg); }
 .cards .fig .k { color: var(--muted); font-size: 12.5px; }
 figure.chart { margin: 8px 0 6px; }
 figure.chart .chart-box { overflow-x: auto; }
-/* 680 px keeps the charts' smallest text (8 pt in a 576 pt wide drawing) at 9.4 px or more:
-   on a narrower screen the chart scrolls inside its box instead of shrinking its text */
-figure.chart svg.chart { width: 100%; min-width: 680px; height: auto; display: block; }
+/* each chart is drawn twice (charts.py): 576 pt wide for this page, 288 pt wide for a phone;
+   either fits its box (width 100 %, nothing cut) with its smallest text (8 pt) at 9.4 px or
+   more: the wide one from 680 px on, the narrow one (shown up to 760 px) from 330 px on */
+figure.chart svg.chart { width: 100%; max-width: 100%; height: auto; display: block; }
+figure.chart svg.chart.wide { min-width: 680px; }
+figure.chart svg.chart.narrow { display: none; }
 figure.chart figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; }
 details { margin: 4px 0 8px; }
 details > summary { cursor: pointer; color: var(--accent); font-size: 13.5px; }
@@ -128,6 +131,8 @@ td code, dd { overflow-wrap: anywhere; }
   .verdict .word { font-size: 24px; }
   .verdict .why { flex-basis: 100%; }
   .cards { grid-template-columns: repeat(2, minmax(0, 1fr)); }
+  figure.chart svg.chart.wide { display: none; }
+  figure.chart svg.chart.narrow { display: block; max-width: 560px; }
   table, tbody, tr, td { display: block; width: 100%; }
   table thead { display: none; }
   tbody tr { border: 1px solid var(--line); border-radius: 8px; margin: 0 0 8px;
@@ -150,6 +155,8 @@ td code, dd { overflow-wrap: anywhere; }
   section.card, .verdict, tr, figure.chart { box-shadow: none; break-inside: avoid-page; }
   figure.chart .chart-box { overflow: visible; }
   figure.chart svg.chart { min-width: 0; }
+  figure.chart svg.chart.wide { display: block; min-width: 0; }
+  figure.chart svg.chart.narrow { display: none; }
   table { font-size: 12px; }
   th, td { padding: 4px 6px; }
   nav.toc { display: none; }

@@ -91,7 +91,7 @@ def class_sizes(view: AssessmentView) -> str:
     caption = (
         "Equivalence classes by size: the records in a class share all their "
         "quasi-identifier values; small classes are the re-identifiable ones. Bar labels: "
-        "number of classes and the share of records in them."
+        "number of classes and (on a wide screen) the share of records in them."
     )
     return (
         figure(svg, caption)

@@ -35,6 +35,7 @@ KINDS: dict[str, str] = {
     "assessment": "reident.assessment/",
     "direct_match": "reident.direct_match/",
     "datafly": "reident.datafly/",
+    "identifier_scan": "reident.identifier_scan/",
 }
 _KNOWN_VERSION = "v1"
 

@@ -1,4 +1,5 @@
-"""The direct-match and Datafly parts of the report, read from their typed views."""
+"""The direct-match, Datafly and identifier-scan parts of the report, read from their typed
+views."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from reident_airflow.report import charts
 from reident_airflow.report._format import NA, count, esc, number, percent
 from reident_airflow.report._html import cards, dl, figure, na, note, table, text
 from reident_airflow.report._input_view import InputView
-from reident_airflow.report._page import BREACHED, PASSED, UNKNOWN, GateRow, Part, plural
+from reident_airflow.report._page import BREACHED, PASSED, UNKNOWN, WARNED, GateRow, Part, plural
 from reident_airflow.report._provenance import fingerprint_rows
 from reident_airflow.report._release_view import DataflySide
-from reident_airflow.report.view import DataflyView, DirectMatchView
+from reident_airflow.report._scan import identifier_scan_section
+from reident_airflow.report.view import DataflyView, DirectMatchView, IdentifierScanView
 
-__all__ = ["build_datafly", "build_direct_match"]
+__all__ = ["build_datafly", "build_direct_match", "build_identifier_scan"]
 
 #: How many of the least protected columns the direct-match chart draws.
 _CHART_COLUMNS = 40
@@ -282,3 +284,40 @@ def _df_inputs(view: DataflyView) -> str:
         )
     items.append(("schema", text(view.schema)))
     return dl(items)
+
+
+# --------------------------------------------------------------------------- identifier scan
+def build_identifier_scan(view: IdentifierScanView) -> Part:
+    """The part of a scan on its own (``reident scan --report``): the failing columns against
+    0 under the ``"fail"`` policy (under ``"warn"``, flagged columns warn), then the scan's
+    section as an assessment's report shows it."""
+    failing, flagged = len(view.failing), len(view.flagged)
+    status = _status(view.passed)
+    if status == PASSED and flagged:
+        status = WARNED
+    gate = GateRow(
+        "Identifier scan: failing columns",
+        "identifier_scan.failing_columns",
+        count(failing),
+        "≤",
+        "0",
+        status,
+    )
+    columns = len(view.columns)
+    part = _part(
+        "identifier_scan",
+        gate,
+        {
+            BREACHED: f"{failing} of {columns} {plural(columns, 'column')} failed the scan",
+            WARNED: f"{flagged} of {columns} {plural(columns, 'column')} flagged "
+            f"(policy {view.policy}): reported, not failing",
+            PASSED: f"no column of {columns} flagged",
+            UNKNOWN: "the result holds no verdict (“passed” is missing)",
+        },
+        view.schema,
+    )
+    part.add_sections(
+        "identifier-scan",
+        [("Every column", "columns", lambda: identifier_scan_section(view))],
+    )
+    return part

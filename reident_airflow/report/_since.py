@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from reident_airflow.report._format import count, number, percent
 from reident_airflow.report._html import dl, note, table
-from reident_airflow.report.view import MovementView, SinceLastReleaseView
+from reident_airflow.report.view import MovementView, SinceLastReleaseView, gained_qis_sentence
 
 __all__ = ["first_release_section", "since_last_release_section"]
 
@@ -74,7 +74,20 @@ def since_last_release_section(since: SinceLastReleaseView) -> str:
         [_side_row("arrivals", since.arrivals), _side_row("departures", since.departures)],
         numeric=(1, 2, 3, 4, 5, 6),
     )
-    return note(_ABOUT) + dl(items) + measures + _histogram(since)
+    return note(_ABOUT) + _columns(since) + dl(items) + measures + _histogram(since)
+
+
+def _columns(since: SinceLastReleaseView) -> str:
+    """The columns only one release holds (names only), a gained QI first: a breach."""
+    out = ""
+    if since.gained_quasi_identifiers:
+        out += note(gained_qis_sentence(since.gained_quasi_identifiers))
+    items = []
+    if since.gained_columns:
+        items.append(("columns gained (not compared)", ", ".join(since.gained_columns)))
+    if since.dropped_columns:
+        items.append(("columns dropped (not compared)", ", ".join(since.dropped_columns)))
+    return out + (dl(items) if items else "")
 
 
 def first_release_section() -> str:

@@ -18,7 +18,7 @@ from typing import Any, Self
 from reident_airflow.report._format import is_number
 from reident_airflow.report._read import Checked, Number, mapping_or_none, string_or_none
 
-__all__ = ["MovementView", "SinceLastReleaseView"]
+__all__ = ["MovementView", "SinceLastReleaseView", "gained_qis_sentence"]
 
 
 def _pairs(raw: Any) -> tuple[tuple[int, int], ...]:
@@ -34,6 +34,13 @@ def _pairs(raw: Any) -> tuple[tuple[int, int], ...]:
         and is_number(item[1])
     )
     return tuple(sorted(pairs))
+
+
+def _names(raw: Any) -> tuple[str, ...]:
+    """Column names (a list of strings; anything else left out)."""
+    if not isinstance(raw, list | tuple):
+        return ()
+    return tuple(item for item in raw if isinstance(item, str))
 
 
 @dataclass(frozen=True)
@@ -60,13 +67,17 @@ _NOTHING = MovementView(None, None, None, None, None, None, None, ())
 @dataclass(frozen=True)
 class SinceLastReleaseView(Checked):
     """An assessment's ``since_last_release``: the records of the previous release and of
-    this one, and the measures of the ``arrivals`` and the ``departures``."""
+    this one, the measures of the ``arrivals`` and the ``departures``, and the columns only
+    one of them holds (``gained_quasi_identifiers``: the gained columns that are QIs)."""
 
     schema: str | None
     previous_records: Number | None
     records: Number | None
     arrivals: MovementView
     departures: MovementView
+    gained_columns: tuple[str, ...] = ()
+    dropped_columns: tuple[str, ...] = ()
+    gained_quasi_identifiers: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
@@ -79,6 +90,9 @@ class SinceLastReleaseView(Checked):
             schema=string_or_none(data.get("schema")),
             arrivals=side("arrivals"),
             departures=side("departures"),
+            gained_columns=_names(data.get("gained_columns")),
+            dropped_columns=_names(data.get("dropped_columns")),
+            gained_quasi_identifiers=_names(data.get("gained_quasi_identifiers")),
         )
 
     def observed(self, metric: str) -> Number | None:
@@ -87,3 +101,15 @@ class SinceLastReleaseView(Checked):
         part = {"arrivals": self.arrivals, "departures": self.departures}.get(side)
         value = getattr(part, measure, None) if part is not None else None
         return value if is_number(value) else None
+
+
+def gained_qis_sentence(names: tuple[str, ...]) -> str:
+    """What a gained quasi-identifier means, naming the columns (names only)."""
+    return (
+        f"Breach: this release gained the quasi-identifier(s) {', '.join(names)}, which the "
+        "previous release did not hold. Every record's value there is new information to "
+        "whoever keeps both releases, which no comparison measures; the rows were compared "
+        "on the quasi-identifiers both releases hold. Leave the new column out of this "
+        "release, or start a new series of releases with it (assessed with no previous "
+        "release to compare with)."
+    )

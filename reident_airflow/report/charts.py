@@ -11,17 +11,25 @@ glyphs. Math text is off (``text.parse_math = False``): a ``$`` in a column name
 Each chart's element ids are prefixed with its own name, so several charts can be inlined in
 one HTML document without clashing ids, and ``svg.hashsalt`` is fixed so that the same data
 gives the same SVG.
+
+Each chart is drawn twice (:func:`_responsive`): :data:`WIDTH_IN` wide for a page wider than
+760 px, and :data:`NARROW_WIDTH_IN` wide for a phone, which the page's CSS shows instead
+(``svg.chart.wide`` / ``svg.chart.narrow``). Scaled to a phone's width (a 390 px screen
+leaves about 345 px), the wide drawing's smallest text (8 pt of 576) would be under 5 px, and
+unscaled it is cut at the screen's edge; the narrow one (8 pt of 288) stays at 9.5 px or more.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import re
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from reident_airflow.engine.errors import InvalidInputError
 
@@ -48,6 +56,32 @@ PARTLY = "#e09f3e"
 SECOND = "#9fb3c8"
 
 WIDTH_IN = 8.0  # figure width in inches; the CSS scales the SVG to the page width
+#: The width of the drawing shown on narrow screens (``@media (max-width: 760px)``).
+NARROW_WIDTH_IN = 4.0
+#: The longest label (characters) of each drawing; longer ones end in an ellipsis.
+_LABEL_LIMITS = {"wide": 42, "narrow": 20}
+#: Which drawing is being made: ``"wide"`` or ``"narrow"`` (set by :func:`_responsive`).
+_VARIANT: ContextVar[str] = ContextVar("reident_chart_variant", default="wide")
+_P = ParamSpec("_P")
+
+
+def _responsive(draw: Callable[_P, str]) -> Callable[_P, str]:
+    """``draw`` made twice, wide and narrow, as two ``<svg>`` elements the CSS chooses
+    between by the screen's width (classes ``wide`` and ``narrow``)."""
+
+    @functools.wraps(draw)
+    def both(*args: _P.args, **kwargs: _P.kwargs) -> str:
+        drawings = []
+        for variant in ("wide", "narrow"):
+            token = _VARIANT.set(variant)
+            try:
+                svg = draw(*args, **kwargs)
+            finally:
+                _VARIANT.reset(token)
+            drawings.append(svg.replace('class="chart"', f'class="chart {variant}"', 1))
+        return "\n".join(drawings)
+
+    return both
 
 
 class ChartUnavailableError(InvalidInputError):
@@ -96,7 +130,8 @@ def _figure(name: str, height_in: float) -> Iterator[Figure]:
     from matplotlib.figure import Figure
 
     with mpl.rc_context({**_RC, "svg.hashsalt": f"reident-{name}"}):
-        fig = Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
+        width = NARROW_WIDTH_IN if _VARIANT.get() == "narrow" else WIDTH_IN
+        fig = Figure(figsize=(width, height_in), layout="constrained")
         yield fig
 
 
@@ -118,7 +153,7 @@ def _svg(fig: Figure, name: str, title: str) -> str:
     text = text[start:]
     text = re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
     text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
-    text = _scope_ids(text, name)
+    text = _scope_ids(text, name if _VARIANT.get() == "wide" else f"{name}-narrow")
     # responsive: drop the fixed pt size, keep the viewBox; label it for screen readers
     text = re.sub(
         r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
@@ -156,7 +191,19 @@ def _style_axes(ax: Axes, *, grid_axis: str) -> None:
     ax.tick_params(length=0 if grid_axis == "x" else 3.5)
 
 
-def _short(label: str, limit: int = 42) -> str:
+def _fit(text: str) -> str:
+    """An axis title as the drawing fits it: on the narrow drawing, wrapped at 40
+    characters (it would otherwise run past the figure's edge)."""
+    if _VARIANT.get() == "wide":
+        return text
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, 40))
+
+
+def _short(label: str, limit: int | None = None) -> str:
+    if limit is None:
+        limit = _LABEL_LIMITS[_VARIANT.get()]
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
@@ -170,6 +217,7 @@ def _pct_label(share: float) -> str:
 
 
 # ----------------------------------------------------------------- risk bands (docs/metrics.md §2)
+@_responsive
 def risk_distribution_chart(
     bands: Sequence[tuple[float, float, float]], record_threshold: float | None
 ) -> str:
@@ -201,8 +249,8 @@ def risk_distribution_chart(
         ax.bar_label(bars, labels=[_pct_label(s / 100.0) for s in shares], padding=3, fontsize=8.5)
         top = max(shares) if shares else 0.0
         ax.set_xlim(0, max(top * 1.18, 1.0))
-        ax.set_xlabel("share of records (%)")
-        ax.set_ylabel("record risk band (prosecutor)")
+        ax.set_xlabel(_fit("share of records (%)"))
+        ax.set_ylabel(_fit("record risk band (prosecutor)"))
         _style_axes(ax, grid_axis="x")
         if record_threshold is not None:
             entries = [
@@ -217,7 +265,7 @@ def risk_distribution_chart(
                 y = max(safe) + 0.5
                 ax.axhline(y, color=INK, linestyle="--", linewidth=1.0)
                 label = f"record-risk threshold {record_threshold:g}"
-                if PARTLY not in colors:
+                if PARTLY not in colors and _VARIANT.get() == "wide":
                     above = sum(sh for sh, col in zip(shares, colors, strict=True) if col == RISK)
                     label += f": {above:.3g} % of the records above"
                 _label_line(ax, label, y=y, offset=(-2, 3), color=RISK)
@@ -268,7 +316,8 @@ def _legend(fig: Figure, entries: Sequence[tuple[str, str]]) -> None:
     from matplotlib.patches import Patch
 
     handles = [Patch(facecolor=c, edgecolor="none", label=text) for c, text in entries]
-    fig.legend(handles=handles, loc="outside upper center", ncols=min(len(handles), 3))
+    ncols = min(len(handles), 3) if _VARIANT.get() == "wide" else 1
+    fig.legend(handles=handles, loc="outside upper center", ncols=ncols)
 
 
 # ------------------------------------------------------------ class sizes (docs/metrics.md §1, §2)
@@ -319,6 +368,7 @@ def _bucket_color(lo: int, hi: int | None, risky_below: int | None) -> str:
     return PARTLY
 
 
+@_responsive
 def class_size_chart(
     histogram: Sequence[tuple[int, int]], risky_below: int | None, risky_label: str = ""
 ) -> str:
@@ -335,19 +385,22 @@ def class_size_chart(
         ax = fig.add_subplot()
         xpos = list(range(len(buckets)))
         bars = ax.bar(xpos, classes, color=colors, width=0.7)
-        ax.set_xticks(xpos, labels, rotation=30 if len(labels) > 8 else 0, ha="center")
+        narrow = _VARIANT.get() == "narrow"
+        crowded = len(labels) > (4 if narrow else 8)
+        ax.set_xticks(xpos, labels, rotation=(45 if narrow else 30) if crowded else 0, ha="center")
         ax.bar_label(
             bars,
-            labels=[
-                f"{c:,}\n{_pct_label(r / total_records)}" if c else "" for _, _, c, r in buckets
+            labels=[  # the narrow drawing: the count only (the shares are in the table below)
+                (f"{c:,}" if narrow else f"{c:,}\n{_pct_label(r / total_records)}") if c else ""
+                for _, _, c, r in buckets
             ],
             padding=2,
             fontsize=8,
             color=INK,
         )
         ax.set_ylim(0, max(classes) * 1.3 if max(classes) else 1)
-        ax.set_xlabel("class size (records sharing the same quasi-identifier values)")
-        ax.set_ylabel("number of classes")
+        ax.set_xlabel(_fit("class size (records sharing the same quasi-identifier values)"))
+        ax.set_ylabel(_fit("number of classes"))
         _style_axes(ax, grid_axis="y")
         if risky_below is not None:
             why = f" ({risky_label})" if risky_label else ""
@@ -359,6 +412,7 @@ def class_size_chart(
 
 
 # ---------------------------------------------------------- quasi-identifiers (docs/metrics.md §5)
+@_responsive
 def attribute_chart(items: Sequence[tuple[str, float | None, float | None]]) -> str:
     """Distinction and separation of the top column sets, most re-identifying at the top."""
     if not items:
@@ -380,13 +434,16 @@ def attribute_chart(items: Sequence[tuple[str, float | None, float | None]]) -> 
                 bars, labels=[f"{v:.3g} %" for v in values], padding=3, fontsize=8, color=INK
             )
         ax.set_xlim(0, 112)
-        ax.set_xlabel("% (distinction: classes / records; separation: record pairs told apart)")
+        ax.set_xlabel(
+            _fit("% (distinction: classes / records; separation: record pairs told apart)")
+        )
         _style_axes(ax, grid_axis="x")
         _legend(fig, [(RISK, "distinction"), (SECOND, "separation")])
         return _svg(fig, "attributes", "Distinction and separation per column set")
 
 
 # --------------------------------------------------------------- direct match (docs/metrics.md §8)
+@_responsive
 def direct_match_chart(columns: Sequence[tuple[str, float]], target: float | None) -> str:
     """Protection ``P_c`` (0-100) per column, least protected at the top; red below target."""
     if not columns:
@@ -406,7 +463,7 @@ def direct_match_chart(columns: Sequence[tuple[str, float]], target: float | Non
         if target is not None:
             ax.axvline(target, color=INK, linestyle="--", linewidth=1.2)
             _label_line(ax, f"target {target:g}", x=target, offset=(-4, 2))
-        ax.set_xlabel("column direct match protection (0 = every value kept, 100 = none)")
+        ax.set_xlabel(_fit("column direct match protection (0 = every value kept, 100 = none)"))
         _style_axes(ax, grid_axis="x")
         if target is not None:
             _legend(fig, [(RISK, "below the target"), (SAFE, "at or above it")])
@@ -414,6 +471,7 @@ def direct_match_chart(columns: Sequence[tuple[str, float]], target: float | Non
 
 
 # -------------------------------------------------------------------- Datafly (docs/metrics.md §9)
+@_responsive
 def datafly_steps_chart(
     steps: Sequence[tuple[str, int]], suppression_limit: int | None, k: int | None
 ) -> str:
@@ -439,8 +497,8 @@ def datafly_steps_chart(
             ax.axhline(suppression_limit, color=INK, linestyle="--", linewidth=1.2)
             _label_line(ax, f"suppression limit {suppression_limit:,}", y=suppression_limit)
         below_k = f"< {k:,}" if k is not None else "< k"
-        ax.set_ylabel(f"records in classes {below_k}")
-        ax.set_xlabel("generalization step (column → level)")
+        ax.set_ylabel(_fit(f"records in classes {below_k}"))
+        ax.set_xlabel(_fit("generalization step (column → level)"))
         _style_axes(ax, grid_axis="y")
         if suppression_limit is not None:
             _legend(

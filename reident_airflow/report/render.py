@@ -39,9 +39,18 @@ from reident_airflow.report._page import (
 )
 from reident_airflow.report._provenance import input_section, sign_off_section
 from reident_airflow.report._read import optional_view
-from reident_airflow.report._release import build_datafly, build_direct_match
+from reident_airflow.report._release import (
+    build_datafly,
+    build_direct_match,
+    build_identifier_scan,
+)
 from reident_airflow.report.signoff import SignOff
-from reident_airflow.report.view import AssessmentView, DataflyView, DirectMatchView
+from reident_airflow.report.view import (
+    AssessmentView,
+    DataflyView,
+    DirectMatchView,
+    IdentifierScanView,
+)
 
 __all__ = ["KINDS", "infer_kind", "render_release_report", "render_report", "sign_report"]
 
@@ -49,14 +58,21 @@ _TITLES = {
     "assessment": "Re-identification risk",
     "direct_match": "Column direct match protection",
     "datafly": "Datafly k-anonymization",
+    "identifier_scan": "Identifier scan",
 }
-_ANCHORS = {"assessment": "assessment", "direct_match": "direct-match", "datafly": "datafly"}
+_ANCHORS = {
+    "assessment": "assessment",
+    "direct_match": "direct-match",
+    "datafly": "datafly",
+    "identifier_scan": "scan",
+}
 
 #: How each kind's part is built from its payload (and the ranking's length).
 _BUILDERS: dict[str, Callable[[Mapping[str, Any], int], Part]] = {
     "assessment": lambda p, top: build_assessment(AssessmentView.from_dict(p), top),
     "direct_match": lambda p, _: build_direct_match(DirectMatchView.from_dict(p)),
     "datafly": lambda p, _: build_datafly(DataflyView.from_dict(p)),
+    "identifier_scan": lambda p, _: build_identifier_scan(IdentifierScanView.from_dict(p)),
 }
 
 
@@ -120,6 +136,7 @@ def render_report(
         assessment=given["assessment"],
         direct_match=given["direct_match"],
         datafly=given["datafly"],
+        identifier_scan=given["identifier_scan"],
         context=extra,
         top_attributes=top_attributes,
         sign_off=sign_off,
@@ -131,12 +148,15 @@ def render_release_report(
     assessment: Mapping[str, Any] | None = None,
     direct_match: Mapping[str, Any] | None = None,
     datafly: Mapping[str, Any] | None = None,
+    identifier_scan: Mapping[str, Any] | None = None,
     context: Mapping[str, Any] | None = None,
     title: str | None = None,
     top_attributes: int = 10,
     sign_off: SignOff | None = None,
 ) -> str:
-    """One HTML report for a release: any of an assessment, a direct-match and a Datafly JSON.
+    """One HTML report for a release: any of an assessment, a direct-match, a Datafly and an
+    identifier-scan JSON (the scan of ``reident scan``; an assessment's own scan is a section of
+    the assessment).
 
     The overall verdict comes first: BREACHED if any part breached its thresholds (or Datafly
     could not reach k), INCOMPLETE if a part's verdict is missing, PASSED otherwise (NOT GATED
@@ -152,7 +172,12 @@ def render_release_report(
         raise InvalidInputError(f"context must be a dict, got {type(context).__name__}")
     if sign_off is not None and not isinstance(sign_off, SignOff):
         raise InvalidInputError(f"sign_off must be a SignOff, got {type(sign_off).__name__}")
-    given = {"assessment": assessment, "direct_match": direct_match, "datafly": datafly}
+    given = {
+        "assessment": assessment,
+        "direct_match": direct_match,
+        "datafly": datafly,
+        "identifier_scan": identifier_scan,
+    }
     ctx = dict(context or {})
     parts: list[Part] = []
     for kind, payload in given.items():

@@ -63,7 +63,11 @@ from reident_airflow.report._scan_view import (
     IdentifierScanView,
     ScanColumnView,
 )
-from reident_airflow.report._since_view import MovementView, SinceLastReleaseView
+from reident_airflow.report._since_view import (
+    MovementView,
+    SinceLastReleaseView,
+    gained_qis_sentence,
+)
 from reident_airflow.report._thresholds import BreachView
 from reident_airflow.report._verdict_view import MAX_NAME, ScanVerdict, VerdictView
 
@@ -100,6 +104,7 @@ __all__ = [
     "SinceLastReleaseView",
     "SudaView",
     "VerdictView",
+    "gained_qis_sentence",
     "name_or_none",
     "ranked_scope",
     "whole_or_none",

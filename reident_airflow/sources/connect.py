@@ -12,6 +12,7 @@ only on such a connection, so no text a template rendered can change data.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import weakref
 from collections.abc import Iterator
@@ -75,6 +76,11 @@ def make_engine(url: str | Engine) -> Engine:
     if isinstance(url, Engine):
         statements_of(url)
         return url
+    if str(url).partition("://")[0].partition("+")[0].strip().lower() == "postgres":
+        raise InvalidInputError(
+            "not a usable database URL: SQLAlchemy names PostgreSQL 'postgresql', not "
+            "'postgres': use postgresql:// (the rest of the URL unchanged)"
+        )
     try:
         parsed = sa.make_url(url)
         fallback = _DRIVER_FALLBACKS.get(parsed.drivername)
@@ -178,9 +184,24 @@ def reflect_table(conn: Connection, table: str, schema: str | None = None) -> sa
         return sa.Table(table, sa.MetaData(), schema=schema, autoload_with=conn)
     except NoSuchTableError:
         where = f" in schema {schema!r}" if schema else ""
-        raise InvalidInputError(
-            f"table {table!r} does not exist{where}{_dotted_hint(table, schema)}"
-        ) from None
+        hint = _dotted_hint(table, schema) or _closest_tables(conn, table, schema)
+        raise InvalidInputError(f"table {table!r} does not exist{where}{hint}") from None
+
+
+def _closest_tables(conn: Connection, table: str, schema: str | None) -> str:
+    """`` (did you mean 'patients'?)``: up to three names of tables or views of ``schema``
+    close to the mistyped ``table`` (names only), or nothing when none is close or the
+    database does not list them to this user."""
+    try:
+        inspector = sa.inspect(conn)
+        names = [*inspector.get_table_names(schema=schema), *inspector.get_view_names(schema)]
+    except Exception:  # a listing the user may not read: no hint, the error stands
+        return ""
+    by_fold = {name.casefold(): name for name in names}
+    close = [by_fold[n] for n in difflib.get_close_matches(table.casefold(), by_fold, n=3)]
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(n) for n in close)}?)"
 
 
 def _dotted_hint(table: str, schema: str | None) -> str:

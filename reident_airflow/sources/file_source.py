@@ -181,6 +181,46 @@ def _check_readable(path: Path) -> None:
         raise InvalidInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
+#: Suffixes of files that are not CSV, and what they are (a one-line error names them).
+_OTHER_SUFFIXES = {
+    ".xlsx": "an Excel workbook (.xlsx)",
+    ".xlsm": "an Excel workbook (.xlsm)",
+    ".xls": "an Excel 97-2003 workbook (.xls)",
+    ".ods": "an OpenDocument spreadsheet (.ods)",
+    ".json": "JSON",
+    ".jsonl": "JSON Lines",
+    ".ndjson": "JSON Lines",
+}
+#: First bytes of spreadsheets: a ZIP container (.xlsx, .ods) and an OLE2 one (.xls).
+_OTHER_MAGIC = (
+    (b"PK\x03\x04", "an Excel workbook (a ZIP container, as .xlsx is)"),
+    (b"\xd0\xcf\x11\xe0", "an Excel 97-2003 workbook (.xls)"),
+)
+
+
+def _refuse_other_formats(path: Path) -> None:
+    """Refuse a spreadsheet or a JSON file named or handed over as CSV: read as CSV it gives
+    a header of garbage or of JSON fragments, and a wrong verdict. Told by the name, then by
+    the first bytes (a compressed file by its name only)."""
+    what = _OTHER_SUFFIXES.get(path.suffix.lower())
+    if what is None and path.suffix.lower() not in CSV_COMPRESSIONS:
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(64)
+        except OSError:
+            return  # the header's reading says why
+        what = next((name for magic, name in _OTHER_MAGIC if head.startswith(magic)), None)
+        text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+        # an object, or an array of objects / arrays / strings (a CSV header may start "[")
+        json_array = text[:1] == b"[" and text[1:].lstrip()[:1] in (b"{", b"[", b'"')
+        if what is None and (text[:1] == b"{" or json_array):
+            what = "JSON"
+    if what is not None:
+        raise InvalidInputError(
+            f"{path}: {what}, not CSV: export it as CSV (or Parquet) and assess that file"
+        )
+
+
 def csv_compression(path: str | Path) -> str:
     """How a CSV file is compressed, by its name: ``gzip`` (``.gz``), ``zstd`` (``.zst``),
     ``bzip2`` (``.bz2``) or ``none``. A file so named whose first bytes are not that
@@ -340,6 +380,7 @@ def open_file(path: str | Path, *, sep: str = ",") -> FileTable:
             types=tuple(str(t) for t in schema.types),
         )
     _check_readable(p)
+    _refuse_other_formats(p)
     names = tuple(_csv_header(p, sep))
     kinds = tuple("text" for _ in names)
     return FileTable(spec, "csv", names, spec, sep, kinds, csv_compression(p))

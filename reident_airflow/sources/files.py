@@ -1016,7 +1016,7 @@ class FileSource(ClassCounting):
                 relations,
                 lambda rels: _changes_sql(rels[0], rels[1], compared, text_qis=text_qis),
             )
-        return changes_from_counts(compared.qi_names, rows)
+        return changes_from_counts(compared.qi_names, rows, compared)
 
 
 def _categorical(column: pa.ChunkedArray) -> pd.Categorical | None:
@@ -1381,4 +1381,4 @@ def _ledger_changes(
             ") GROUP BY class_digest, star) GROUP BY 1, 2, 3"
         )
         rows = _run(new, con, sql, {**params, "ledger": ledger.target}, rows=True)
-    return changes_from_counts(compared.qi_names, rows)
+    return changes_from_counts(compared.qi_names, rows, compared)

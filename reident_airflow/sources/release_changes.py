@@ -59,13 +59,18 @@ class ComparedColumns:
     """The columns two releases are compared on: ``candidate`` and ``previous`` are their
     positions in each release, pairwise (the same column), ``names`` as the candidate spells
     them, ``qis`` the positions of the QIs in ``names``; ``left_out`` the columns only one
-    release holds (names only), not compared."""
+    release holds (names only), not compared: ``gained`` those only the candidate holds,
+    ``dropped`` those only the previous release held, ``gained_qis`` the QIs among
+    ``gained`` (the comparison is then grouped on the QIs both hold)."""
 
     names: tuple[str, ...]
     candidate: tuple[int, ...]
     previous: tuple[int, ...]
     qis: tuple[int, ...]
     left_out: tuple[str, ...] = ()
+    gained: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    gained_qis: tuple[str, ...] = ()
 
     @property
     def qi_names(self) -> tuple[str, ...]:
@@ -94,11 +99,14 @@ def compared_columns(
     """The released columns two releases are compared on.
 
     By default every column both hold, matched by exact name (the order of the columns does
-    not matter); a column only one of them holds is left out and named (names only) in a
-    warning of this module's logger: an attacker holding both releases can only subtract
-    them on the columns they share. ``columns`` chooses the compared columns instead, each
-    looked up in each release as a QI is (exactly, then without surrounding spaces). The QIs
-    must be among the compared columns. A header that repeats a name is refused.
+    not matter); a column only one of them holds is left out, named (names only) in
+    ``gained`` / ``dropped`` for the verdict and in a warning of this module's logger: an
+    attacker holding both releases can only subtract them on the columns they share. A QI
+    the candidate gained is named in ``gained_qis`` and the rows are grouped on the QIs both
+    hold (the verdict makes the gained QI a breach); the previous release must hold at least
+    one QI. ``columns`` chooses the compared columns instead, each looked up in each release
+    as a QI is (exactly, then without surrounding spaces); the QIs must then be among them.
+    A header that repeats a name is refused.
     """
     if isinstance(qis, str) or not list(qis):
         raise InvalidInputError("no quasi-identifiers given: name at least one column")
@@ -131,6 +139,16 @@ def compared_columns(
         chosen = tuple(candidate[i] for i in n_pos)
         left_out = ()
     in_candidate = resolve_columns(qis, candidate)
+    gained_qis: tuple[str, ...] = ()
+    if columns is None:
+        gained_qis = tuple(candidate[i] for i in in_candidate if i not in n_pos)
+        if len(gained_qis) == len(in_candidate):
+            raise InvalidInputError(
+                f"{labels[1]} holds none of the quasi-identifiers "
+                f"({', '.join(repr(q) for q in gained_qis)}): the releases cannot be compared "
+                "on them; every record's quasi-identifiers are new information"
+            )
+        in_candidate = tuple(i for i in in_candidate if i in n_pos)
     try:
         qi_pos = tuple(n_pos.index(i) for i in in_candidate)
     except ValueError:
@@ -139,7 +157,9 @@ def compared_columns(
             f"quasi-identifier {missing!r} is not among the compared columns "
             f"({labels[1]} does not hold it, or columns= leaves it out)"
         ) from None
-    return ComparedColumns(chosen, n_pos, p_pos, qi_pos, left_out)
+    gained = tuple(c for c in candidate if c not in chosen) if columns is None else ()
+    dropped = tuple(c for c in previous if c not in chosen) if columns is None else ()
+    return ComparedColumns(chosen, n_pos, p_pos, qi_pos, left_out, gained, dropped, gained_qis)
 
 
 def check_kinds(
@@ -202,7 +222,11 @@ def _sizes(qis: tuple[str, ...], tally: Mapping[int, int]) -> ClassSizes | None:
     )
 
 
-def changes_from_counts(qis: Sequence[str], rows: Iterable[Sequence[Any]]) -> ReleaseChanges:
+def changes_from_counts(
+    qis: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    compared: ComparedColumns | None = None,
+) -> ReleaseChanges:
     """The :class:`ReleaseChanges` of the counted rows ``(a, d, suppressed, classes, n, p)``:
     ``classes`` classes had ``a`` arrivals and ``d`` departures (the suppressed class, every
     QI ``*``, flagged) and held ``n`` records of the candidate and ``p`` of the previous
@@ -210,7 +234,8 @@ def changes_from_counts(qis: Sequence[str], rows: Iterable[Sequence[Any]]) -> Re
 
     The suppressed class's arrivals and departures are not counted in either histogram, as
     the records of that class are not in an assessment's: all their QIs are ``*``, so the QIs
-    find none of them."""
+    find none of them. ``compared`` (the columns compared) names the columns only one
+    release holds in the result."""
     names = tuple(qis)
     arrivals: dict[int, int] = {}
     departures: dict[int, int] = {}
@@ -231,4 +256,7 @@ def changes_from_counts(qis: Sequence[str], rows: Iterable[Sequence[Any]]) -> Re
         records=records,
         arrivals=_sizes(names, arrivals),
         departures=_sizes(names, departures),
+        gained_columns=() if compared is None else compared.gained,
+        dropped_columns=() if compared is None else compared.dropped,
+        gained_quasi_identifiers=() if compared is None else compared.gained_qis,
     )

@@ -541,7 +541,7 @@ class SparkSource:
         check_kinds(compared, spark_kinds(new), spark_kinds(old), labels=labels)
         with spark_errors(self.label):
             rows = change_rows(new, old, compared.candidate, compared.previous, compared.qis)
-        return changes_from_counts(compared.qi_names, rows)
+        return changes_from_counts(compared.qi_names, rows, compared)
 
     def fingerprint(self, rows: int | None = None) -> InputFingerprint | None:
         """A local Parquet file's or folder's fingerprint (``rows``: the records read);

@@ -654,7 +654,7 @@ def release_changes_sql(
     )
     statement = changes_statement(new_grouping, new, old_grouping, old, compared.qis)
     rows = conn.execute(statement).all()
-    return changes_from_counts(compared.qi_names, rows)
+    return changes_from_counts(compared.qi_names, rows, compared)
 
 
 def _same_database(new: Engine, old: Engine) -> None:

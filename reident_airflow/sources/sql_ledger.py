@@ -272,4 +272,4 @@ def ledger_changes(
             a, d, flag, sa.func.count(), sa.func.sum(per_class.c.n), sa.func.sum(per_class.c.p)
         ).group_by(a, d, flag)
         rows = conn.execute(statement).all()
-    return changes_from_counts(compared.qi_names, rows)
+    return changes_from_counts(compared.qi_names, rows, compared)

@@ -24,6 +24,8 @@ from reident_airflow.gx import (
     ExpectTableDirectMatchProtectionToBeAbove,
     ExpectTableReidentificationRiskToBeBelow,
     ExpectTableToBeKAnonymous,
+    ExpectTableToBeLDiverse,
+    ExpectTableToHoldNoDirectIdentifiers,
     is_guard,
 )
 
@@ -148,3 +150,44 @@ def test_data_docs_pages_render(context: Any) -> None:
         DefaultJinjaPageView().render(ExpectationSuitePageRenderer().render(suite))
     )
     assert "Share of records at risk (prosecutor) on quasi-identifiers" in suite_page
+
+
+def test_data_docs_rows_name_the_failing_columns(context: Any) -> None:
+    # issue 42 item 6: a failing row said "failing_columns = 1" or "l_diversity.distinct = 1"
+    # without naming the column. (M, 1) holds only "flu" (distinct l = 1 < 2) and "mrn" is a
+    # unique record number the scan fails; "note" passes both.
+    frame = SMALL.assign(
+        mrn=[f"MRN{400071 + 13 * i}" for i in range(10)],
+        diagnosis=["flu", "flu", "flu", "cold", "flu", "cold", "flu", "cold", "flu", "cold"],
+    )
+    suite = context.suites.add(
+        gx.ExpectationSuite(
+            name="failing-columns",
+            expectations=[
+                ExpectTableToBeLDiverse(quasi_identifiers=QIS, sensitive=["diagnosis"], min_l=2),
+                ExpectTableToHoldNoDirectIdentifiers(
+                    quasi_identifiers=QIS, allow_columns=["diagnosis"]
+                ),
+            ],
+        )
+    )
+    definition = (
+        context.data_sources.add_pandas("failing")
+        .add_dataframe_asset("small")
+        .add_batch_definition_whole_dataframe("all")
+    )
+    validation = context.validation_definitions.add(
+        gx.ValidationDefinition(name="failing-columns", data=definition, suite=suite)
+    )
+    result = validation.run(batch_parameters={"dataframe": frame})
+    diverse, scan = result.results[1:]
+    assert (diverse.success, scan.success) == (False, False)
+    assert scan.result["details"]["failing"] == ["mrn"]
+    page = text_of(DefaultJinjaPageView().render(ValidationResultsPageRenderer().render(result)))
+    assert "l_diversity.distinct = 1 (failing columns: diagnosis)" in page
+    assert "failing_columns = 1 (failing columns: mrn)" in page
+    assert "MRN400071" not in page  # names only, never a value
+    # the atomic renderer says the same
+    assert observed(ExpectTableToHoldNoDirectIdentifiers(), scan)[0] == (
+        "failing_columns = 1 (failing columns: mrn)"
+    )

@@ -136,7 +136,11 @@ def test_breaching_adult_report_shows_verdict_thresholds_and_every_part(
     ):
         start = html.index(f'id="{section}"')
         chunk = html[start : html.index("</section>", start)]
-        assert '<svg xmlns:xlink="http://www.w3.org/1999/xlink" class="chart" ' in chunk
+        # drawn twice: for this page and for a phone (the CSS shows one)
+        for variant in ("wide", "narrow"):
+            assert f'<svg xmlns:xlink="http://www.w3.org/1999/xlink" class="chart {variant}" ' in (
+                chunk
+            )
         assert f'aria-label="{label}"' in chunk
         assert "<path" in chunk
     # population models, with the one Dankar's rule chose
@@ -266,7 +270,7 @@ def test_a_section_that_fails_leaves_a_message_and_the_rest(
     text = check_page(html)
     assert "This section could not be drawn" in text and "(ValueError)" in text
     assert "drawing failed" not in text  # the exception's text is not shown
-    assert html.count("<svg ") == 2  # the other charts are there
+    assert html.count("<svg ") == 2 * 2  # the other charts are there, each wide and narrow
 
 
 def test_no_result_at_all() -> None:
@@ -296,7 +300,7 @@ def test_charts_are_deterministic(breaching_assessment: dict[str, Any]) -> None:
         return re.findall(r"<svg .*?</svg>", html, flags=re.DOTALL)
 
     first = charts_of(render_report(breaching_assessment))
-    assert len(first) == 3
+    assert len(first) == 3 * 2  # each wide and narrow
     assert first == charts_of(render_report(breaching_assessment))
 
 
@@ -357,7 +361,7 @@ def test_release_report_combines_parts(
     assert "Re-identification risk: passed" in text
     assert "Column direct match protection: breached" in text
     assert "Datafly k-anonymization: passed" in text
-    assert html.count("<svg ") == 5
+    assert html.count("<svg ") == 5 * 2  # each wide and narrow
     assert "release_gate" in text and "manual__1" in text
 
 
@@ -570,3 +574,25 @@ def test_datafly_operator_writes_the_report(tmp_path: Path) -> None:
         (tmp_path / "reports" / "datafly.html").read_text(encoding="utf-8"), run_url=ti.log_url
     )
     assert "PASSED" in text and "Levels reached" in text and "release_gate" in text
+
+
+def test_every_chart_has_a_drawing_that_fits_a_phone(breaching_assessment: dict[str, Any]) -> None:
+    # issue 42 item 6, without a browser (tests/report/test_report_browser.py measures it):
+    # each chart comes wide (8 in = 576 pt) and narrow (4 in = 288 pt), both sized by their
+    # viewBox alone (no fixed width or height), and the page's CSS shows the narrow one,
+    # at 100 % of its box and no minimum width, on a screen up to 760 px wide
+    html = render_report(breaching_assessment)
+    svgs = re.findall(r"<svg [^>]*>", html)
+    assert len(svgs) == 3 * 2
+    widths = {"wide": "576", "narrow": "288"}
+    for tag, variant in zip(svgs, ["wide", "narrow"] * 3, strict=True):
+        assert f'class="chart {variant}"' in tag, tag
+        assert re.search(rf'viewBox="0 0 {widths[variant]}(\.0+)? [0-9.]+"', tag), tag
+        assert not re.search(r'\s(width|height)="', tag), tag
+    css = html[html.index("<style>") : html.index("</style>")]
+    assert "figure.chart svg.chart { width: 100%; max-width: 100%;" in css
+    narrow = css[css.index("@media screen and (max-width: 760px)") :]
+    narrow = narrow[: narrow.index("\n}\n")]
+    assert "figure.chart svg.chart.wide { display: none; }" in narrow
+    assert "figure.chart svg.chart.narrow { display: block;" in narrow
+    assert "min-width" not in narrow.split("svg.chart.narrow", 1)[1].split("}", 1)[0]

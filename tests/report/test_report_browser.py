@@ -47,7 +47,8 @@ _CHECKS = {
     "verdict": "document.querySelector('#verdict .word')?.textContent ?? null",
     "gate_rows": "document.querySelectorAll('#gate tbody tr').length",
     "charts": (
-        "Array.from(document.querySelectorAll('figure.chart svg')).map(s => {"
+        "Array.from(document.querySelectorAll('figure.chart svg'))"
+        ".filter(s => getComputedStyle(s).display !== 'none').map(s => {"
         " const r = s.getBoundingClientRect();"
         " return {section: s.closest('section').id, label: s.getAttribute('aria-label'),"
         " width: r.width, height: r.height, paths: s.querySelectorAll('path').length}; })"
@@ -162,7 +163,8 @@ def test_the_request_check_sees_a_request(chromium: str, tmp_path: Path) -> None
 # ------------------------------------------------------------------------------ at 400 px
 NARROW = 400
 #: The smallest text the charts draw is 8 pt (bar labels, ``charts.py``) in a drawing
-#: ``viewBox`` 576 pt wide (8 in); on screen it is 8 * rendered width / 576 px.
+#: ``viewBox`` 576 pt wide (8 in; 288 pt, 4 in, for narrow screens); on screen it is
+#: 8 * rendered width / drawing width px.
 SMALLEST_CHART_TEXT_PT = 8.0
 _NARROW_CHECKS = {
     "viewport": "window.innerWidth",
@@ -177,11 +179,15 @@ _NARROW_CHECKS = {
         "   text: td.textContent.trim(), clipped: td.scrollWidth > td.clientWidth}]; })))"
     ),
     "charts": (
-        "Array.from(document.querySelectorAll('figure.chart svg')).map(s => {"
+        "Array.from(document.querySelectorAll('figure.chart svg'))"
+        ".filter(s => getComputedStyle(s).display !== 'none').map(s => {"
         " const r = s.getBoundingClientRect();"
-        " const box = s.closest('.chart-box').getBoundingClientRect();"
-        " return {section: s.closest('section').id, width: r.width,"
-        " drawing: s.viewBox.baseVal.width, box_left: box.left, box_right: box.right}; })"
+        " const holder = s.closest('.chart-box');"
+        " const box = holder.getBoundingClientRect();"
+        " return {section: s.closest('section').id, width: r.width, left: r.left,"
+        " right: r.right, drawing: s.viewBox.baseVal.width, box_left: box.left,"
+        " box_right: box.right, box_scroll: holder.scrollWidth,"
+        " box_client: holder.clientWidth}; })"
     ),
     "advice": (
         "Array.from(document.querySelectorAll("
@@ -266,8 +272,9 @@ def test_report_at_400_px(
     assert len(found["charts"]) == 5
     for chart in found["charts"]:
         smallest_px = SMALLEST_CHART_TEXT_PT * chart["width"] / chart["drawing"]
-        assert smallest_px >= 9.0, chart  # scrolls inside its box instead of shrinking
+        assert smallest_px >= 9.0, chart  # the narrow drawing: legible, not shrunk
         assert chart["box_left"] >= 0 and chart["box_right"] <= NARROW, chart
+        assert chart["box_scroll"] <= chart["box_client"], chart  # nothing cut
     assert found["sign_off"] and all(f["right"] <= NARROW for f in found["sign_off"])
     # the "What to do" block: Adult on sex, age, race has 191 of its 528 classes, holding 425
     # of its 30,162 records, below k = 5 (hand-counted in tests/engine/test_advice.py)
@@ -279,6 +286,37 @@ def test_report_at_400_px(
     assert _outside(advice) == []
     width, _ = _png_size(run.screenshot)
     assert width == NARROW
+
+
+PHONE = 390
+
+
+def test_no_chart_is_cut_at_390_px(
+    chromium: str,
+    breaching_assessment: dict[str, Any],
+    direct_match_result: dict[str, Any],
+    datafly_result: dict[str, Any],
+) -> None:
+    """Issue 42 item 6: at 390 px (a phone) every chart lay 680 px wide in a box of about 345
+    px, its right half cut off behind a scroll. Each chart now fits inside its box and the
+    screen, nothing to scroll, with its smallest text still legible (9 px or more)."""
+    html = _narrow_report(breaching_assessment, direct_match_result, datafly_result)
+    out = artifacts_dir()
+    page = out / "report-390px.html"
+    page.write_text(html, encoding="utf-8")
+    run = load_page(chromium, page.resolve().as_uri(), expressions=_NARROW_CHECKS, width=PHONE)
+    (out / "report-390px.png").write_bytes(run.screenshot)
+    found = run.evaluated
+    assert found["viewport"] == PHONE
+    assert found["page_width"] <= PHONE, "the page scrolls sideways at 390 px"
+    charts = found["charts"]
+    assert len(charts) == 5  # one drawing shown per chart
+    for chart in charts:
+        assert chart["box_scroll"] <= chart["box_client"], f"cut inside its box: {chart}"
+        assert chart["left"] >= chart["box_left"] and chart["right"] <= chart["box_right"], chart
+        assert chart["box_left"] >= 0 and chart["box_right"] <= PHONE, chart
+        smallest_px = SMALLEST_CHART_TEXT_PT * chart["width"] / chart["drawing"]
+        assert smallest_px >= 9.0, chart
 
 
 def test_the_400_px_check_sees_a_cut_off_column(

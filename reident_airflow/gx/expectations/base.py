@@ -171,8 +171,10 @@ def _failure(message: str, kind: str) -> dict[str, Any]:
 def _observed_params(result: Any) -> tuple[str, dict[str, str]]:
     """The "observed value" of Data Docs: the scalar with its measure, as a template.
 
-    ``$measure = $observed_value`` (``k = 3``, ``protection = 87.5``); ``unavailable`` for a
-    measure the engine could not compute; the reason for a result that was not evaluated.
+    ``$measure = $observed_value`` (``k = 3``, ``protection = 87.5``), followed by the columns
+    that failed it when the expectation has columns to name (``(failing columns: ssn)``);
+    ``unavailable`` for a measure the engine could not compute; the reason for a result that
+    was not evaluated.
     """
     body = getattr(result, "result", None) if result is not None else None
     if not isinstance(body, Mapping) or not body:
@@ -186,7 +188,26 @@ def _observed_params(result: Any) -> tuple[str, dict[str, str]]:
     if "measure" not in details:
         return "$observed_value", {"observed_value": shown}
     params = {"measure": str(details["measure"]), "observed_value": shown}
-    return "$measure = $observed_value", params
+    template = "$measure = $observed_value"
+    columns = _failing_columns(details)
+    if columns:
+        template += " (failing columns: $failing_columns)"
+        params["failing_columns"] = ", ".join(columns)
+    return template, params
+
+
+#: Where a result's details name the columns that failed it: the identifier scan's failing
+#: columns, the sensitive columns below the l limit, the columns below the direct-match target.
+_FAILING_KEYS = ("failing", "below_limit", "below_target")
+
+
+def _failing_columns(details: Mapping[str, Any]) -> list[str]:
+    """The names of the columns that failed the expectation (names only, never a value)."""
+    for key in _FAILING_KEYS:
+        found = details.get(key)
+        if isinstance(found, list | tuple) and found:
+            return [str(column) for column in found]
+    return []
 
 
 class ReidentExpectation(BatchExpectation, abc.ABC):
