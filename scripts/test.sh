@@ -69,8 +69,15 @@ echo "== pytest: the Spark tests run in a second process; their output follows"
 # at a lower priority: the JVMs take the CPU the other tests leave, not the CPU they need
 nice -n 10 .venv/bin/pytest -m spark "$@" >"$spark_log" 2>&1 &
 spark_pid=$!
+# The full suite (no arguments) runs the other tests on REIDENT_TEST_WORKERS pytest-xdist
+# workers (2 by default; 0 runs them in this process): much of their time is spent waiting
+# on servers, subprocesses and Airflow, not on the CPU.
+workers=()
+if [ "$#" -eq 0 ] && [ "${REIDENT_TEST_WORKERS:-2}" != "0" ]; then
+    workers=(-n "${REIDENT_TEST_WORKERS:-2}")
+fi
 set +e
-.venv/bin/pytest -m "not spark" "$@"
+.venv/bin/pytest -m "not spark" "${workers[@]}" "$@"
 main=$?
 wait "$spark_pid"
 spark=$?
